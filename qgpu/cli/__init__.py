@@ -1,0 +1,43 @@
+"""cli: the `qgpu` command. Each subcommand lives in its own module of this package and
+registers itself in SUBCOMMANDS (name -> module); the module has `add_arguments(parser)`
+and `main(args) -> int`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from qgpu.errors import QgpuError
+
+# name -> module (relative to qgpu.cli), imported lazily so a broken optional stage
+# does not break the other commands.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "run the dot-product demo on the machine"),
+    "asm": ("asm", "assemble, disassemble or run a machine-assembly program"),
+    "trace": ("trace", "decode a launch token stream into readable records"),
+}
+
+
+class CliError(QgpuError):
+    """An error reported as one line on stderr with a non-zero exit status."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="qgpu", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    modules = {}
+    for name, (modname, helptext) in SUBCOMMANDS.items():
+        mod = importlib.import_module(f"qgpu.cli.{modname}")
+        modules[name] = mod
+        mod.add_arguments(sub.add_parser(name, help=helptext, description=helptext))
+    args = parser.parse_args(argv)
+    try:
+        return int(modules[args.command].main(args) or 0)
+    except (QgpuError, OSError) as exc:
+        print(f"qgpu {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

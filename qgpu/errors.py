@@ -1,0 +1,35 @@
+"""errors: the exception hierarchy. Every error a user can cause is a QgpuError with a
+message that names what is wrong (file:line, PTX line, the limit exceeded)."""
+
+
+class QgpuError(Exception):
+    """Base of every error qgpu reports to a user."""
+
+
+class ProgramError(QgpuError):
+    """A machine program breaks a rule of the ISA (bad operand, over a limit)."""
+
+
+class AssemblyError(ProgramError):
+    """Machine assembly text that does not parse; the message carries the line."""
+
+
+class MachineError(QgpuError):
+    """A launch faults at run time: out-of-bounds or misaligned memory access, a barrier
+    that cannot complete, the instruction budget exceeded."""
+
+
+class LaunchError(QgpuError):
+    """A launch that cannot start: bad grid/block, arguments that do not fit."""
+
+
+class CompileError(QgpuError):
+    """CUDA source or PTX that the front end rejects (file:line or PTX line in the text)."""
+
+
+class ProtocolError(QgpuError):
+    """A token stream that does not follow the launch protocol."""
+
+
+class CheckMismatch(QgpuError):
+    """--check: the model's token differs from the interpreter's expected token."""
