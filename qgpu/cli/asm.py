@@ -1,0 +1,40 @@
+"""cli.asm: `qgpu asm FILE.s`: assemble (and check) a machine-assembly file, print it back
+disassembled, or run it on the interpreter and print the trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qgpu.interp import run_launch
+from qgpu.isa import machine as M
+from qgpu.isa.asm import assemble, disassemble
+from qgpu.protocol import decode_prompt, decode_trace, encode_prompt, expected_trace
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x, 0) for x in text.split(",") if x.strip()] if text else []
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("file", help="machine assembly file")
+    parser.add_argument("--run", action="store_true", help="run it on the interpreter")
+    parser.add_argument("--grid", type=int, default=1)
+    parser.add_argument("--block", type=int, default=M.LANES)
+    parser.add_argument("--mem", default="", help="initial global words, comma-separated")
+
+
+def main(args) -> int:
+    prog = assemble(Path(args.file).read_text(), Path(args.file).stem)
+    if not args.run:
+        print(disassemble(prog), end="")
+        return 0
+    memory = _ints(args.mem)
+    result = run_launch(prog, args.grid, args.block, memory)
+    prompt = encode_prompt(prog, args.grid, args.block, memory)
+    trace = expected_trace(result.events)
+    for rec in decode_trace(decode_prompt(prompt), trace):
+        print(rec)
+    used = max(len(memory), 1)
+    print("memory:", [M.s32(v) for v in result.memory[:used]])
+    print(f"tokens: {len(trace)}")
+    return 0

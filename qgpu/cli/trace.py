@@ -1,0 +1,32 @@
+"""cli.trace: `qgpu trace FILE.json`: decode a launch's token stream (a JSON object with
+"prompt" and "trace" lists of token ids, or a plain list: the prompt then the trace after
+GO) into readable records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from qgpu.protocol import decode_prompt, decode_trace, name, tok
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("file", help="JSON token stream")
+    parser.add_argument("--raw", action="store_true", help="also print every token's name")
+
+
+def main(args) -> int:
+    data = json.loads(Path(args.file).read_text())
+    if isinstance(data, dict):
+        prompt, trace = data["prompt"], data["trace"]
+    else:
+        cut = data.index(tok("GO")) + 1
+        prompt, trace = data[:cut], data[cut:]
+    launch = decode_prompt(prompt)
+    print(f"launch: grid {launch.grid}, block {launch.block}, "
+          f"{len(launch.program.blocks)} blocks, prompt {len(prompt)} tokens")
+    if args.raw:
+        print(" ".join(name(t) for t in trace))
+    for rec in decode_trace(launch, trace):
+        print(rec)
+    return 0

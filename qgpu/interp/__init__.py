@@ -1,0 +1,9 @@
+"""interp: the reference interpreter, the oracle of the whole project. It executes
+machine programs with PTX's exact 32-bit semantics, SIMT per-lane PCs (min-PC
+reconvergence), CTA barriers, atomics in a defined order, shuffles and votes, and records
+one event per executed block, from which qgpu.protocol derives the expected token trace.
+"""
+
+from qgpu.interp.machine import BlockEvent, LaunchResult, Machine, run_launch
+
+__all__ = ["BlockEvent", "LaunchResult", "Machine", "run_launch"]

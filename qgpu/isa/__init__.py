@@ -1,0 +1,24 @@
+"""isa: the machine definition, the single source of truth for constants, the native
+instruction set, the block format, programs, limits and the assembly text format.
+docs/isa.md is the written spec; tests check it against these tables."""
+
+from qgpu.isa import machine
+from qgpu.isa.ops import OPS, SPECIAL_REGS, TERMINATORS, OpSpec
+from qgpu.isa.program import (
+    Bar,
+    Block,
+    Br,
+    Exit,
+    Imm,
+    Instr,
+    Jmp,
+    Program,
+    Reg,
+    liveness,
+    successors,
+    validate,
+)
+
+__all__ = ["machine", "OPS", "SPECIAL_REGS", "TERMINATORS", "OpSpec", "Bar", "Block", "Br",
+           "Exit", "Imm", "Instr", "Jmp", "Program", "Reg", "liveness", "successors",
+           "validate"]

@@ -1,0 +1,216 @@
+"""isa.program: machine programs as data: operands, instructions, blocks, terminators,
+the program, its validation against the machine's limits, and block-level liveness.
+
+Block semantics (docs/isa.md): a block runs for the active lanes of one warp. Its stages
+run in order; the operations of one stage read the registers as they were when the stage
+began (so they are independent) and at most one of them writes each register. The
+terminator reads the registers after the last stage. When the block ends, only the
+registers in its `writeback` set keep their new values; the others were block-local
+temporaries and return to their values from before the block. (The protocol returns
+exactly the writeback registers as tokens, so this is what the model computes too.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qgpu.errors import ProgramError
+from qgpu.isa import machine as M
+from qgpu.isa.ops import OPS
+
+
+@dataclass(frozen=True)
+class Reg:
+    n: int
+
+    def __str__(self) -> str:
+        return f"r{self.n}"
+
+
+@dataclass(frozen=True)
+class Imm:
+    value: int  # stored as uint32
+
+    def __post_init__(self):
+        if not -(1 << 31) <= self.value <= M.WORD_MASK:
+            raise ProgramError(f"immediate {self.value} does not fit in 32 bits")
+        object.__setattr__(self, "value", M.u32(self.value))
+
+    def __str__(self) -> str:
+        v = M.s32(self.value)
+        return str(v) if -4096 <= v <= 4096 else f"0x{self.value:x}"
+
+
+Operand = Reg | Imm
+
+
+@dataclass(frozen=True)
+class Instr:
+    op: str
+    dst: int | None = None
+    srcs: tuple[Operand, ...] = ()
+    offset: int = 0          # byte offset added to the address operand (memory ops)
+
+    @property
+    def spec(self):
+        return OPS[self.op]
+
+    def reads(self) -> set[int]:
+        return {s.n for s in self.srcs if isinstance(s, Reg) and s.n != M.ZERO_REG}
+
+
+@dataclass(frozen=True)
+class Jmp:
+    target: int
+
+
+@dataclass(frozen=True)
+class Br:
+    cond: Reg
+    taken: int
+    not_taken: int
+
+
+@dataclass(frozen=True)
+class Bar:
+    target: int
+
+
+@dataclass(frozen=True)
+class Exit:
+    pass
+
+
+Terminator = Jmp | Br | Bar | Exit
+
+
+def successors(term: Terminator) -> tuple[int, ...]:
+    if isinstance(term, Jmp | Bar):
+        return (term.target,)
+    if isinstance(term, Br):
+        return (term.taken, term.not_taken)
+    return ()
+
+
+@dataclass
+class Block:
+    stages: list[list[Instr]] = field(default_factory=list)
+    terminator: Terminator = field(default_factory=Exit)
+    writeback: frozenset[int] | None = None   # None: computed by liveness
+
+    def defs(self) -> set[int]:
+        return {i.dst for st in self.stages for i in st if i.dst is not None}
+
+    def upward_uses(self) -> set[int]:
+        """Registers read before this block defines them (the block's live-in part)."""
+        defined: set[int] = set()
+        uses: set[int] = set()
+        for st in self.stages:
+            for ins in st:
+                uses |= ins.reads() - defined
+            defined |= {i.dst for i in st if i.dst is not None}
+        if isinstance(self.terminator, Br) and self.terminator.cond.n != M.ZERO_REG:
+            if self.terminator.cond.n not in defined:
+                uses.add(self.terminator.cond.n)
+        return uses
+
+
+@dataclass
+class Program:
+    blocks: list[Block]
+    name: str = "kernel"
+
+    def __post_init__(self):
+        validate(self)
+        if any(b.writeback is None for b in self.blocks):
+            live_out = liveness(self)
+            for i, b in enumerate(self.blocks):
+                if b.writeback is None:
+                    b.writeback = frozenset(b.defs() & live_out[i])
+
+    def instruction_count(self) -> int:
+        return sum(len(st) for b in self.blocks for st in b.stages)
+
+
+def liveness(prog: Program) -> list[set[int]]:
+    """Registers live at each block's exit (classic backward dataflow over the CFG).
+    SIMT does not change it: every lane follows the CFG with registers of its own."""
+    n = len(prog.blocks)
+    live_in: list[set[int]] = [set() for _ in range(n)]
+    live_out: list[set[int]] = [set() for _ in range(n)]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(n)):
+            b = prog.blocks[i]
+            out: set[int] = set()
+            for s in successors(b.terminator):
+                out |= live_in[s]
+            inn = b.upward_uses() | (out - b.defs())
+            if out != live_out[i] or inn != live_in[i]:
+                live_out[i], live_in[i] = out, inn
+                changed = True
+    return live_out
+
+
+def _check_operand(where: str, o, allow_imm: bool = True) -> None:
+    if isinstance(o, Reg):
+        if not 0 <= o.n < M.REGS:
+            raise ProgramError(f"{where}: register r{o.n} does not exist (r0..r{M.REGS - 1})")
+    elif isinstance(o, Imm):
+        if not allow_imm:
+            raise ProgramError(f"{where}: operand must be a register")
+    else:
+        raise ProgramError(f"{where}: bad operand {o!r}")
+
+
+def validate(prog: Program) -> None:
+    """Raise ProgramError naming the block, stage and limit for any rule broken."""
+    if not prog.blocks:
+        raise ProgramError("program has no blocks")
+    if len(prog.blocks) > M.ROM_BLOCKS:
+        raise ProgramError(f"program '{prog.name}' needs {len(prog.blocks)} blocks; "
+                           f"the ROM holds {M.ROM_BLOCKS}")
+    nb = len(prog.blocks)
+    for bi, blk in enumerate(prog.blocks):
+        if len(blk.stages) > M.STAGES:
+            raise ProgramError(f"block {bi}: {len(blk.stages)} stages, at most {M.STAGES}")
+        for si, st in enumerate(blk.stages):
+            where = f"block {bi} stage {si}"
+            if not st:
+                raise ProgramError(f"{where}: empty stage")
+            if len(st) > M.SLOTS:
+                raise ProgramError(f"{where}: {len(st)} operations, at most {M.SLOTS}")
+            written: set[int] = set()
+            for ins in st:
+                spec = OPS.get(ins.op)
+                if spec is None:
+                    raise ProgramError(f"{where}: unknown operation '{ins.op}'")
+                if len(ins.srcs) != spec.n_srcs:
+                    raise ProgramError(f"{where}: {ins.op} takes {spec.n_srcs} operands, "
+                                       f"got {len(ins.srcs)}")
+                for o in ins.srcs:
+                    _check_operand(f"{where} {ins.op}", o)
+                if spec.has_dst:
+                    if ins.dst is None or not 0 < ins.dst < M.REGS:
+                        raise ProgramError(f"{where}: {ins.op} needs a destination r1.."
+                                           f"r{M.REGS - 1}, got {ins.dst}")
+                    if ins.dst in written:
+                        raise ProgramError(f"{where}: r{ins.dst} written twice in one stage")
+                    written.add(ins.dst)
+                elif ins.dst is not None:
+                    raise ProgramError(f"{where}: {ins.op} has no destination")
+                if spec.kind not in ("load", "store", "atomic") and ins.offset:
+                    raise ProgramError(f"{where}: {ins.op} takes no address offset")
+        term = blk.terminator
+        if isinstance(term, Br):
+            _check_operand(f"block {bi} br", term.cond, allow_imm=False)
+        for t in successors(term):
+            if not 0 <= t < nb:
+                raise ProgramError(f"block {bi}: branch target {t} outside the program "
+                                   f"(blocks 0..{nb - 1})")
+        if blk.writeback is not None:
+            extra = set(blk.writeback) - blk.defs()
+            if extra:
+                raise ProgramError(f"block {bi}: writeback names registers the block does "
+                                   f"not write: {sorted(extra)}")
