@@ -1,0 +1,261 @@
+"""suite: the kernel suite under kernels/ -- its loader, its spec checks and its runner.
+
+Each suite kernel is a pair of files: `kernels/<name>.cu` (CUDA source) and
+`kernels/<name>.py` (spec) holding
+
+  KERNEL = "<the __global__ function's name>"
+  LAUNCHES = [{"grid": G, "block": B, "args": {"param": value, ...}}, ...]
+  def oracle(args, grid, block) -> dict[str, np.ndarray]
+
+`args` is keyed by the parameter names of the kernel's signature: numpy int32/uint32 arrays
+for pointer parameters, Python ints for scalars. The oracle computes, independently of any
+GPU model, the final contents of every pointer argument. Files whose name starts with "_"
+are not kernels.
+
+This module also holds the C integer semantics (32-bit wrap-around, truncating division)
+that the oracles and the CUDA fuzzer share.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from qgpu.errors import QgpuError
+from qgpu.isa import machine as M
+
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+
+ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
+
+
+class SuiteError(QgpuError):
+    """A suite kernel whose files or spec break the suite's rules."""
+
+
+# --- C integer semantics (32-bit) -------------------------------------------------------
+
+
+def i32(x: int) -> int:
+    """x wrapped to a signed 32-bit value (C's int after wrap-around)."""
+    return M.s32(int(x))
+
+
+def u32(x: int) -> int:
+    """x wrapped to an unsigned 32-bit value."""
+    return M.u32(int(x))
+
+
+def c_div(a: int, b: int) -> int:
+    """C's truncating division of two ints (b != 0; the caller avoids INT_MIN / -1)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def c_rem(a: int, b: int) -> int:
+    """C's remainder: a - b * (a / b), the sign follows the dividend."""
+    return a - b * c_div(a, b)
+
+
+def i32_array(values) -> np.ndarray:
+    """An int32 array of Python ints, each wrapped to 32 bits first."""
+    return np.array([i32(v) for v in values], dtype=np.int32)
+
+
+def u32_array(values) -> np.ndarray:
+    """A uint32 array of Python ints, each wrapped to 32 bits first."""
+    return np.array([u32(v) for v in values], dtype=np.uint32)
+
+
+# --- kernel signature --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    ctype: str          # the declared type without the name, e.g. "const int*"
+    pointer: bool
+    unsigned: bool
+
+
+def kernel_params(source: str, kernel: str) -> list[Param]:
+    """The parameters of `__global__ void <kernel>(...)` in source, in order."""
+    pattern = (r"__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+"
+               + re.escape(kernel) + r"\s*\(([^)]*)\)")
+    match = re.search(pattern, source)
+    if not match:
+        raise SuiteError(f"no `__global__ void {kernel}(...)` in the source")
+    params = []
+    for piece in match.group(1).split(","):
+        piece = " ".join(piece.split())
+        if not piece or piece == "void":
+            continue
+        name_match = re.search(r"([A-Za-z_]\w*)\s*$", piece)
+        if not name_match:
+            raise SuiteError(f"cannot read the parameter {piece!r} of {kernel}")
+        name = name_match.group(1)
+        ctype = piece[: name_match.start()].strip()
+        words = set(re.findall(r"\w+", ctype))
+        params.append(Param(name, ctype, "*" in ctype,
+                            bool(words & {"unsigned", "uint32_t"})))
+    return params
+
+
+# --- the spec ----------------------------------------------------------------------------
+
+
+@dataclass
+class KernelSpec:
+    name: str                       # file stem
+    kernel: str                     # __global__ function name
+    source: str
+    params: list[Param]
+    launches: list[dict]
+    module: ModuleType
+    path: Path
+
+    def oracle(self, launch: dict) -> dict[str, np.ndarray]:
+        """The oracle's final contents of every pointer argument, checked for shape."""
+        args = copy_args(launch["args"])
+        result = self.module.oracle(args, launch["grid"], launch["block"])
+        pointers = [p.name for p in self.params if p.pointer]
+        if not isinstance(result, dict) or sorted(result) != sorted(pointers):
+            raise SuiteError(f"{self.name}: oracle must return a dict keyed by {pointers}")
+        out = {}
+        for name in pointers:
+            given = launch["args"][name]
+            value = np.asarray(result[name])
+            if value.shape != given.shape:
+                raise SuiteError(f"{self.name}: oracle's {name} has shape {value.shape}, "
+                                 f"the argument {given.shape}")
+            out[name] = wrap_to_dtype(value, given.dtype)
+        return out
+
+    def case_id(self, index: int) -> str:
+        launch = self.launches[index]
+        return f"{self.name}[{index}:g{launch['grid']}b{launch['block']}]"
+
+
+def copy_args(args: dict) -> dict:
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+
+
+def wrap_to_dtype(values, dtype: np.dtype) -> np.ndarray:
+    """values (integers of any size) wrapped into int32 or uint32, C-style."""
+    flat = [u32(v) for v in np.asarray(values, dtype=object).ravel()]
+    wrapped = np.array(flat, dtype=np.uint32).reshape(np.shape(values))
+    return wrapped.view(np.int32) if dtype == np.int32 else wrapped
+
+
+def launch_warps(grid: int, block: int) -> int:
+    return grid * -(-block // M.LANES)
+
+
+def check_launch(name: str, params: list[Param], launch: dict, index: int) -> None:
+    where = f"{name}: launch {index}"
+    if not isinstance(launch, dict) or set(launch) != {"grid", "block", "args"}:
+        raise SuiteError(f"{where}: must be a dict with keys grid, block, args")
+    grid, block, args = launch["grid"], launch["block"], launch["args"]
+    if not (isinstance(grid, int) and 1 <= grid <= M.MAX_CTAS):
+        raise SuiteError(f"{where}: grid {grid!r} is not 1..{M.MAX_CTAS}")
+    if not (isinstance(block, int) and 1 <= block <= M.MAX_THREADS_PER_CTA):
+        raise SuiteError(f"{where}: block {block!r} is not 1..{M.MAX_THREADS_PER_CTA}")
+    if launch_warps(grid, block) > M.MAX_WARPS:
+        raise SuiteError(f"{where}: {launch_warps(grid, block)} warps > {M.MAX_WARPS}")
+    names = [p.name for p in params]
+    if not isinstance(args, dict) or sorted(args) != sorted(names):
+        raise SuiteError(f"{where}: args {sorted(args)} != parameters {sorted(names)}")
+    words = 0
+    for p in params:
+        value = args[p.name]
+        if p.pointer:
+            if not isinstance(value, np.ndarray) or value.dtype not in ARRAY_DTYPES \
+                    or value.ndim != 1 or value.size == 0:
+                raise SuiteError(f"{where}: {p.name} must be a non-empty 1-D int32 or "
+                                 "uint32 numpy array")
+            words += value.size
+        elif not isinstance(value, int) or isinstance(value, bool) \
+                or not -(1 << 31) <= value <= M.WORD_MASK:
+            raise SuiteError(f"{where}: scalar {p.name} must be a 32-bit Python int")
+    if words > M.GLOBAL_WORDS:
+        raise SuiteError(f"{where}: arrays take {words} words > {M.GLOBAL_WORDS}")
+
+
+def load_kernel(spec_path: Path) -> KernelSpec:
+    """Load and check one kernel's spec (`<name>.py`) and source (`<name>.cu`)."""
+    spec_path = Path(spec_path)
+    name = spec_path.stem
+    cu_path = spec_path.with_suffix(".cu")
+    if not cu_path.exists():
+        raise SuiteError(f"{name}: {cu_path.name} is missing")
+    import_spec = importlib.util.spec_from_file_location(f"qgpu_suite_{name}", spec_path)
+    module = importlib.util.module_from_spec(import_spec)
+    import_spec.loader.exec_module(module)
+    for attr in ("KERNEL", "LAUNCHES", "oracle"):
+        if not hasattr(module, attr):
+            raise SuiteError(f"{name}: {spec_path.name} does not define {attr}")
+    source = cu_path.read_text()
+    params = kernel_params(source, module.KERNEL)
+    launches = list(module.LAUNCHES)
+    if not launches:
+        raise SuiteError(f"{name}: LAUNCHES is empty")
+    for index, launch in enumerate(launches):
+        check_launch(name, params, launch, index)
+    return KernelSpec(name, module.KERNEL, source, params, launches, module, spec_path)
+
+
+def load_suite(directory: Path | str | None = None) -> list[KernelSpec]:
+    """Every kernel of the suite, sorted by name. A .cu without a .py (or the reverse) is
+    an error, so a kernel cannot silently drop out."""
+    directory = Path(directory) if directory else KERNELS_DIR
+    specs = sorted(p for p in directory.glob("*.py") if not p.name.startswith("_"))
+    sources = {p.stem for p in directory.glob("*.cu") if not p.name.startswith("_")}
+    orphans = sources - {p.stem for p in specs}
+    if orphans:
+        raise SuiteError(f"kernels without a spec (.py): {sorted(orphans)}")
+    return [load_kernel(p) for p in specs]
+
+
+# --- running -----------------------------------------------------------------------------
+
+
+def positional_args(spec: KernelSpec, args: dict) -> list:
+    """The launch arguments in the signature's order (copies of the arrays)."""
+    copied = copy_args(args)
+    return [copied[p.name] for p in spec.params]
+
+
+_compiled: dict[str, object] = {}
+
+
+def compiled_module(source: str):
+    """qgpu.compile(source), cached per source text."""
+    import qgpu
+
+    if source not in _compiled:
+        _compiled[source] = qgpu.compile(source)
+    return _compiled[source]
+
+
+def run_case(spec: KernelSpec, launch: dict, engine: str = "interp"):
+    """Launch one configuration through the public launch API.
+
+    Returns (outputs, expected, tokens): the final contents of every pointer argument after
+    the launch, the oracle's, and the launch's token count (None when the launch result
+    does not report one)."""
+    function = compiled_module(spec.source).get_function(spec.kernel)
+    values = positional_args(spec, launch["args"])
+    if engine == "interp":
+        result = function(launch["grid"], launch["block"], values)
+    else:
+        result = function(launch["grid"], launch["block"], values, engine=engine)
+    outputs = {p.name: v for p, v in zip(spec.params, values, strict=True) if p.pointer}
+    tokens = getattr(result, "tokens", None)
+    if tokens is not None and not isinstance(tokens, int):
+        tokens = len(tokens)
+    return outputs, spec.oracle(launch), tokens
