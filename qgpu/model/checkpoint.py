@@ -1,0 +1,134 @@
+"""model.checkpoint: Hugging Face model directories <-> `QwenWeights`, without torch.
+
+Writes a standard Qwen3.5 text checkpoint (`config.json` + `model.safetensors`, float32)
+that `AutoModelForCausalLM.from_pretrained(dir)` loads as `Qwen3_5ForCausalLM` with no
+custom code. Reads such directories back, and also real Qwen3.5 releases, whose text
+model sits under `model.language_model.*` next to a vision tower (`model.visual.*`) and
+multi-token-prediction weights (`mtp.*`), sharded, in bfloat16: only the text weights
+are read (memory-mapped), converted to float32.
+
+The safetensors format is small enough to read and write here directly: an 8-byte
+little-endian header length, a JSON header (dtype, shape, byte offsets per tensor), then
+the raw little-endian data.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from qgpu.errors import QgpuError
+from qgpu.model.config import QwenConfig
+from qgpu.model.weights import LM_HEAD, QwenWeights, expected_shapes
+
+WEIGHTS_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16, "F64": np.float64,
+           "I64": np.int64, "I32": np.int32}
+
+
+class CheckpointError(QgpuError):
+    """A model directory that is missing files or does not hold a Qwen3.5 text model."""
+
+
+def save_checkpoint(weights: QwenWeights, directory: str | Path) -> Path:
+    """Write `config.json` and `model.safetensors` (float32) into `directory`."""
+    weights.validate()
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(weights.config.to_hf_dict(), indent=2) + "\n")
+    write_safetensors(out / WEIGHTS_FILE, weights.tensors)
+    return out
+
+
+def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    header: dict = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    names = sorted(tensors)
+    for name in names:
+        size = tensors[name].size * 4
+        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
+                        "data_offsets": [offset, offset + size]}
+        offset += size
+    blob = json.dumps(header, separators=(",", ":")).encode()
+    blob += b" " * (-len(blob) % 8)  # keep tensor data 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(blob)))
+        f.write(blob)
+        for name in names:
+            f.write(np.ascontiguousarray(tensors[name], dtype="<f4").tobytes())
+
+
+def read_safetensors_header(path: Path) -> tuple[dict, int]:
+    with open(path, "rb") as f:
+        raw = f.read(8)
+        if len(raw) != 8:
+            raise CheckpointError(f"{path} is not a safetensors file (too short)")
+        (length,) = struct.unpack("<Q", raw)
+        try:
+            header = json.loads(f.read(length))
+        except ValueError as exc:
+            raise CheckpointError(f"{path} has an unreadable safetensors header") from exc
+    return header, 8 + length
+
+
+def read_tensor(path: Path, entry: dict, data_start: int) -> np.ndarray:
+    """One tensor as float32 (bfloat16 and float16 are widened exactly)."""
+    dtype = entry["dtype"]
+    if dtype not in _DTYPES:
+        raise CheckpointError(f"{path}: tensor dtype {dtype} is not supported")
+    begin, end = entry["data_offsets"]
+    raw = np.memmap(path, dtype=np.uint8, mode="r", offset=data_start + begin,
+                    shape=(end - begin,)) if end > begin else np.zeros(0, np.uint8)
+    values = raw.view(np.dtype(_DTYPES[dtype]).newbyteorder("<"))
+    if dtype == "BF16":
+        values = (values.astype(np.uint32) << 16).view(np.float32)
+    return values.astype(np.float32).reshape(entry["shape"])
+
+
+def text_name(name: str) -> str | None:
+    """The `Qwen3_5ForCausalLM` name of a checkpoint tensor, or None for tensors outside
+    the text model (vision tower, multi-token prediction)."""
+    if name.startswith(("mtp.", "model.visual.")):
+        return None
+    if name.startswith("model.language_model."):
+        return "model." + name[len("model.language_model."):]
+    return name
+
+
+def load_checkpoint(directory: str | Path) -> QwenWeights:
+    """Read a Qwen3.5 text model from a HF directory (ours, or a real release)."""
+    src = Path(directory)
+    config_path = src / "config.json"
+    if not config_path.is_file():
+        raise CheckpointError(f"{src} has no config.json")
+    config = QwenConfig.from_hf_dict(json.loads(config_path.read_text()))
+    if (src / INDEX_FILE).is_file():
+        weight_map = json.loads((src / INDEX_FILE).read_text())["weight_map"]
+        files = sorted({src / f for f in weight_map.values()})
+    else:
+        files = [src / WEIGHTS_FILE]
+    missing_files = [str(f) for f in files if not f.is_file()]
+    if missing_files:
+        raise CheckpointError(f"missing weight files: {missing_files}")
+    wanted = expected_shapes(config)
+    tensors: dict[str, np.ndarray] = {}
+    for path in files:
+        header, data_start = read_safetensors_header(path)
+        for name, entry in header.items():
+            target = None if name == "__metadata__" else text_name(name)
+            if target is None:
+                continue
+            if target == LM_HEAD and config.tie_word_embeddings:
+                continue  # tied: the head is the embedding
+            if target not in wanted:
+                raise CheckpointError(f"{path.name}: unexpected tensor {name}")
+            tensors[target] = read_tensor(path, entry, data_start)
+    missing = sorted(set(wanted) - set(tensors))
+    if missing:
+        raise CheckpointError(f"{src}: missing weights {missing[:5]}"
+                              f"{' ...' if len(missing) > 5 else ''}")
+    return QwenWeights(config, tensors)
