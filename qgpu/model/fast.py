@@ -1,0 +1,189 @@
+"""model.fast: `FastEngine`, the sparse executor for compiled models.
+
+It computes the reference's function (same layers.py formulas, float32) but only on what
+can be nonzero:
+- projections, MLPs and the output head are `SparseRows` (zero rows never computed);
+- a GDN value head whose value projection is all zero keeps an all-zero state and reads
+  0, so it is skipped; a full-attention layer whose o_proj is zero adds exactly 0 and is
+  skipped (its KV cache is not kept);
+- the delta rule touches only the state rows where the key (for the write) or the query
+  (for the read) is nonzero, and decays only heads whose decay is not exactly 1.
+Where the reference's sums are exact (every term an integer or a dyadic value within
+2^24 ulps: what the circuit relies on), both engines give bit-identical values and
+states; elsewhere they differ only by summation order (fp32 rounding).
+
+The fast engine always runs the recurrent (per-token) delta rule, also for `prefill`;
+projections are batched over the prompt. `state.recurrent[layer]` is the full
+[Hv, dk, dv] state as in the reference; `state.conv[layer]` holds only the live conv
+channels (`FastEngine.conv_channels(layer)` names them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from qgpu.model import layers as L
+from qgpu.model.config import LINEAR
+from qgpu.model.engine import Engine
+from qgpu.model.reference import ReferenceEngine
+from qgpu.model.sparse import SparseRows
+from qgpu.model.state import ModelState
+from qgpu.model.weights import EMBED, FINAL_NORM, QwenWeights
+
+F32 = np.float32
+
+
+@dataclass
+class _Gdn:
+    heads: np.ndarray  # live value heads
+    key_slot: np.ndarray  # for each live value head, its row in the live key heads
+    channels: np.ndarray  # live conv channels (q of live key heads, k, v of live heads)
+    n_qk: int  # live key heads * dk
+    proj: SparseRows  # rows: channels, then z, b, a of live heads
+    n_rows: int
+    conv_w: np.ndarray  # [channels, K]
+    a_log: np.ndarray
+    dt_bias: np.ndarray
+    norm_w: np.ndarray
+    out: SparseRows  # out_proj on live heads' columns
+
+
+@dataclass
+class _Mlp:
+    gate_up: SparseRows  # rows: gate of live units, then up of live units
+    n_units: int
+    down: SparseRows
+
+
+class FastEngine(Engine):
+    def __init__(self, weights: QwenWeights):
+        super().__init__(weights)
+        c = self.config
+        self._dense_attention = ReferenceEngine(weights)
+        self.gdn: dict[int, _Gdn] = {}
+        self.attention_layers: list[int] = []  # full-attention layers that are not zero
+        self.mlp: list[_Mlp] = []
+        for i in range(c.num_hidden_layers):
+            if c.layer_types[i] == LINEAR:
+                self.gdn[i] = self._compile_gdn(i)
+            elif not weights.layer_is_zero_attention(i):
+                self.attention_layers.append(i)
+            self.mlp.append(self._compile_mlp(i))
+        self.in_norm = [F32(1) + weights.layer(i, "input_layernorm.weight")
+                        for i in range(c.num_hidden_layers)]
+        self.post_norm = [F32(1) + weights.layer(i, "post_attention_layernorm.weight")
+                          for i in range(c.num_hidden_layers)]
+        self.final_norm = F32(1) + weights[FINAL_NORM]
+        self.embed = weights[EMBED]
+        self.head = SparseRows(weights.output_head)
+
+    # -- compilation of the sparse structure --
+    def _compile_gdn(self, i: int) -> _Gdn:
+        c, w = self.config, self.weights
+        dk, dv, rep = c.linear_key_head_dim, c.linear_value_head_dim, c.value_heads_per_key_head
+        qkv = w.layer(i, "linear_attn.in_proj_qkv.weight")
+        v_rows = qkv[2 * c.key_dim:].reshape(c.linear_num_value_heads, dv, -1)
+        heads = np.flatnonzero(np.any(v_rows != 0, axis=(1, 2)))
+        key_heads, key_slot = np.unique(heads // rep, return_inverse=True)
+        q_ch = (key_heads[:, None] * dk + np.arange(dk)).ravel()
+        v_ch = (2 * c.key_dim + heads[:, None] * dv + np.arange(dv)).ravel()
+        channels = np.concatenate([q_ch, c.key_dim + q_ch, v_ch])
+        z_rows = (heads[:, None] * dv + np.arange(dv)).ravel()
+        stacked = np.concatenate([qkv[channels], w.layer(i, "linear_attn.in_proj_z.weight")[z_rows],
+                                  w.layer(i, "linear_attn.in_proj_b.weight")[heads],
+                                  w.layer(i, "linear_attn.in_proj_a.weight")[heads]])
+        out_w = w.layer(i, "linear_attn.out_proj.weight")[:, z_rows]
+        return _Gdn(heads, key_slot.reshape(-1), channels, len(q_ch), SparseRows(stacked),
+                    len(stacked), w.layer(i, "linear_attn.conv1d.weight")[channels, 0, :],
+                    w.layer(i, "linear_attn.A_log")[heads],
+                    w.layer(i, "linear_attn.dt_bias")[heads],
+                    w.layer(i, "linear_attn.norm.weight"), SparseRows(out_w))
+
+    def _compile_mlp(self, i: int) -> _Mlp:
+        w = self.weights
+        gate, up = w.layer(i, "mlp.gate_proj.weight"), w.layer(i, "mlp.up_proj.weight")
+        down = w.layer(i, "mlp.down_proj.weight")
+        live = np.flatnonzero(np.any(gate != 0, 1) & np.any(up != 0, 1) & np.any(down != 0, 0))
+        return _Mlp(SparseRows(np.concatenate([gate[live], up[live]])), len(live),
+                    SparseRows(down[:, live]))
+
+    def conv_channels(self, layer: int) -> np.ndarray:
+        """Which conv channels (rows of the reference's conv state) this engine keeps."""
+        return self.gdn[layer].channels
+
+    def new_state(self) -> ModelState:
+        state = ModelState.empty(self.config)
+        for i, g in self.gdn.items():
+            state.conv[i] = np.zeros((len(g.channels), self.config.linear_conv_kernel_dim), F32)
+        for i in range(self.config.num_hidden_layers):
+            if self.config.layer_types[i] != LINEAR and i not in self.attention_layers:
+                del state.keys[i], state.values[i]
+        return state
+
+    # -- execution --
+    def _forward(self, state: ModelState, ids: np.ndarray, mode: str) -> np.ndarray:
+        c = self.config
+        eps = F32(c.rms_norm_eps)
+        h = self.embed[ids]
+        positions = np.arange(state.position, state.position + ids.size)
+        for i in range(c.num_hidden_layers):
+            if i in self.gdn:
+                g = self.gdn[i]
+                if g.heads.size:
+                    x = (h * L.rsqrt(L.mean_square(h) + eps)) * self.in_norm[i]
+                    y = self._gdn(g, x, state.conv, state.recurrent[i], i)
+                    h[:, g.out.rows] += g.out.matmat(y)
+            elif i in self.attention_layers:
+                x = (h * L.rsqrt(L.mean_square(h) + eps)) * self.in_norm[i]
+                h = h + self._dense_attention.attention_mixer(i, x, state, positions)
+            m = self.mlp[i]
+            if m.n_units:
+                u = (h * L.rsqrt(L.mean_square(h) + eps)) * self.post_norm[i]
+                pre = np.zeros((h.shape[0], 2 * m.n_units), F32)
+                pre[:, m.gate_up.rows] = m.gate_up.matmat(u)
+                act = L.silu(pre[:, :m.n_units]) * pre[:, m.n_units:]
+                h[:, m.down.rows] += m.down.matmat(act)
+        state.position += ids.size
+        final = (h * L.rsqrt(L.mean_square(h) + eps)) * self.final_norm
+        logits = np.zeros((h.shape[0], c.vocab_size), F32)
+        logits[:, self.head.rows] = self.head.matmat(final)
+        return logits
+
+    def _gdn(self, g: _Gdn, x: np.ndarray, conv_states: dict, S: np.ndarray, i: int):
+        c = self.config
+        t_len, n_heads = x.shape[0], len(g.heads)
+        dk, dv, n_ch = c.linear_key_head_dim, c.linear_value_head_dim, len(g.channels)
+        proj = np.zeros((t_len, g.n_rows), F32)
+        proj[:, g.proj.rows] = g.proj.matmat(x)
+        qkv, conv_states[i] = L.causal_conv(conv_states[i], proj[:, :n_ch], g.conv_w[:, None, :])
+        z = proj[:, n_ch:n_ch + n_heads * dv].reshape(t_len, n_heads, dv)
+        beta = L.sigmoid(proj[:, n_ch + n_heads * dv:n_ch + n_heads * (dv + 1)])
+        decay = np.exp(L.decay_log(proj[:, n_ch + n_heads * (dv + 1):], g.a_log, g.dt_bias))
+        q = L.l2norm(qkv[:, :g.n_qk].reshape(t_len, -1, dk))[:, g.key_slot] / F32(dk ** 0.5)
+        k = L.l2norm(qkv[:, g.n_qk:2 * g.n_qk].reshape(t_len, -1, dk))[:, g.key_slot]
+        v = qkv[:, 2 * g.n_qk:].reshape(t_len, n_heads, dv)
+        rows2d = S.reshape(-1, dv)  # row (head h, key j) is h * dk + j
+        out = np.zeros((t_len, n_heads, dv), F32)
+        for t in range(t_len):
+            fading = np.flatnonzero(decay[t] != 1)
+            if fading.size:
+                S[g.heads[fading]] *= decay[t, fading][:, None, None]
+            slot, j = np.nonzero(k[t])
+            if slot.size:  # delta-rule write on the rows the keys touch
+                rows, kval = g.heads[slot] * dk + j, k[t, slot, j][:, None]
+                first = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1]])
+                kv_mem = np.add.reduceat(rows2d[rows] * kval, first, axis=0)
+                written = slot[first]
+                delta = (v[t, written] - kv_mem) * beta[t, written][:, None]
+                group = np.cumsum(np.r_[True, slot[1:] != slot[:-1]]) - 1
+                rows2d[rows] += kval * delta[group]
+            slot, j = np.nonzero(q[t])
+            if slot.size:  # read: o = S^T q on the rows the queries touch
+                rows = g.heads[slot] * dk + j
+                first = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1]])
+                out[t, slot[first]] = np.add.reduceat(rows2d[rows] * q[t, slot, j][:, None],
+                                                      first, axis=0)
+        y = L.rms_norm_gated(out, z, g.norm_w, c.rms_norm_eps)
+        return y.reshape(t_len, n_heads * dv)
