@@ -15,8 +15,8 @@ def _launch(block, values):
         "u": np.zeros(3 * block, np.uint32)}}
 
 
-LAUNCHES = [_launch(8, _A[:8]), _launch(8, _A[8:]), _launch(8, list(np.random.default_rng(280).integers(
-    -2**31, 2**31 - 1, 8)))]
+_RANDOM = list(np.random.default_rng(280).integers(-2**31, 2**31 - 1, 8))
+LAUNCHES = [_launch(8, _A[:8]), _launch(8, _A[8:]), _launch(8, _RANDOM)]
 
 
 def oracle(args, grid, block):
