@@ -1,0 +1,129 @@
+"""validate.gpu: the real-GPU side. Compiles a suite kernel with NVRTC through CuPy, with a
+prelude that gives qgpu's integer types, launches it with the reference case's inputs and
+reads every pointer argument back.
+
+Meaning on the GPU: warpSize is 32 there; suite kernels pass width 4 to every shuffle and
+mask ballots to their own group of 4 lanes (see kernels/), so they mean the same on a
+32-lane warp as on qgpu's 4-lane warp.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import numpy as np
+
+from qgpu.suite import Param
+
+# NVRTC has no <stdint.h> by default; repeating a typedef of the same type is legal C++.
+GPU_PRELUDE = "typedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+
+NVRTC_OPTIONS = ("-std=c++17",)
+
+
+def gpu_source(source: str) -> str:
+    """The kernel source as NVRTC compiles it: the prelude, then the source unchanged."""
+    return GPU_PRELUDE + "#line 1\n" + source
+
+
+def extern_c_source(source: str, entry: str) -> str:
+    """The source with the entry point declared extern "C" (an unmangled symbol), the
+    fallback when NVRTC name expressions are unavailable."""
+    pattern = r"__global__(\s+void\s+" + re.escape(entry) + r"\s*\()"
+    changed, count = re.subn(pattern, r'extern "C" __global__\1', source, count=1)
+    if count != 1:
+        raise ValueError(f"no `__global__ void {entry}(` in the source")
+    return changed
+
+
+def host_arguments(params: list[Param], args: dict) -> list:
+    """The launch arguments in signature order, typed for a raw CUDA launch: arrays as
+    fresh int32/uint32 copies, scalars as np.int32 or np.uint32 (a Python int would be
+    passed as 64 bits)."""
+    values = []
+    for p in params:
+        value = args[p.name]
+        if p.pointer:
+            array = np.asarray(value)
+            if array.dtype not in (np.int32, np.uint32):
+                raise TypeError(f"{p.name}: int32/uint32 array expected, got {array.dtype}")
+            values.append(array.copy())
+        elif p.unsigned:
+            values.append(np.uint32(int(value) & 0xFFFFFFFF))
+        else:
+            values.append(np.array(int(value) & 0xFFFFFFFF, np.uint32).view(np.int32)[()])
+    return values
+
+
+def _nvidia_smi() -> dict:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+             "--format=csv,noheader"], capture_output=True, text=True, timeout=30,
+            check=True).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    if not out:
+        return {}
+    fields = [f.strip() for f in out[0].split(",")]
+    return dict(zip(["smi_name", "driver", "memory"], fields, strict=False))
+
+
+class CupyBackend:
+    """Runs kernels on GPU 0 with CuPy's RawModule (NVRTC)."""
+
+    def __init__(self):
+        import cupy
+
+        self.cupy = cupy
+        self._modules: dict[str, tuple[object, str]] = {}
+
+    def device_info(self) -> dict:
+        cp = self.cupy
+        runtime = cp.cuda.runtime
+        props = runtime.getDeviceProperties(0)
+        name = props["name"]
+        info = {"gpu": name.decode() if isinstance(name, bytes) else str(name),
+                "compute_capability": f"{props['major']}.{props['minor']}",
+                "cuda_driver_api": _version(runtime.driverGetVersion()),
+                "cuda_runtime": _version(runtime.runtimeGetVersion()),
+                "cupy": cp.__version__}
+        try:
+            info["nvrtc"] = ".".join(str(v) for v in cp.cuda.nvrtc.getVersion())
+        except Exception:  # noqa: BLE001 - optional detail
+            pass
+        info.update(_nvidia_smi())
+        return info
+
+    def function(self, kernel: dict):
+        """The compiled entry point (cached per kernel) and how it was found."""
+        key = kernel["source"]
+        if key not in self._modules:
+            entry = kernel["entry"]
+            try:
+                module = self.cupy.RawModule(code=gpu_source(kernel["source"]),
+                                             options=NVRTC_OPTIONS, name_expressions=[entry])
+                fn, how = module.get_function(entry), "name_expressions"
+            except Exception:  # noqa: BLE001 - fall back to an unmangled symbol
+                module = self.cupy.RawModule(
+                    code=gpu_source(extern_c_source(kernel["source"], entry)),
+                    options=NVRTC_OPTIONS)
+                fn, how = module.get_function(entry), "extern_c"
+            self._modules[key] = (fn, how)
+        return self._modules[key]
+
+    def run(self, kernel: dict, params: list[Param], case: dict, args: dict) -> dict:
+        cp = self.cupy
+        fn, _how = self.function(kernel)
+        host = host_arguments(params, args)
+        device = [cp.asarray(v) if isinstance(v, np.ndarray) and v.ndim == 1 else v
+                  for v in host]
+        fn((case["grid"],), (case["block"],), tuple(device))
+        cp.cuda.Device(0).synchronize()
+        return {p.name: cp.asnumpy(d) for p, d in zip(params, device, strict=True)
+                if p.pointer}
+
+
+def _version(number: int) -> str:
+    return f"{number // 1000}.{number % 1000 // 10}"
