@@ -1,2 +1,17 @@
 """cuda: the host's NVRTC-and-driver role. clang driver and bundled header, PTX parser,
-lowering to machine blocks (register allocation, block packing), and the launch API."""
+lowering to machine blocks (register allocation, block packing), and the launch API.
+
+    driver     CUDA -> PTX with clang-19, the bundled header (include/qgpu_cuda.h)
+    signature  kernel parameter names and C types from the source
+    ptx        PTX text -> functions, instructions, operands
+    lower      PTX -> IR: control flow, memory spaces, guards  (select: per instruction,
+               divide: div/rem loops)
+    optimize   propagation, coalescing, CFG clean-up      layout  ROM order (reconvergence)
+    schedule   stages and machine blocks                 regalloc  15 registers
+    codegen    the pipeline, emission                    link      templates, binding
+    api        compile / Module / Kernel (CuPy-like launches)
+"""
+
+from qgpu.cuda.api import ENGINES, Kernel, LaunchResult, Module, compile
+
+__all__ = ["ENGINES", "Kernel", "LaunchResult", "Module", "compile"]

@@ -1,0 +1,257 @@
+"""cuda.api: the launch API, modelled on CuPy's RawModule / RawKernel.
+
+    mod = qgpu.compile(src)                 # clang -> PTX, kernels' signatures
+    k = mod.get_function("vadd")            # lowered once to a program template
+    res = k(grid, block, (a, b, c, n))      # numpy int32/uint32 arrays and Python ints
+
+Arrays are placed one after another in the machine's global memory (word aligned, each
+distinct array once, so aliases stay aliases), the template is linked with the launch's
+values, the program runs on the chosen engine, and the final memory is copied back into
+the caller's arrays, as CuPy's device arrays would hold it. ENGINES maps an engine name to
+a runner; the model engine registers itself there when the circuit exists.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from qgpu.cuda import ptx as P
+from qgpu.cuda.codegen import compile_kernel
+from qgpu.cuda.driver import compile_to_ptx
+from qgpu.cuda.link import KernelTemplate
+from qgpu.cuda.signature import KernelSignature, parse_kernels, ptx_base_name
+from qgpu.errors import CompileError, LaunchError
+from qgpu.isa import Program, machine
+
+ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
+
+
+@dataclass
+class EngineRun:
+    """What an engine returns: final global memory and, when known, the trace tokens."""
+    memory: list[int]
+    events: list = field(default_factory=list)
+    trace: list[int] | None = None
+
+
+def _run_interp(program: Program, grid: int, block: int, memory: list[int],
+                budget: int) -> EngineRun:
+    from qgpu.interp import run_launch
+    res = run_launch(program, grid=grid, block=block, memory=memory, budget=budget)
+    return EngineRun(list(res.memory), list(res.events), expected_trace(res.events))
+
+
+def _model_unavailable(*_args, **_kw) -> EngineRun:
+    raise LaunchError("engine 'model' is not available yet: the compiled model (qgpu.circuit) "
+                      "has not landed; use engine='interp'")
+
+
+# name -> runner(program, grid, block, memory, budget) -> EngineRun
+ENGINES: dict[str, Callable[..., EngineRun]] = {"interp": _run_interp,
+                                                "model": _model_unavailable}
+
+
+def expected_trace(events) -> list[int] | None:
+    """The launch's trace tokens from qgpu.protocol, or None without a protocol module."""
+    try:
+        from qgpu.protocol import expected_trace as trace
+    except ImportError:
+        return None
+    return trace(events)
+
+
+@dataclass
+class LaunchResult:
+    kernel: str
+    engine: str
+    grid: int
+    block: int
+    program: Program
+    memory: list[int]            # final global memory (words)
+    events: list
+    trace: list[int] | None      # the trace tokens the model writes (None: unknown)
+    seconds: float
+    layout: dict[str, tuple[int, int]]   # parameter name -> (first word, words)
+
+    @property
+    def tokens(self) -> int | None:
+        return None if self.trace is None else len(self.trace)
+
+    @property
+    def blocks_executed(self) -> int:
+        return len(self.events)
+
+
+def _dim(value, what: str) -> int:
+    if isinstance(value, tuple | list):
+        if not value or any(int(v) != 1 for v in value[1:]):
+            raise LaunchError(f"{what} {tuple(value)}: qgpu launches are 1-D (x only)")
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise LaunchError(f"{what} must be an int or a 1-tuple, got {value!r}")
+    return int(value)
+
+
+class Kernel:
+    """A __global__ function of a Module; call it to launch."""
+
+    def __init__(self, signature: KernelSignature, template: KernelTemplate):
+        self.signature = signature
+        self.template = template
+
+    @property
+    def name(self) -> str:
+        return self.signature.name
+
+    @property
+    def params(self):
+        return self.signature.params
+
+    @property
+    def program(self) -> Program:
+        """The program template (parameters still placeholders)."""
+        return self.template.program
+
+    def link(self, grid: int, block: int, args) -> tuple[Program, list[int], dict, list]:
+        """(program, initial global memory, layout, arrays in parameter order)."""
+        params = self.signature.params
+        if isinstance(args, dict):
+            unknown = set(args) - {p.name for p in params}
+            if unknown:
+                raise LaunchError(f"{self.name}: no parameter named {sorted(unknown)}; it "
+                                  f"takes {self.signature}")
+            missing = [p.name for p in params if p.name not in args]
+            if missing:
+                raise LaunchError(f"{self.name}: missing argument(s) {missing}")
+            args = [args[p.name] for p in params]
+        args = list(args)
+        if len(args) != len(params):
+            raise LaunchError(f"{self.name} takes {len(params)} arguments ({self.signature}), "
+                              f"got {len(args)}")
+        memory = [0] * machine.GLOBAL_WORDS
+        values: dict[str, int] = {"ntid": block, "nctaid": grid}
+        layout: dict[str, tuple[int, int]] = {}
+        placed: list[tuple[np.ndarray, int]] = []
+        next_word = 0
+        for k, (p, a) in enumerate(zip(params, args, strict=True)):
+            if p.pointer:
+                arr = self._array(p, a)
+                base = next((w for other, w in placed if other is arr), None)
+                if base is None:
+                    base = next_word
+                    next_word += arr.size
+                    if next_word > machine.GLOBAL_WORDS:
+                        raise LaunchError(
+                            f"{self.name}: the arrays need {self._words(params, args)} words "
+                            f"of global memory; the machine has {machine.GLOBAL_WORDS}")
+                    memory[base:base + arr.size] = [int(x) for x in arr.view(np.uint32)]
+                    placed.append((arr, base))
+                layout[p.name] = (base, arr.size)
+                values[f"param:{k}"] = base * 4
+            else:
+                values[f"param:{k}"] = self._scalar(p, a)
+        next_word = self._place_globals(memory, values, next_word)
+        program = self.template.bind(values)
+        return program, memory, layout, [a if p.pointer else None
+                                         for p, a in zip(params, args, strict=True)]
+
+    def _words(self, params, args) -> int:
+        return sum(np.asarray(a).size for p, a in zip(params, args, strict=True) if p.pointer)
+
+    def _place_globals(self, memory: list[int], values: dict, next_word: int) -> int:
+        for var in self.template.stats.get("globals", []):
+            words = -(-var.size // 4)
+            if next_word + words > machine.GLOBAL_WORDS:
+                raise LaunchError(f"{self.name}: no global memory left for __device__ "
+                                  f"variable {var.name}")
+            for i, v in enumerate(var.init or []):
+                memory[next_word + i] = machine.u32(v)
+            values[f"global:{var.name}"] = next_word * 4
+            next_word += words
+        return next_word
+
+    def _array(self, p, a) -> np.ndarray:
+        if not isinstance(a, np.ndarray):
+            raise LaunchError(f"{self.name}: argument {p.name} ({p}) must be a numpy int32 or "
+                              f"uint32 array, got {type(a).__name__}")
+        if a.dtype not in ARRAY_DTYPES or a.ndim != 1:
+            raise LaunchError(f"{self.name}: argument {p.name} must be a 1-D int32 or uint32 "
+                              f"array, got {a.ndim}-D {a.dtype}")
+        if not a.flags.c_contiguous:
+            raise LaunchError(f"{self.name}: argument {p.name} must be contiguous")
+        return a
+
+    def _scalar(self, p, a) -> int:
+        if isinstance(a, bool) or not isinstance(a, int | np.integer):
+            raise LaunchError(f"{self.name}: argument {p.name} ({p}) must be an integer, got "
+                              f"{type(a).__name__}")
+        v = int(a)
+        lo, hi = (-(1 << 31), (1 << 31) - 1) if p.signed else (0, (1 << 32) - 1)
+        if not lo <= v <= hi:
+            raise LaunchError(f"{self.name}: argument {p.name} = {v} does not fit {p.ctype}")
+        return machine.u32(v)
+
+    def __call__(self, grid, block, args, engine: str = "interp",
+                 budget: int = machine.DEFAULT_BLOCK_BUDGET) -> LaunchResult:
+        grid, block = _dim(grid, "grid"), _dim(block, "block")
+        runner = ENGINES.get(engine)
+        if runner is None:
+            raise LaunchError(f"unknown engine '{engine}' (choose from {sorted(ENGINES)})")
+        from qgpu.interp.machine import check_launch
+        check_launch(self.template.program, grid, block)
+        program, memory, layout, arrays = self.link(grid, block, args)
+        t0 = time.perf_counter()
+        run = runner(program, grid, block, memory, budget)
+        seconds = time.perf_counter() - t0
+        for p, a in zip(self.signature.params, arrays, strict=True):
+            if a is not None:
+                base, n = layout[p.name]
+                a[...] = np.array(run.memory[base:base + n], dtype=np.uint32).view(a.dtype)
+        return LaunchResult(self.name, engine, grid, block, program, run.memory, run.events,
+                            run.trace, seconds, layout)
+
+
+class Module:
+    """Compiled CUDA source: its kernels, lowered on first use."""
+
+    def __init__(self, source: str, filename: str = "kernel.cu"):
+        self.source = source
+        self.filename = filename
+        self.signatures = {s.name: s for s in parse_kernels(source, filename)}
+        self.ptx = compile_to_ptx(source, filename)
+        self.ptx_module = P.parse(self.ptx)
+        self._entries = {ptx_base_name(n): n for n, f in self.ptx_module.functions.items()
+                         if f.is_entry}
+        self._kernels: dict[str, Kernel] = {}
+
+    @property
+    def kernel_names(self) -> list[str]:
+        return list(self.signatures)
+
+    def get_function(self, name: str) -> Kernel:
+        if name in self._kernels:
+            return self._kernels[name]
+        if name not in self.signatures or name not in self._entries:
+            known = ", ".join(self.signatures) or "none"
+            raise CompileError(f"{self.filename}: no __global__ function named '{name}' "
+                               f"(kernels: {known})")
+        ptx_name = self._entries[name]
+        sig = self.signatures[name]
+        n_ptx = len(self.ptx_module.functions[ptx_name].params)
+        if n_ptx != len(sig.params):
+            raise CompileError(f"{self.filename}:{sig.line}: {name} has {len(sig.params)} "
+                               f"parameters in the source but {n_ptx} in PTX")
+        template = compile_kernel(self.ptx_module, ptx_name, name)
+        template.stats["globals"] = [v for v in self.ptx_module.variables
+                                     if v.space in ("global", "const")]
+        self._kernels[name] = Kernel(sig, template)
+        return self._kernels[name]
+
+
+def compile(source: str, filename: str = "kernel.cu") -> Module:  # noqa: A001
+    """Compile CUDA C source (see Module)."""
+    return Module(source, filename)

@@ -1,0 +1,95 @@
+"""cuda.codegen: the back-end driver, one PTX kernel to a KernelTemplate.
+
+    lower (PTX -> IR) -> optimize -> layout (ROM order) -> schedule (stages, blocks)
+    -> regalloc -> emit (machine Program with relocations for launch-time values)
+
+and the ROM-size check, whose error names the kernel and the count.
+"""
+
+from __future__ import annotations
+
+from qgpu.cuda import ptx as P
+from qgpu.cuda.ir import Barrier, CondBr, Goto, Ret, Sym, V
+from qgpu.cuda.layout import block_order
+from qgpu.cuda.link import KernelTemplate, Reloc
+from qgpu.cuda.lower import lower
+from qgpu.cuda.optimize import optimize
+from qgpu.cuda.regalloc import allocate
+from qgpu.cuda.schedule import MBlock, schedule
+from qgpu.errors import CompileError, ProgramError
+from qgpu.isa import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg, machine
+
+
+def compile_kernel(module: P.PModule, ptx_name: str, display_name: str) -> KernelTemplate:
+    fn, predicates = lower(module, ptx_name)
+    optimize(fn, predicates)
+    order = block_order(fn)
+    fn.blocks = {n: fn.blocks[n] for n in order}
+    mblocks = schedule(fn)
+    if len(mblocks) > machine.ROM_BLOCKS:
+        raise CompileError(f"kernel {display_name}: needs {len(mblocks)} machine blocks; the "
+                           f"program ROM holds {machine.ROM_BLOCKS} (simplify the kernel: "
+                           "fewer divisions, branches or straight-line work)")
+    regs, pressure, live = allocate(mblocks, display_name)
+    program, relocs = emit(mblocks, regs, live, display_name)
+    stats = {"blocks": len(program.blocks), "instructions": program.instruction_count(),
+             "pressure": pressure}
+    return KernelTemplate(display_name, program, relocs, fn.n_params, fn.shared_bytes,
+                          pressure, stats)
+
+
+def _operand(x, regs: dict[V, int]):
+    if isinstance(x, V):
+        return Reg(regs[x])
+    if isinstance(x, Sym):
+        return Imm(0)
+    return x
+
+
+def emit(mblocks: list[MBlock], regs: dict[V, int], live, name: str
+         ) -> tuple[Program, list[Reloc]]:
+    index = {mb.name: i for i, mb in enumerate(mblocks)}
+    blocks: list[Block] = []
+    relocs: list[Reloc] = []
+    for bi, mb in enumerate(mblocks):
+        stages = []
+        defs: set[V] = set()
+        for st in mb.stages:
+            row = []
+            for op in st:
+                if op.dst is not None:
+                    defs.add(op.dst)
+                dst = regs[op.dst] if op.dst is not None else None
+                srcs = tuple(_operand(x, regs) for x in op.srcs)
+                if op.op == "mov" and isinstance(op.srcs[0], V) and srcs[0] == Reg(dst):
+                    continue                      # coloured onto its own source
+                k = len(row)
+                si = len(stages)
+                for j, x in enumerate(op.srcs):
+                    if isinstance(x, Sym):
+                        relocs.append(Reloc(bi, si, k, j, x.name))
+                if op.offset_sym is not None:
+                    relocs.append(Reloc(bi, si, k, "offset", op.offset_sym.name))
+                row.append(Instr(op.op, dst, srcs, machine.u32(op.offset)))
+            if row:
+                stages.append(row)
+        t = mb.term
+        if isinstance(t, Goto):
+            term = Jmp(index[t.target])
+        elif isinstance(t, Barrier):
+            term = Bar(index[t.target])
+        elif isinstance(t, CondBr):
+            term = Br(Reg(regs[t.cond]), index[t.taken], index[t.not_taken])
+        elif isinstance(t, Ret):
+            term = Exit()
+        else:
+            raise CompileError(f"internal error: terminator {t!r}")
+        # a removed self-move leaves its register as its source left it: written back
+        # only if some instruction of this block wrote it
+        written = {ins.dst for st in stages for ins in st if ins.dst is not None}
+        writeback = frozenset(regs[v] for v in defs & live[mb.name][1]) & written
+        blocks.append(Block(stages, term, writeback))
+    try:
+        return Program(blocks, name), relocs
+    except ProgramError as exc:
+        raise CompileError(f"internal error compiling {name}: {exc}") from exc

@@ -1,0 +1,150 @@
+/* qgpu_cuda.h: the CUDA declarations every kernel sees. qgpu's clang driver includes this
+ * header by itself (-include), so kernels written for nvcc compile unchanged: it plays the
+ * role of cuda_runtime.h for device code on qgpu's 4-lane machine.
+ *
+ * Differences from NVIDIA's headers, on purpose:
+ *  - warpSize is 4 (clang's __clang_cuda_builtin_vars.h hard-wires 32; a macro wins).
+ *  - the shuffles' default width is warpSize (4): the packed c operand
+ *    ((32 - width) << 8 | clamp) then makes a real GPU shuffle within groups of 4 lanes,
+ *    so a kernel means the same on the machine and on real hardware.
+ *  - atomicInc/atomicDec are CAS loops (the machine has no native inc/dec atomics).
+ */
+#ifndef QGPU_CUDA_H
+#define QGPU_CUDA_H
+
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __host__ __attribute__((host))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __restrict__ __restrict
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+
+#include <__clang_cuda_builtin_vars.h>
+
+#undef warpSize
+#define warpSize 4
+
+#define __QGPU_FN static __device__ __forceinline__
+
+typedef int int32_t;
+typedef unsigned int uint32_t;
+
+/* --- atomics (generic pointers: clang infers .global or .shared) --- */
+__QGPU_FN int atomicAdd(int *p, int v) { return __nvvm_atom_add_gen_i(p, v); }
+__QGPU_FN unsigned atomicAdd(unsigned *p, unsigned v) {
+  return (unsigned)__nvvm_atom_add_gen_i((int *)p, (int)v);
+}
+__QGPU_FN int atomicSub(int *p, int v) { return __nvvm_atom_add_gen_i(p, -v); }
+__QGPU_FN unsigned atomicSub(unsigned *p, unsigned v) {
+  return (unsigned)__nvvm_atom_add_gen_i((int *)p, -(int)v);
+}
+__QGPU_FN int atomicMin(int *p, int v) { return __nvvm_atom_min_gen_i(p, v); }
+__QGPU_FN unsigned atomicMin(unsigned *p, unsigned v) { return __nvvm_atom_min_gen_ui(p, v); }
+__QGPU_FN int atomicMax(int *p, int v) { return __nvvm_atom_max_gen_i(p, v); }
+__QGPU_FN unsigned atomicMax(unsigned *p, unsigned v) { return __nvvm_atom_max_gen_ui(p, v); }
+__QGPU_FN int atomicAnd(int *p, int v) { return __nvvm_atom_and_gen_i(p, v); }
+__QGPU_FN unsigned atomicAnd(unsigned *p, unsigned v) {
+  return (unsigned)__nvvm_atom_and_gen_i((int *)p, (int)v);
+}
+__QGPU_FN int atomicOr(int *p, int v) { return __nvvm_atom_or_gen_i(p, v); }
+__QGPU_FN unsigned atomicOr(unsigned *p, unsigned v) {
+  return (unsigned)__nvvm_atom_or_gen_i((int *)p, (int)v);
+}
+__QGPU_FN int atomicXor(int *p, int v) { return __nvvm_atom_xor_gen_i(p, v); }
+__QGPU_FN unsigned atomicXor(unsigned *p, unsigned v) {
+  return (unsigned)__nvvm_atom_xor_gen_i((int *)p, (int)v);
+}
+__QGPU_FN int atomicExch(int *p, int v) { return __nvvm_atom_xchg_gen_i(p, v); }
+__QGPU_FN unsigned atomicExch(unsigned *p, unsigned v) {
+  return (unsigned)__nvvm_atom_xchg_gen_i((int *)p, (int)v);
+}
+__QGPU_FN int atomicCAS(int *p, int cmp, int v) { return __nvvm_atom_cas_gen_i(p, cmp, v); }
+__QGPU_FN unsigned atomicCAS(unsigned *p, unsigned cmp, unsigned v) {
+  return (unsigned)__nvvm_atom_cas_gen_i((int *)p, (int)cmp, (int)v);
+}
+/* ((old >= v) ? 0 : old + 1) and ((old == 0 || old > v) ? v : old - 1), as CAS loops. */
+__QGPU_FN unsigned atomicInc(unsigned *p, unsigned v) {
+  unsigned old = *(volatile unsigned *)p, seen;
+  do {
+    seen = old;
+    old = atomicCAS(p, seen, seen >= v ? 0u : seen + 1u);
+  } while (old != seen);
+  return old;
+}
+__QGPU_FN unsigned atomicDec(unsigned *p, unsigned v) {
+  unsigned old = *(volatile unsigned *)p, seen;
+  do {
+    seen = old;
+    old = atomicCAS(p, seen, (seen == 0u || seen > v) ? v : seen - 1u);
+  } while (old != seen);
+  return old;
+}
+
+/* --- synchronisation --- */
+/* __syncthreads is a clang builtin (bar.sync 0). */
+__QGPU_FN void __syncwarp(unsigned mask = 0xffffffffu) { __nvvm_bar_warp_sync(mask); }
+__QGPU_FN void __threadfence(void) { __nvvm_membar_gl(); }
+__QGPU_FN void __threadfence_block(void) { __nvvm_membar_cta(); }
+
+/* --- warp shuffles and votes: c = ((32 - width) << 8) | clamp, as CUDA's headers --- */
+#define __QGPU_SHFL_C(width, clamp) ((((int)(32 - (width))) << 8) | (clamp))
+__QGPU_FN int __shfl_sync(unsigned m, int v, int lane, int width = warpSize) {
+  return __nvvm_shfl_sync_idx_i32(m, v, lane, __QGPU_SHFL_C(width, 0x1f));
+}
+__QGPU_FN unsigned __shfl_sync(unsigned m, unsigned v, int lane, int width = warpSize) {
+  return (unsigned)__shfl_sync(m, (int)v, lane, width);
+}
+__QGPU_FN int __shfl_up_sync(unsigned m, int v, unsigned d, int width = warpSize) {
+  return __nvvm_shfl_sync_up_i32(m, v, (int)d, __QGPU_SHFL_C(width, 0));
+}
+__QGPU_FN unsigned __shfl_up_sync(unsigned m, unsigned v, unsigned d, int width = warpSize) {
+  return (unsigned)__shfl_up_sync(m, (int)v, d, width);
+}
+__QGPU_FN int __shfl_down_sync(unsigned m, int v, unsigned d, int width = warpSize) {
+  return __nvvm_shfl_sync_down_i32(m, v, (int)d, __QGPU_SHFL_C(width, 0x1f));
+}
+__QGPU_FN unsigned __shfl_down_sync(unsigned m, unsigned v, unsigned d, int width = warpSize) {
+  return (unsigned)__shfl_down_sync(m, (int)v, d, width);
+}
+__QGPU_FN int __shfl_xor_sync(unsigned m, int v, int lm, int width = warpSize) {
+  return __nvvm_shfl_sync_bfly_i32(m, v, lm, __QGPU_SHFL_C(width, 0x1f));
+}
+__QGPU_FN unsigned __shfl_xor_sync(unsigned m, unsigned v, int lm, int width = warpSize) {
+  return (unsigned)__shfl_xor_sync(m, (int)v, lm, width);
+}
+__QGPU_FN unsigned __ballot_sync(unsigned m, int p) { return __nvvm_vote_ballot_sync(m, p); }
+__QGPU_FN int __any_sync(unsigned m, int p) { return __nvvm_vote_any_sync(m, p); }
+__QGPU_FN int __all_sync(unsigned m, int p) { return __nvvm_vote_all_sync(m, p); }
+__QGPU_FN unsigned __activemask(void) { return __nvvm_vote_ballot(1); }
+
+/* --- integer intrinsics --- */
+__QGPU_FN int __popc(unsigned x) { return __builtin_popcount(x); }
+__QGPU_FN int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+__QGPU_FN unsigned __brev(unsigned x) { return __builtin_bitreverse32(x); }
+__QGPU_FN int __ffs(int x) { return __builtin_ffs(x); }
+__QGPU_FN int __mulhi(int a, int b) { return __nvvm_mulhi_i(a, b); }
+__QGPU_FN unsigned __umulhi(unsigned a, unsigned b) { return __nvvm_mulhi_ui(a, b); }
+__QGPU_FN int __mul24(int a, int b) { return (a << 8 >> 8) * (b << 8 >> 8); }
+__QGPU_FN unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+__QGPU_FN int __sad(int a, int b, unsigned c) { return (int)((a > b ? a - b : b - a) + c); }
+__QGPU_FN unsigned __usad(unsigned a, unsigned b, unsigned c) {
+  return (a > b ? a - b : b - a) + c;
+}
+template <typename T> __QGPU_FN T __ldg(const T *p) { return *p; }
+
+__QGPU_FN int min(int a, int b) { return a < b ? a : b; }
+__QGPU_FN unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+__QGPU_FN unsigned min(int a, unsigned b) { return min((unsigned)a, b); }
+__QGPU_FN unsigned min(unsigned a, int b) { return min(a, (unsigned)b); }
+__QGPU_FN int max(int a, int b) { return a > b ? a : b; }
+__QGPU_FN unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+__QGPU_FN unsigned max(int a, unsigned b) { return max((unsigned)a, b); }
+__QGPU_FN unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
+__QGPU_FN unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+__QGPU_FN unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }
+__QGPU_FN int abs(int a) { return a < 0 ? -a : a; }
+
+#endif /* QGPU_CUDA_H */

@@ -1,0 +1,360 @@
+"""cuda.lower: PTX instructions to native machine operations (instruction selection).
+
+It owns the meaning of every PTX form qgpu accepts: which native operations compute it,
+how predicates become 0/1 registers, how guarded instructions become selects or short
+branches, where shared variables live, which generic addresses are global or shared, and
+the CompileError for everything else (64-bit, floating point, local memory, calls), which
+names the PTX line and, through the line table, the CUDA source line.
+"""
+
+from __future__ import annotations
+
+from qgpu.cuda import ptx as P
+from qgpu.cuda.divide import emit_divrem
+from qgpu.cuda.ir import Barrier, BasicBlock, CondBr, Function, Goto, Op, Ret, Sym, V
+from qgpu.cuda.select import select
+from qgpu.errors import CompileError
+from qgpu.isa import Imm, machine
+
+_FLOAT_TYPES = {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32"}
+_WIDE_TYPES = {"u64", "s64", "b64"}
+_INT32 = {"u32", "s32", "b32"}
+_SREG_OPS = {"%tid.x": "tid", "%ctaid.x": "ctaid", "%laneid": "laneid", "%warpid": "warpid"}
+_SREG_CONST = {"%tid.y": 0, "%tid.z": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%ntid.y": 1,
+               "%ntid.z": 1, "%nctaid.y": 1, "%nctaid.z": 1, "%nwarpid": machine.MAX_WARPS}
+_SREG_SYMS = {"%ntid.x": "ntid", "%nctaid.x": "nctaid"}
+
+
+def fail(ins: P.PInstr, what: str) -> CompileError:
+    return CompileError(f"{ins.where()}: {what}")
+
+
+class Builder:
+    """Appends operations to the current basic block and opens new ones."""
+
+    def __init__(self, fn: Function):
+        self.fn = fn
+        self.cur: BasicBlock | None = None
+        self.origin = None
+        self._count = 0
+
+    def tmp(self) -> V:
+        return self.fn.new_vreg()
+
+    def emit(self, op: str, dst, *srcs, offset: int = 0) -> None:
+        self.cur.ops.append(Op(op, dst, tuple(srcs), offset, self.origin))
+
+    def new_block(self, hint: str, single_block: bool = False) -> BasicBlock:
+        self._count += 1
+        blk = BasicBlock(f"{hint}.{self._count}", single_block=single_block)
+        self.fn.blocks[blk.name] = blk
+        return blk
+
+    def finish(self, term) -> None:
+        self.cur.term = term
+        self.cur = None
+
+    def start(self, blk: BasicBlock) -> None:
+        self.cur = blk
+
+
+def _check_types(ins: P.PInstr) -> None:
+    parts = set(ins.parts[1:])
+    if parts & _FLOAT_TYPES or ins.parts[0] in ("rcp", "sqrt", "rsqrt", "sin", "cos", "ex2",
+                                                  "lg2", "fma", "testp", "copysign"):
+        raise fail(ins, "floating-point arithmetic is not supported (qgpu is an integer "
+                        "machine)")
+    if parts & _WIDE_TYPES or "wide" in parts or ins.parts[0] in ("addc", "subc") or "cc" in parts:
+        raise fail(ins, "64-bit arithmetic is not supported (use 32-bit int/unsigned; "
+                        "long long and 64-bit products do not fit the 32-bit machine)")
+    for o in ins.operands:
+        regs = [o] if isinstance(o, P.PReg) else (
+            [o.first, o.second] if isinstance(o, P.PPair) else [])
+        for r in regs:
+            if r.name.startswith(("%rd", "%fd", "%f")) and not r.name.startswith("%fp"):
+                raise fail(ins, f"register {r.name} is 64-bit or floating-point; not supported")
+
+
+class Lowering:
+    """Lowers one PTX entry function to an ir.Function."""
+
+    def __init__(self, module: P.PModule, pfn: P.PFunction):
+        self.module = module
+        self.pfn = pfn
+        self.fn = Function(pfn.name, {}, "entry", n_params=len(pfn.params))
+        self.b = Builder(self.fn)
+        self.regs: dict[str, V] = {}
+        self.params = {name: i for i, (name, _) in enumerate(pfn.params)}
+        self.shared: dict[str, int] = {}
+        self.globals = {v.name for v in module.variables if v.space in ("global", "const")}
+        self.spaces: dict[str, set[str]] = {}
+
+    # --- operands ---
+    def reg(self, name: str) -> V:
+        if name not in self.regs:
+            self.regs[name] = self.fn.new_vreg()
+        return self.regs[name]
+
+    def value(self, o, ins: P.PInstr):
+        """A source operand as a V, Imm or Sym (special registers read into a temp)."""
+        if isinstance(o, P.PImm):
+            if not -(1 << 31) <= o.value < (1 << 32):
+                raise fail(ins, f"constant {o.value} does not fit in 32 bits")
+            return Imm(o.value)
+        if isinstance(o, P.PReg):
+            n = o.name
+            if n in _SREG_OPS:
+                t = self.b.tmp()
+                self.b.emit(_SREG_OPS[n], t)
+                return t
+            if n in _SREG_SYMS:
+                return Sym(_SREG_SYMS[n])
+            if n in _SREG_CONST:
+                return Imm(_SREG_CONST[n])
+            if n.startswith("%lanemask_"):
+                return self.lanemask(n[len("%lanemask_"):], ins)
+            if n.startswith("%") and "." in n or n in ("%clock", "%smid", "%gridid"):
+                raise fail(ins, f"special register {n} is not supported")
+            return self.reg(n)
+        if isinstance(o, P.PSym):
+            return self.symbol_address(o.name, ins)
+        raise fail(ins, f"operand {o} is not supported here")
+
+    def lanemask(self, kind: str, ins):
+        lane, bit, t = self.b.tmp(), self.b.tmp(), self.b.tmp()
+        self.b.emit("laneid", lane)
+        self.b.emit("shl", bit, Imm(2 if kind in ("le", "gt") else 1), lane)
+        if kind == "eq":
+            self.b.emit("shl", t, Imm(1), lane)
+            return t
+        if kind not in ("lt", "le", "gt", "ge"):
+            raise fail(ins, f"%lanemask_{kind} is not supported")
+        self.b.emit("sub", t, bit, Imm(1))                  # lanes below (lt) / up to (le)
+        if kind in ("lt", "le"):
+            return t
+        inv = self.b.tmp()
+        self.b.emit("xor", inv, t, Imm(0xFFFFFFFF))
+        return inv
+
+    def symbol_address(self, name: str, ins):
+        if name in self.shared:
+            return Imm(self.shared[name])
+        if name in self.globals:
+            return Sym(f"global:{name}")
+        if name in self.params:
+            raise fail(ins, f"the address of parameter {name} is taken (pass arrays as "
+                            "pointers)")
+        raise fail(ins, f"unknown symbol '{name}'")
+
+    def dst(self, o, ins: P.PInstr) -> V:
+        if not isinstance(o, P.PReg) or not o.name.startswith("%") or "." in o.name:
+            raise fail(ins, f"destination {o} must be a register")
+        if o.name.startswith("%rs"):
+            raise fail(ins, "8/16-bit arithmetic (char/short values) is not supported; use "
+                            "int or unsigned")
+        return self.reg(o.name)
+
+    def address(self, o, ins: P.PInstr) -> tuple[object, int]:
+        if not isinstance(o, P.PAddr):
+            raise fail(ins, "expected an address operand [base+offset]")
+        if o.base is None:
+            return Imm(o.offset), 0
+        base = self.value(o.base, ins)
+        if isinstance(base, Imm):
+            return Imm(base.value + o.offset), 0
+        return base, o.offset
+
+    # --- memory spaces ---
+    def infer_spaces(self) -> None:
+        """Which space (global/shared) each register's address may point into: generic
+        loads and stores take their space from it."""
+        changed = True
+        while changed:
+            changed = False
+            for ins in self.pfn.body:
+                if not isinstance(ins, P.PInstr) or not ins.operands:
+                    continue
+                d = ins.operands[0]
+                if not isinstance(d, P.PReg):
+                    continue
+                op = ins.parts[0]
+                new: set[str] = set()
+                if op == "cvta":
+                    new = {"shared" if "shared" in ins.parts else "global"}
+                elif op == "ld" and "param" in ins.parts:
+                    new = {"global"}
+                elif op in ("mov", "add", "sub", "mad", "selp", "and", "or"):
+                    for s in ins.operands[1:]:
+                        if isinstance(s, P.PReg):
+                            new |= self.spaces.get(s.name, set())
+                        elif isinstance(s, P.PSym):
+                            new |= {"shared"} if s.name in self.shared else (
+                                {"global"} if s.name in self.globals else set())
+                if not new <= self.spaces.get(d.name, set()):
+                    self.spaces[d.name] = self.spaces.get(d.name, set()) | new
+                    changed = True
+
+    def space_of(self, ins: P.PInstr) -> str:
+        parts = ins.parts
+        for sp in ("global", "shared"):
+            if sp in parts:
+                return sp
+        if "const" in parts:
+            return "global"       # __constant__ data lives in global memory
+        if "local" in parts:
+            raise fail(ins, "local memory (an array indexed at run time, or a stack frame) "
+                            "is not supported")
+        addr = next((o for o in ins.operands if isinstance(o, P.PAddr)), None)
+        if addr is not None and isinstance(addr.base, P.PSym):
+            return "shared" if addr.base.name in self.shared else "global"
+        if addr is not None and isinstance(addr.base, P.PReg):
+            sp = self.spaces.get(addr.base.name, set())
+            if len(sp) == 1:
+                return next(iter(sp))
+        raise fail(ins, "a generic-address memory access whose space (global or shared) "
+                        "qgpu cannot tell apart; use the pointer without mixing spaces")
+
+    # --- the function ---
+    def allocate_shared(self) -> None:
+        used = {o.base.name for ins in self.pfn.body if isinstance(ins, P.PInstr)
+                for o in ins.operands if isinstance(o, P.PAddr) and isinstance(o.base, P.PSym)}
+        used |= {o.name for ins in self.pfn.body if isinstance(ins, P.PInstr)
+                 for o in ins.operands if isinstance(o, P.PSym)}
+        variables = list(self.pfn.variables) + [
+            v for v in self.module.variables if v.space == "shared" and v.name in used]
+        offset = 0
+        for v in variables:
+            if v.space != "shared":
+                continue
+            offset = -(-offset // max(v.align, 4)) * max(v.align, 4)
+            self.shared[v.name] = offset
+            offset += v.size
+        limit = machine.SHARED_WORDS * 4
+        if offset > limit:
+            raise CompileError(f"kernel {self.pfn.name}: __shared__ data needs {offset} bytes; "
+                               f"shared memory holds {limit} bytes ({machine.SHARED_WORDS} "
+                               "words) per CTA")
+        self.fn.shared_bytes = offset
+
+    def run(self) -> Function:
+        if self.pfn.locals_used:
+            raise CompileError(f"kernel {self.pfn.name}: uses local memory (an array indexed "
+                               "at run time or a stack frame); not supported")
+        for name, typ in self.pfn.params:
+            if typ not in _INT32:
+                raise CompileError(f"kernel {self.pfn.name}: parameter {name} has PTX type "
+                                   f".{typ}; only 32-bit integers and pointers are supported")
+        self.allocate_shared()
+        self.infer_spaces()
+        entry = BasicBlock("entry")
+        self.fn.blocks["entry"] = entry
+        self.b.start(entry)
+        body = self.pfn.body
+        labels = {x.name for x in body if isinstance(x, P.PLabel)}
+        targets = {o.name for x in body if isinstance(x, P.PInstr) and x.parts[0] == "bra"
+                   for o in x.operands if isinstance(o, P.PSym)}
+        for item in body:
+            if isinstance(item, P.PLabel):
+                if item.name not in targets:
+                    continue
+                blk = self.label_block(item.name)
+                if self.b.cur is not None:
+                    self.b.finish(Goto(blk.name))
+                self.b.start(blk)
+                continue
+            if self.b.cur is None:      # unreachable code after a branch: give it a block
+                self.b.start(self.b.new_block("dead"))
+            self.b.origin = item
+            _check_types(item)
+            self.instr(item, labels)
+        if self.b.cur is not None:
+            self.b.finish(Ret())
+        self.predicates = {v for n, v in self.regs.items() if n.startswith("%p")}
+        return self.fn
+
+    def label_block(self, name: str) -> BasicBlock:
+        if name not in self.fn.blocks:
+            self.fn.blocks[name] = BasicBlock(name)
+        return self.fn.blocks[name]
+
+    def fallthrough(self) -> BasicBlock:
+        return self.b.new_block("ft")
+
+    def instr(self, ins: P.PInstr, labels) -> None:
+        op = ins.parts[0]
+        if op == "bra":
+            target = ins.operands[0]
+            if not isinstance(target, P.PSym) or target.name not in labels:
+                raise fail(ins, "branch to an unknown label")
+            tblk = self.label_block(target.name)
+            if ins.guard is None:
+                self.b.finish(Goto(tblk.name))
+                return
+            cond = self.reg(ins.guard.name)
+            nxt = self.fallthrough()
+            t, f = (nxt.name, tblk.name) if ins.guard_negated else (tblk.name, nxt.name)
+            self.b.finish(CondBr(cond, t, f))
+            self.b.start(nxt)
+            return
+        if ins.guard is not None:
+            self.guarded(ins)
+            return
+        if op in ("ret", "exit"):
+            self.b.finish(Ret())
+            return
+        if op in ("bar", "barrier") and "warp" not in ins.parts:
+            if len(ins.parts) > 1 and ins.parts[1] not in ("sync", "aligned"):
+                raise fail(ins, f"{ins.opcode} is not supported (only bar.sync / "
+                                "__syncthreads)")
+            nxt = self.b.new_block("bar")
+            self.b.finish(Barrier(nxt.name))
+            self.b.start(nxt)
+            return
+        if op in ("div", "rem"):
+            dst = self.dst(ins.operands[0], ins)
+            n = self.value(ins.operands[1], ins)
+            d = self.value(ins.operands[2], ins)
+            emit_divrem(self.b, op, ins.parts[-1] == "s32", dst, n, d)
+            return
+        select(self, ins)
+
+    def guarded(self, ins: P.PInstr) -> None:
+        """@p instr: pure register results become selects; anything with an effect beyond
+        its destination (memory, shuffles, control) goes into a short branch."""
+        cond = self.reg(ins.guard.name)
+        op = ins.parts[0]
+        pure = op not in ("ld", "st", "atom", "red", "shfl", "vote", "bar", "barrier", "ret",
+                          "exit", "div", "rem", "call", "activemask", "trap")
+        d = ins.operands[0] if ins.operands else None
+        if pure and isinstance(d, P.PReg) and not isinstance(d, P.PPair):
+            old = self.reg(d.name)
+            new_name = f"{d.name}$guard{ins.line}"
+            select(self, P.PInstr(ins.opcode, [P.PReg(new_name)] + ins.operands[1:],
+                                  line=ins.line, text=ins.text, loc=ins.loc))
+            new = self.reg(new_name)
+            a, b = (old, new) if ins.guard_negated else (new, old)
+            self.b.emit("selp", old, a, b, cond)
+            return
+        inside, after = self.b.new_block("guard"), self.b.new_block("guarded")
+        t, f = (after.name, inside.name) if ins.guard_negated else (inside.name, after.name)
+        self.b.finish(CondBr(cond, t, f))
+        self.b.start(inside)
+        plain = P.PInstr(ins.opcode, ins.operands, line=ins.line, text=ins.text, loc=ins.loc)
+        self.instr(plain, set())
+        if self.b.cur is not None:
+            self.b.finish(Goto(after.name))
+        self.b.start(after)
+
+
+def lower(module: P.PModule, name: str) -> tuple[Function, set[V]]:
+    """Lower the PTX entry function `name` of a parsed module; also returns the virtual
+    registers that hold predicates (always 0 or 1)."""
+    pfn = module.functions[name]
+    for ins in pfn.body:
+        if isinstance(ins, P.PInstr) and ins.parts[0] == "call":
+            raise fail(ins, "a call that clang did not inline (recursion, a __noinline__ or "
+                            "external function); qgpu needs every device function inlined")
+    lw = Lowering(module, pfn)
+    fn = lw.run()
+    return fn, lw.predicates
+

@@ -1,0 +1,315 @@
+"""cuda.select: the per-instruction table of the lowering: one PTX data instruction (no
+control flow) to native operations. Non-native forms (mad, neg, abs, not, funnel shifts,
+bit-field extract/insert, sign extension, votes other than ballot, lane masks) expand
+here into short native sequences; cuda.lower drives it and owns control flow.
+"""
+
+from __future__ import annotations
+
+from qgpu.cuda import ptx as P
+from qgpu.cuda.ir import Sym
+from qgpu.isa import Imm
+
+_CMP = {"eq": "seteq", "ne": "setne", "lt": "setlt", "le": "setle", "gt": "setgt",
+        "ge": "setge", "lo": "setlt.u", "ls": "setle.u", "hi": "setgt.u", "hs": "setge.u"}
+_BITWISE = {"and": "and", "or": "or", "xor": "xor"}
+_ATOMS = {"add", "and", "or", "xor", "exch", "cas", "min", "max"}
+_NARROW = {"u8", "s8", "b8", "u16", "s16", "b16"}
+_NOOPS = {"membar", "fence"}
+_EXT_BITS = {"u8": 8, "s8": 8, "b8": 8, "u16": 16, "s16": 16, "b16": 16}
+
+
+def _type(ins: P.PInstr) -> str:
+    return ins.parts[-1]
+
+
+def _signed(ins: P.PInstr) -> bool:
+    return _type(ins) == "s32"
+
+
+def _fail(ins, what):
+    from qgpu.cuda.lower import fail
+    return fail(ins, what)
+
+
+def select(lw, ins: P.PInstr) -> None:
+    """Emit native operations for one unguarded PTX data instruction through lw.b."""
+    b = lw.b
+    op, parts, ops = ins.parts[0], ins.parts, ins.operands
+
+    def src(k):
+        return lw.value(ops[k], ins)
+
+    def dst():
+        return lw.dst(ops[0], ins)
+
+    if op in _NOOPS or (op in ("bar", "barrier") and "warp" in parts):
+        return                      # the machine is sequentially consistent; warps lockstep
+    if op in ("ld", "ldu") and "param" in parts:
+        addr = ops[1]
+        if not isinstance(addr, P.PAddr) or not isinstance(addr.base, P.PSym) \
+                or addr.base.name not in lw.params or addr.offset:
+            raise _fail(ins, "unsupported parameter access (struct or array parameter?)")
+        b.emit("mov", dst(), Sym(f"param:{lw.params[addr.base.name]}"))
+        return
+    if _type(ins) in _NARROW and op not in ("cvt",):
+        raise _fail(ins, "8/16-bit values or memory (char/short/bool arrays) are not "
+                         "supported; use int or unsigned")
+    if op in ("add", "sub") or op in _BITWISE and _type(ins) != "pred":
+        b.emit(_BITWISE.get(op, op), dst(), src(1), src(2))
+    elif op in _BITWISE:            # predicates are 0/1 registers
+        b.emit(op, dst(), src(1), src(2))
+    elif op == "not":
+        b.emit("xor", dst(), src(1), Imm(1 if _type(ins) == "pred" else 0xFFFFFFFF))
+    elif op == "mul":
+        if "lo" in parts or len(parts) == 2:
+            b.emit("mul", dst(), src(1), src(2))
+        elif "hi" in parts:
+            b.emit("mulhi.s" if _signed(ins) else "mulhi.u", dst(), src(1), src(2))
+        else:
+            raise _fail(ins, f"{ins.opcode} is not supported")
+    elif op == "mad":
+        t = b.tmp()
+        if "lo" in parts:
+            b.emit("mul", t, src(1), src(2))
+        elif "hi" in parts and "cc" not in parts:
+            b.emit("mulhi.s" if _signed(ins) else "mulhi.u", t, src(1), src(2))
+        else:
+            raise _fail(ins, f"{ins.opcode} is not supported")
+        b.emit("add", dst(), t, src(3))
+    elif op == "neg":
+        b.emit("sub", dst(), Imm(0), src(1))
+    elif op == "abs":
+        n = b.tmp()
+        a = src(1)
+        b.emit("sub", n, Imm(0), a)
+        b.emit("max.s", dst(), a, n)
+    elif op in ("min", "max"):
+        b.emit(f"{op}.{'s' if _signed(ins) else 'u'}", dst(), src(1), src(2))
+    elif op == "shr":
+        b.emit("shr.s" if _signed(ins) else "shr.u", dst(), src(1), src(2))
+    elif op in ("shl", "popc", "clz", "brev"):
+        b.emit(op, dst(), *(src(k) for k in range(1, len(ops))))
+    elif op == "setp":
+        _setp(lw, ins)
+    elif op == "selp":
+        b.emit("selp", dst(), src(1), src(2), src(3))
+    elif op == "slct":
+        c = b.tmp()
+        b.emit("setge.s", c, src(3), Imm(0))
+        b.emit("selp", dst(), src(1), src(2), c)
+    elif op == "mov":
+        if isinstance(ops[1], P.PVec) or isinstance(ops[0], P.PVec):
+            raise _fail(ins, "vector moves (64-bit values) are not supported")
+        b.emit("mov", dst(), src(1))
+    elif op == "cvta":
+        b.emit("mov", dst(), src(1))    # global and shared addresses are used unchanged
+    elif op == "cvt":
+        _cvt(lw, ins)
+    elif op in ("ld", "ldu", "st", "atom", "red"):
+        _memory(lw, ins)
+    elif op == "shfl":
+        if isinstance(ops[0], P.PPair):
+            raise _fail(ins, "shfl with a predicate result is not supported")
+        mode = next((m for m in ("up", "down", "bfly", "idx") if m in parts), None)
+        b.emit(f"shfl.{mode}", dst(), src(1), src(2), src(3))
+    elif op == "vote":
+        _vote(lw, ins)
+    elif op == "activemask":
+        b.emit("ballot", dst(), Imm(1))
+    elif op == "bfind":
+        _bfind(lw, ins)
+    elif op == "bfe":
+        _bfe(lw, ins)
+    elif op == "bfi":
+        _bfi(lw, ins)
+    elif op == "shf":
+        _funnel(lw, ins)
+    else:
+        raise _fail(ins, f"the PTX instruction {ins.opcode} is not supported")
+
+
+def _setp(lw, ins) -> None:
+    b, parts, ops = lw.b, ins.parts, ins.operands
+    cmp = _CMP.get(parts[1])
+    if cmp is None:
+        raise _fail(ins, f"comparison {parts[1]} is not supported")
+    if not cmp.endswith(".u") and cmp not in ("seteq", "setne"):
+        cmp += ".s" if _type(ins) == "s32" else ".u"
+    first = ops[0].first if isinstance(ops[0], P.PPair) else ops[0]
+    comb = next((c for c in ("and", "or", "xor") if c in parts[2:-1]), None)
+    p = lw.dst(first, ins)
+    r = b.tmp() if comb or isinstance(ops[0], P.PPair) else p
+    b.emit(cmp, r, lw.value(ops[1], ins), lw.value(ops[2], ins))
+    if comb:
+        c = lw.value(ops[3], ins)
+        b.emit(comb, p, r, c)
+        if isinstance(ops[0], P.PPair):     # q = !r combined with c
+            nr = b.tmp()
+            b.emit("xor", nr, r, Imm(1))
+            b.emit(comb, lw.dst(ops[0].second, ins), nr, c)
+    elif isinstance(ops[0], P.PPair):
+        b.emit("mov", p, r)
+        b.emit("xor", lw.dst(ops[0].second, ins), r, Imm(1))
+
+
+def _cvt(lw, ins) -> None:
+    b, parts = lw.b, ins.parts
+    types = [p for p in parts[1:] if p[0] in "usb" and p[1:].isdigit()]
+    if len(types) != 2:
+        raise _fail(ins, f"conversion {ins.opcode} is not supported")
+    to, frm = types
+    if to in _NARROW:
+        raise _fail(ins, "conversion to an 8/16-bit value is not supported; use int")
+    a = lw.value(ins.operands[1], ins)
+    d = lw.dst(ins.operands[0], ins)
+    bits = _EXT_BITS.get(frm)
+    if bits is None:
+        b.emit("mov", d, a)
+    elif frm.startswith("s"):
+        t = b.tmp()
+        b.emit("shl", t, a, Imm(32 - bits))
+        b.emit("shr.s", d, t, Imm(32 - bits))
+    else:
+        b.emit("and", d, a, Imm((1 << bits) - 1))
+
+
+def _memory(lw, ins) -> None:
+    b, parts, ops = lw.b, ins.parts, ins.operands
+    if any(p.startswith("v") and p[1:].isdigit() for p in parts):
+        raise _fail(ins, "vector memory access is not supported")
+    space = lw.space_of(ins)
+    op = parts[0]
+    if op in ("ld", "ldu"):
+        base, off = lw.address(ops[1], ins)
+        b.emit(f"ld.{space}", lw.dst(ops[0], ins), base, offset=off)
+        return
+    if op == "st":
+        base, off = lw.address(ops[0], ins)
+        b.emit(f"st.{space}", None, base, lw.value(ops[1], ins), offset=off)
+        return
+    kind = next((p for p in parts[1:] if p in _ATOMS), None)
+    if kind is None:
+        what = next((p for p in parts[1:] if p in ("inc", "dec")), ins.opcode)
+        raise _fail(ins, f"atomic {what} is not supported (atomicInc/atomicDec from qgpu's "
+                         "header are CAS loops)")
+    if kind in ("min", "max"):
+        kind += ".s" if _type(ins) == "s32" else ".u"
+    if op == "red":
+        d, rest = b.tmp(), ops
+    else:
+        d, rest = lw.dst(ops[0], ins), ops[1:]
+    base, off = lw.address(rest[0], ins)
+    vals = [lw.value(o, ins) for o in rest[1:]]
+    b.emit(f"atom.{space}.{kind}", d, base, *vals, offset=off)
+
+
+def _vote(lw, ins) -> None:
+    b, parts, ops = lw.b, ins.parts, ins.operands
+    d = lw.dst(ops[0], ins)
+    p = lw.value(ops[1], ins)
+    if "ballot" in parts:
+        b.emit("ballot", d, p)
+        return
+    bal = b.tmp()
+    if "any" in parts:
+        b.emit("ballot", bal, p)
+        b.emit("setne", d, bal, Imm(0))
+    elif "all" in parts:
+        np_ = b.tmp()
+        b.emit("xor", np_, p, Imm(1))
+        b.emit("ballot", bal, np_)
+        b.emit("seteq", d, bal, Imm(0))
+    elif "uni" in parts:
+        active, none, full = b.tmp(), b.tmp(), b.tmp()
+        b.emit("ballot", bal, p)
+        b.emit("ballot", active, Imm(1))
+        b.emit("seteq", none, bal, Imm(0))
+        b.emit("seteq", full, bal, active)
+        b.emit("or", d, none, full)
+    else:
+        raise _fail(ins, f"{ins.opcode} is not supported")
+
+
+def _bfind(lw, ins) -> None:
+    b = lw.b
+    a = lw.value(ins.operands[1], ins)
+    d = lw.dst(ins.operands[0], ins)
+    if _signed(ins):            # highest bit that differs from the sign bit
+        s, x = b.tmp(), b.tmp()
+        b.emit("shr.s", s, a, Imm(31))
+        b.emit("xor", x, a, s)
+        a = x
+    z = b.tmp()
+    b.emit("clz", z, a)
+    if "shiftamt" in ins.parts:     # clz, or ~0 when no bit is found
+        zero, mask = b.tmp(), b.tmp()
+        b.emit("seteq", zero, z, Imm(32))
+        b.emit("sub", mask, Imm(0), zero)
+        b.emit("or", d, z, mask)
+    else:
+        b.emit("sub", d, Imm(31), z)
+
+
+def _const(lw, ins, k: int, what: str) -> int:
+    o = ins.operands[k]
+    if not isinstance(o, P.PImm):
+        raise _fail(ins, f"{ins.opcode} with a run-time {what} is not supported")
+    return o.value & 0xFF
+
+
+def _bfe(lw, ins) -> None:
+    b = lw.b
+    pos, length = _const(lw, ins, 2, "position"), _const(lw, ins, 3, "length")
+    a, d = lw.value(ins.operands[1], ins), lw.dst(ins.operands[0], ins)
+    if length == 0:
+        b.emit("mov", d, Imm(0))
+        return
+    pos, length = min(pos, 32), min(length, 32)
+    if _signed(ins):            # sign comes from bit min(pos + len, 32) - 1
+        t = b.tmp()
+        top = min(pos + length, 32)
+        b.emit("shl", t, a, Imm(32 - top))
+        b.emit("shr.s", d, t, Imm(32 - top + pos if top - pos < 32 else 0))
+        return
+    t = b.tmp()
+    b.emit("shr.u", t, a, Imm(pos))
+    b.emit("and", d, t, Imm((1 << min(length, 32 - pos)) - 1 if pos < 32 else 0))
+
+
+def _bfi(lw, ins) -> None:
+    b = lw.b
+    pos, length = _const(lw, ins, 3, "position"), _const(lw, ins, 4, "length")
+    f, base = lw.value(ins.operands[1], ins), lw.value(ins.operands[2], ins)
+    d = lw.dst(ins.operands[0], ins)
+    if length == 0 or pos >= 32:
+        b.emit("mov", d, base)
+        return
+    mask = (((1 << min(length, 32 - pos)) - 1) << pos) & 0xFFFFFFFF
+    shifted, part, kept = b.tmp(), b.tmp(), b.tmp()
+    b.emit("shl", shifted, f, Imm(pos))
+    b.emit("and", part, shifted, Imm(mask))
+    b.emit("and", kept, base, Imm(~mask & 0xFFFFFFFF))
+    b.emit("or", d, part, kept)
+
+
+def _funnel(lw, ins) -> None:
+    """shf.l: high word of (b:a) << n; shf.r: low word of (b:a) >> n."""
+    b, parts = lw.b, ins.parts
+    lo, hi = lw.value(ins.operands[1], ins), lw.value(ins.operands[2], ins)
+    d = lw.dst(ins.operands[0], ins)
+    c = lw.value(ins.operands[3], ins)
+    n = b.tmp()
+    if "clamp" in parts:
+        b.emit("min.u", n, c, Imm(32))
+    else:
+        b.emit("and", n, c, Imm(31))
+    rest, x, y = b.tmp(), b.tmp(), b.tmp()
+    b.emit("sub", rest, Imm(32), n)      # shifts by 32 give 0, as the funnel needs
+    if "l" in parts:
+        b.emit("shl", x, hi, n)
+        b.emit("shr.u", y, lo, rest)
+    else:
+        b.emit("shr.u", x, lo, n)
+        b.emit("shl", y, hi, rest)
+    b.emit("or", d, x, y)
