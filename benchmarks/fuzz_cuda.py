@@ -1,0 +1,157 @@
+"""fuzz_cuda: differential fuzzing of the CUDA front end and the reference interpreter.
+
+Generates random integer CUDA kernels -- expression trees over int and unsigned with
++ - * / % & | ^ << >> ~ ! && ||, comparisons, ?:, min, max, abs, casts, __popc, __clz,
+__brev, a few statements with optional if/else and loops -- compiles each with
+qgpu.compile, runs it on the interpreter for several threads with edge-case inputs, and
+compares every output with a Python evaluation of the same program under C semantics
+(32-bit wrap-around, truncating division, arithmetic right shift of int).
+
+The source never has undefined behaviour: signed + - * and negation go through unsigned,
+division and remainder go through helpers that avoid b == 0 and INT_MIN / -1, shift amounts
+are masked to 0..31, abs never sees INT_MIN. So any disagreement is a qgpu bug (or a bug of
+this evaluator: `--host-check` runs the same programs compiled natively by clang-19 for the
+host, which checks the evaluator without qgpu).
+
+  python benchmarks/fuzz_cuda.py --cases 2000 --seed 1        # prints cases, failures, rate
+  python benchmarks/fuzz_cuda.py --cases 200 --host-check     # the evaluator vs native C
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fuzz_cuda_lang import (  # noqa: E402 - the generator and evaluator live beside us
+    Program,
+    generate_program,
+    host_check,
+    run_program_python,
+)
+
+from qgpu.errors import QgpuError  # noqa: E402
+
+N_INPUTS = 4          # input words per thread (a, b, c, d)
+
+
+@dataclass
+class CaseResult:
+    seed: int
+    status: str               # ok | mismatch | crash | compile_error | launch_error
+    detail: str = ""
+    program: Program | None = None
+    inputs: list[list[int]] = field(default_factory=list)
+
+
+def edge_value(rng: random.Random) -> int:
+    """A 32-bit input value, biased towards the edges where integer bugs live."""
+    pick = rng.random()
+    if pick < 0.35:
+        return rng.choice([0, 1, -1, 2, -2, 3, 31, 32, 33, 0x7FFFFFFF, -0x80000000,
+                           0x7FFFFFFE, -0x7FFFFFFF, 0xFFFF, 0x10000, -0x10000, 255, 7])
+    if pick < 0.7:
+        return rng.randint(-100, 100)
+    return rng.randint(-2**31, 2**31 - 1)
+
+
+def make_inputs(rng: random.Random, threads: int) -> list[list[int]]:
+    return [[edge_value(rng) for _ in range(N_INPUTS)] for _ in range(threads)]
+
+
+def run_program_qgpu(program: Program, inputs: list[list[int]], grid: int, block: int):
+    """The program's outputs per thread on qgpu (compile + interpreter launch)."""
+    import qgpu
+
+    threads = grid * block
+    flat = np.array([v for row in inputs for v in row], dtype=np.int64)
+    in_array = (flat & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    out_array = np.zeros(threads * program.n_outputs, dtype=np.int32)
+    module = qgpu.compile(program.source())
+    module.get_function(program.name)(grid, block, [in_array, out_array])
+    return out_array.reshape(threads, program.n_outputs).tolist()
+
+
+def run_case(seed: int, runner=run_program_qgpu) -> CaseResult:
+    rng = random.Random(seed)
+    program = generate_program(rng)
+    grid = rng.choice([1, 1, 1, 2])
+    block = rng.randint(1, 8 if grid == 1 else 4)
+    inputs = make_inputs(rng, grid * block)
+    result = CaseResult(seed, "ok", program=program, inputs=inputs)
+    expected = [run_program_python(program, row, t) for t, row in enumerate(inputs)]
+    try:
+        got = runner(program, inputs, grid, block)
+    except QgpuError as exc:
+        kind = "compile_error" if "Compile" in type(exc).__name__ else "launch_error"
+        result.status, result.detail = kind, f"{type(exc).__name__}: {exc}"
+        return result
+    except Exception as exc:  # noqa: BLE001 - a crash is a finding
+        result.status, result.detail = "crash", f"{type(exc).__name__}: {exc}"
+        return result
+    for t, (want, have) in enumerate(zip(expected, got, strict=True)):
+        if list(want) != list(have):
+            result.status = "mismatch"
+            result.detail = f"thread {t} inputs {inputs[t]}: got {have}, want {want}"
+            break
+    return result
+
+
+def fuzz(cases: int, seed: int, runner=run_program_qgpu, progress: bool = False):
+    """Run `cases` seeded cases; returns the list of CaseResults."""
+    results = []
+    for i in range(cases):
+        results.append(run_case(seed * 1_000_003 + i, runner))
+        if progress and (i + 1) % 100 == 0:
+            bad = sum(r.status != "ok" for r in results)
+            print(f"  {i + 1} cases, {bad} not ok", file=sys.stderr, flush=True)
+    return results
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--host-check", action="store_true",
+                        help="compare the Python evaluator with clang-19 host code instead")
+    parser.add_argument("--show", type=int, default=5, help="failures to print in full")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    if args.host_check:
+        rng = random.Random(args.seed)
+        failures = 0
+        for i in range(args.cases):
+            program = generate_program(rng)
+            inputs = make_inputs(rng, 4)
+            problem = host_check(program, inputs)
+            if problem:
+                failures += 1
+                if failures <= args.show:
+                    print(f"case {i}: {problem}\n{program.source()}")
+        elapsed = time.perf_counter() - started
+        print(f"host check: {args.cases} cases, {failures} failures, "
+              f"{args.cases / elapsed:.1f} cases/s")
+        return 1 if failures else 0
+    results = fuzz(args.cases, args.seed, progress=True)
+    elapsed = time.perf_counter() - started
+    counts = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    bad = [r for r in results if r.status != "ok"]
+    for r in bad[: args.show]:
+        print(f"--- seed {r.seed}: {r.status}: {r.detail}\n{r.program.source()}")
+    print(f"cases run: {len(results)}, failures: {len(bad)} {counts}, "
+          f"rate: {len(results) / elapsed:.1f} cases/s")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""The fuzzer's language: hand-checked C semantics of the evaluator, the UB guards in the
+emitted source, and (slow) the evaluator against clang-19's native build of the same
+programs with the undefined-behaviour sanitizer trapping."""
+
+import random
+import shutil
+
+import pytest
+from fuzz_cuda_lang import (
+    INT_MIN,
+    Binary,
+    Const,
+    Program,
+    Ternary,
+    Unary,
+    Var,
+    c_expr,
+    evaluate,
+    generate_program,
+    host_check,
+    run_program_python,
+)
+
+A, C = Var("a", "i"), Var("c", "u")
+
+
+def ev(e, a=0, c=0):
+    return evaluate(e, {"a": a, "c": c})
+
+
+def test_mixed_comparisons_convert_to_unsigned():
+    assert ev(Binary("<", A, C), a=-1, c=1) == 0          # -1 < 1u is false in C
+    assert ev(Binary("<", A, Const(1, "i")), a=-1) == 1
+
+
+def test_division_truncates_and_is_guarded():
+    assert ev(Binary("/", A, Const(2, "i")), a=-7) == -3
+    assert ev(Binary("%", A, Const(2, "i")), a=-7) == -1
+    assert ev(Binary("/", A, Const(-1, "i")), a=INT_MIN) == INT_MIN   # guarded: a
+    assert ev(Binary("%", A, Const(0, "i")), a=5) == 5                 # guarded: a
+    assert ev(Binary("/", C, Const(-1, "i")), c=7) == 0                # 7u / 0xffffffffu
+    assert "q_sdiv" in c_expr(Binary("/", A, Const(3, "i")))
+
+
+def test_shifts_mask_the_amount_and_keep_the_left_type():
+    assert ev(Binary(">>", A, Const(33, "i")), a=-8) == -4             # amount 33 & 31 = 1
+    assert ev(Binary(">>", C, Const(1, "i")), c=0x80000000) == 0x40000000
+    assert ev(Binary("<<", A, Const(31, "i")), a=3) == INT_MIN
+    assert "& 31" in c_expr(Binary("<<", A, Const(40, "i")))
+
+
+def test_signed_wraparound_goes_through_unsigned_in_the_source():
+    e = Binary("+", A, Const(1, "i"))
+    assert ev(e, a=2**31 - 1) == INT_MIN
+    assert "(unsigned)" in c_expr(e)
+    assert ev(Unary("-", A), a=INT_MIN) == INT_MIN
+    assert ev(Unary("abs", A), a=INT_MIN) == 0
+
+
+def test_unary_intrinsics_and_ternary_types():
+    assert ev(Unary("clz", Const(0, "i"))) == 32
+    assert ev(Unary("popc", A), a=-1) == 32
+    assert ev(Unary("brev", Const(1, "u"))) == 0x80000000
+    t = Ternary(A, Const(-1, "i"), Const(0, "u"))
+    assert t.typ == "u" and ev(t, a=1) == 0xFFFFFFFF
+
+
+def test_program_statements_run_like_c():
+    body = ("assign", Var("x", "i"), Binary("+", Var("x", "i"), Var("k", "i")))
+    loop = ("for", Const(7, "i"), body)                          # 7 & 3 = 3 iterations
+    branch = ("if", Binary(">", A, Const(0, "i")), ("assign", Var("y", "u"), Const(9, "u")),
+              ("assign", Var("y", "u"), Const(4, "u")))
+    program = Program([loop, branch], [Var("x", "i"), Var("y", "u")])
+    assert run_program_python(program, [10, 0, 0, 0], 0) == [(10 ^ 5) + 0 + 1 + 2, 9]
+    assert run_program_python(program, [-3, 0, 0, 0], 0)[1] == 4
+    assert "for (int k = 0;" in program.source()
+
+
+def test_generation_is_deterministic_and_bounds_divisions():
+    for seed in range(50):
+        one = generate_program(random.Random(seed)).source()
+        assert one == generate_program(random.Random(seed)).source()
+        assert one.count("q_sdiv(") + one.count("q_srem(") + one.count("q_udiv(") \
+            + one.count("q_urem(") <= 4 + 1       # 4 helper definitions + at most 1 use
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("clang++-19") is None, reason="needs clang++-19")
+def test_evaluator_agrees_with_native_clang():
+    rng = random.Random(2024)
+    for _ in range(12):
+        program = generate_program(rng)
+        inputs = [[rng.randint(-2**31, 2**31 - 1) for _ in range(4)] for _ in range(3)]
+        inputs.append([INT_MIN, -1, 0xFFFFFFFF, 0])
+        assert host_check(program, inputs) is None, program.source()
