@@ -78,4 +78,5 @@ def compile_to_ptx(source: str, filename: str = "kernel.cu") -> str:
             err = CompileError(_diagnostic(proc.stderr, str(src), filename))
             err.diagnostics = proc.stderr.replace(str(src), filename)
             raise err
-        return out.read_text()
+        # the line table names the temporary file: make it name the user's
+        return out.read_text().replace(str(src), filename)

@@ -10,7 +10,6 @@ names the PTX line and, through the line table, the CUDA source line.
 from __future__ import annotations
 
 from qgpu.cuda import ptx as P
-from qgpu.cuda.divide import emit_divrem
 from qgpu.cuda.ir import Barrier, BasicBlock, CondBr, Function, Goto, Op, Ret, Sym, V
 from qgpu.cuda.select import select
 from qgpu.errors import CompileError
@@ -64,7 +63,8 @@ def _check_types(ins: P.PInstr) -> None:
                                                   "lg2", "fma", "testp", "copysign"):
         raise fail(ins, "floating-point arithmetic is not supported (qgpu is an integer "
                         "machine)")
-    if parts & _WIDE_TYPES or "wide" in parts or ins.parts[0] in ("addc", "subc") or "cc" in parts:
+    wide_product = "wide" in parts and ins.parts[-1] not in ("u16", "s16")   # 16x16 -> 32 is fine
+    if parts & _WIDE_TYPES or wide_product or ins.parts[0] in ("addc", "subc") or "cc" in parts:
         raise fail(ins, "64-bit arithmetic is not supported (use 32-bit int/unsigned; "
                         "long long and 64-bit products do not fit the 32-bit machine)")
     for o in ins.operands:
@@ -97,6 +97,8 @@ class Lowering:
 
     def value(self, o, ins: P.PInstr):
         """A source operand as a V, Imm or Sym (special registers read into a temp)."""
+        if isinstance(o, V | Imm | Sym):   # already lowered (expansions reuse select)
+            return o
         if isinstance(o, P.PImm):
             if not -(1 << 31) <= o.value < (1 << 32):
                 raise fail(ins, f"constant {o.value} does not fit in 32 bits")
@@ -147,11 +149,10 @@ class Lowering:
         raise fail(ins, f"unknown symbol '{name}'")
 
     def dst(self, o, ins: P.PInstr) -> V:
+        if isinstance(o, V):
+            return o
         if not isinstance(o, P.PReg) or not o.name.startswith("%") or "." in o.name:
             raise fail(ins, f"destination {o} must be a register")
-        if o.name.startswith("%rs"):
-            raise fail(ins, "8/16-bit arithmetic (char/short values) is not supported; use "
-                            "int or unsigned")
         return self.reg(o.name)
 
     def address(self, o, ins: P.PInstr) -> tuple[object, int]:
@@ -309,12 +310,6 @@ class Lowering:
             nxt = self.b.new_block("bar")
             self.b.finish(Barrier(nxt.name))
             self.b.start(nxt)
-            return
-        if op in ("div", "rem"):
-            dst = self.dst(ins.operands[0], ins)
-            n = self.value(ins.operands[1], ins)
-            d = self.value(ins.operands[2], ins)
-            emit_divrem(self.b, op, ins.parts[-1] == "s32", dst, n, d)
             return
         select(self, ins)
 

@@ -7,7 +7,9 @@ here into short native sequences; cuda.lower drives it and owns control flow.
 from __future__ import annotations
 
 from qgpu.cuda import ptx as P
+from qgpu.cuda.divide import emit_divrem
 from qgpu.cuda.ir import Sym
+from qgpu.cuda.narrow import convert, narrow
 from qgpu.isa import Imm
 
 _CMP = {"eq": "seteq", "ne": "setne", "lt": "setlt", "le": "setle", "gt": "setgt",
@@ -16,7 +18,6 @@ _BITWISE = {"and": "and", "or": "or", "xor": "xor"}
 _ATOMS = {"add", "and", "or", "xor", "exch", "cas", "min", "max"}
 _NARROW = {"u8", "s8", "b8", "u16", "s16", "b16"}
 _NOOPS = {"membar", "fence"}
-_EXT_BITS = {"u8": 8, "s8": 8, "b8": 8, "u16": 16, "s16": 16, "b16": 16}
 
 
 def _type(ins: P.PInstr) -> str:
@@ -52,10 +53,15 @@ def select(lw, ins: P.PInstr) -> None:
             raise _fail(ins, "unsupported parameter access (struct or array parameter?)")
         b.emit("mov", dst(), Sym(f"param:{lw.params[addr.base.name]}"))
         return
-    if _type(ins) in _NARROW and op not in ("cvt",):
-        raise _fail(ins, "8/16-bit values or memory (char/short/bool arrays) are not "
-                         "supported; use int or unsigned")
-    if op in ("add", "sub") or op in _BITWISE and _type(ins) != "pred":
+    if _type(ins) in _NARROW and op in ("ld", "ldu", "st", "atom", "red"):
+        raise _fail(ins, "8/16-bit memory access (char/short/bool arrays) is not supported; "
+                         "use int or unsigned arrays")
+    if _type(ins) in _NARROW and op not in ("cvt", "prmt"):
+        narrow(lw, ins)
+        return
+    if op in ("div", "rem"):
+        emit_divrem(b, op, _signed(ins), dst(), src(1), src(2))
+    elif op in ("add", "sub") or op in _BITWISE and _type(ins) != "pred":
         b.emit(_BITWISE.get(op, op), dst(), src(1), src(2))
     elif op in _BITWISE:            # predicates are 0/1 registers
         b.emit(op, dst(), src(1), src(2))
@@ -105,7 +111,7 @@ def select(lw, ins: P.PInstr) -> None:
     elif op == "cvta":
         b.emit("mov", dst(), src(1))    # global and shared addresses are used unchanged
     elif op == "cvt":
-        _cvt(lw, ins)
+        convert(lw, ins)
     elif op in ("ld", "ldu", "st", "atom", "red"):
         _memory(lw, ins)
     elif op == "shfl":
@@ -125,6 +131,8 @@ def select(lw, ins: P.PInstr) -> None:
         _bfi(lw, ins)
     elif op == "shf":
         _funnel(lw, ins)
+    elif op == "prmt":
+        _permute(lw, ins)
     else:
         raise _fail(ins, f"the PTX instruction {ins.opcode} is not supported")
 
@@ -151,27 +159,6 @@ def _setp(lw, ins) -> None:
     elif isinstance(ops[0], P.PPair):
         b.emit("mov", p, r)
         b.emit("xor", lw.dst(ops[0].second, ins), r, Imm(1))
-
-
-def _cvt(lw, ins) -> None:
-    b, parts = lw.b, ins.parts
-    types = [p for p in parts[1:] if p[0] in "usb" and p[1:].isdigit()]
-    if len(types) != 2:
-        raise _fail(ins, f"conversion {ins.opcode} is not supported")
-    to, frm = types
-    if to in _NARROW:
-        raise _fail(ins, "conversion to an 8/16-bit value is not supported; use int")
-    a = lw.value(ins.operands[1], ins)
-    d = lw.dst(ins.operands[0], ins)
-    bits = _EXT_BITS.get(frm)
-    if bits is None:
-        b.emit("mov", d, a)
-    elif frm.startswith("s"):
-        t = b.tmp()
-        b.emit("shl", t, a, Imm(32 - bits))
-        b.emit("shr.s", d, t, Imm(32 - bits))
-    else:
-        b.emit("and", d, a, Imm((1 << bits) - 1))
 
 
 def _memory(lw, ins) -> None:
@@ -313,3 +300,43 @@ def _funnel(lw, ins) -> None:
         b.emit("shr.u", x, lo, n)
         b.emit("shl", y, hi, rest)
     b.emit("or", d, x, y)
+
+
+def _permute(lw, ins) -> None:
+    """prmt.b32 d, a, b, c with a constant selector: result byte i is byte c[4i+2:4i] of
+    {b, a}; bytes that move by the same distance from the same word share one shift and
+    mask."""
+    b = lw.b
+    if len(ins.parts) != 2:
+        raise _fail(ins, f"{ins.opcode} (a special permute mode) is not supported")
+    sel = ins.operands[3]
+    if not isinstance(sel, P.PImm):
+        raise _fail(ins, "prmt with a run-time selector is not supported")
+    words = [lw.value(ins.operands[1], ins), lw.value(ins.operands[2], ins)]
+    groups: dict[tuple[int, int], int] = {}
+    for i in range(4):
+        nib = (sel.value >> (4 * i)) & 0xF
+        if nib & 8:
+            raise _fail(ins, "prmt with sign replication is not supported")
+        src = 0 if nib < 4 or words[0] == words[1] else 1
+        key = (src, 8 * (i - (nib & 3)))
+        groups[key] = groups.get(key, 0) | (0xFF << (8 * i))
+    terms = []
+    for (src, shift), mask in groups.items():
+        x = words[src]
+        if shift:
+            t = b.tmp()
+            b.emit("shl" if shift > 0 else "shr.u", t, x, Imm(abs(shift)))
+            x = t
+        if mask != 0xFFFFFFFF:
+            t = b.tmp()
+            b.emit("and", t, x, Imm(mask))
+            x = t
+        terms.append(x)
+    while len(terms) > 1:
+        x, y = terms.pop(0), terms.pop(0)
+        t = b.tmp() if terms else lw.dst(ins.operands[0], ins)
+        b.emit("or", t, x, y)
+        terms.append(t)
+    if len(groups) == 1:
+        b.emit("mov", lw.dst(ins.operands[0], ins), terms[0])
