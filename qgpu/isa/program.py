@@ -1,13 +1,14 @@
 """isa.program: machine programs as data: operands, instructions, blocks, terminators,
 the program, its validation against the machine's limits, and block-level liveness.
 
-Block semantics (docs/isa.md): a block runs for the active lanes of one warp. Its stages
-run in order; the operations of one stage read the registers as they were when the stage
-began (so they are independent) and at most one of them writes each register. The
-terminator reads the registers after the last stage. When the block ends, only the
-registers in its `writeback` set keep their new values; the others were block-local
-temporaries and return to their values from before the block. (The protocol returns
-exactly the writeback registers as tokens, so this is what the model computes too.)
+Block semantics (docs/isa.md): a block runs for the active lanes of one warp. Its memory
+reads all come before its memory writes (checked here). Its stages run in order; the
+operations of one stage read the registers as they were when the stage began (so they
+are independent) and at most one of them writes each register. The terminator reads the
+registers after the last stage. When the block ends, only the registers in its
+`writeback` set keep their new values; the others were block-local temporaries and
+return to their values from before the block. (The protocol returns exactly the
+writeback registers as tokens, so this is what the model computes too.)
 """
 
 from __future__ import annotations
@@ -164,6 +165,24 @@ def _check_operand(where: str, o, allow_imm: bool = True) -> None:
         raise ProgramError(f"{where}: bad operand {o!r}")
 
 
+def _check_memory_order(bi: int, blk: Block) -> None:
+    """Every memory read of a block precedes every memory write (in stage, slot order).
+    Then a block reads memory as it was when the block began and its writes land after
+    its reads: the circuit needs no store-to-load forwarding inside a block."""
+    first_write = None
+    for si, st in enumerate(blk.stages):
+        for ins in st:
+            kind = OPS[ins.op].kind if ins.op in OPS else None
+            if kind in ("load", "atomic") and first_write is not None:
+                raise ProgramError(
+                    f"block {bi}: {ins.op} at stage {si} reads memory after "
+                    f"{first_write[0]} at stage {first_write[1]} wrote it; a block's "
+                    f"memory reads must all come before its writes (end the block after "
+                    f"the write)")
+            if kind in ("store", "atomic") and first_write is None:
+                first_write = (ins.op, si)
+
+
 def validate(prog: Program) -> None:
     """Raise ProgramError naming the block, stage and limit for any rule broken."""
     if not prog.blocks:
@@ -202,6 +221,7 @@ def validate(prog: Program) -> None:
                     raise ProgramError(f"{where}: {ins.op} has no destination")
                 if spec.kind not in ("load", "store", "atomic") and ins.offset:
                     raise ProgramError(f"{where}: {ins.op} takes no address offset")
+        _check_memory_order(bi, blk)
         term = blk.terminator
         if isinstance(term, Br):
             _check_operand(f"block {bi} br", term.cond, allow_imm=False)

@@ -158,9 +158,9 @@ block 0:
   ctaid r1 ; tid r2
   add r1, r1, 10 ; shl r3, r2, 2 ; shl r5, r1, 4
   st.shared [r3], r1 ; add r7, r5, r3
-  ld.shared r6, [r3]
   jmp 1
 block 1:
+  ld.shared r6, [r3]
   st.global [r7], r6
   exit
 """, grid=2, block=4)
@@ -174,12 +174,15 @@ block 0:
   tid r1
   add r2, r1, 1 ; shl r3, r1, 2
   atom.global.add r4, [60], r2
+  jmp 1
+block 1:
   st.global [r3], r4
   exit
 """, mem=[0] * 15 + [100])
     assert res.memory[:4] == [100, 101, 103, 106]    # lanes in ascending order
     assert res.memory[15] == 110
-    assert res.events[0].mem_writes == [(15, 110), (0, 100), (1, 101), (2, 103), (3, 106)]
+    assert res.events[0].mem_writes == [(15, 110)]
+    assert res.events[1].mem_writes == [(0, 100), (1, 101), (2, 103), (3, 106)]
 
 
 @pytest.mark.parametrize("op, init, expect", [
@@ -212,8 +215,10 @@ def test_cas_lock_free_increment_in_shared():
 block 0:
   tid r1
   atom.shared.cas r2, [0], 0, 7
-  st.global [0], r2 ; ld.shared r3, [0]
-  st.global [4], r3
+  jmp 1
+block 1:
+  ld.shared r3, [0]
+  st.global [0], r2 ; st.global [4], r3
   exit
 """)
     assert res.memory[:2] == [7, 7]   # lanes 1..3 saw 7 (lane 0 swapped 0 -> 7)

@@ -29,7 +29,7 @@ block 1:
   br r4, 1, 2
 block 2:
   shl r5, r1, 2
-  st.global [r5], r3 ; atom.global.add r6, [64], r3
+  atom.global.add r6, [64], r3 ; st.global [r5], r3
   exit
 """
 
@@ -70,7 +70,7 @@ def test_trace_layout_and_decoding():
     assert recs[1].position == 1 + 18
     last = recs[-2]
     assert last.block == 2 and last.active == (0, 1, 2)
-    assert last.mem_writes == [(0, 0), (1, 1), (2, 3), (16, 4)]
+    assert last.mem_writes == [(16, 4), (0, 0), (1, 1), (2, 3)]
     assert recs[1].taken == (1, 2)
 
 
