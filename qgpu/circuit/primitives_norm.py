@@ -74,19 +74,21 @@ class NormLedger:
                                f"{self.hidden}: raise the mean to the next power of 4")
         return four_squares(deficit)
 
-    def embedding_row(self, values: dict[int, float]) -> np.ndarray:
-        """An embedding row with the constant 1, `values`, and ballast for exact norms."""
+    def embedding_row(self, values: dict[int, float], uniform: bool = True) -> np.ndarray:
+        """An embedding row with the constant 1, `values`, and ballast for exact norms.
+        `uniform` rows must all carry the same sum of squares (what `rebalance` needs)."""
         row = np.zeros(self.hidden, np.float32)
         row[self.one] = 1.0
         for d, v in values.items():
             row[d] = v
         sumsq = int(np.sum(row.astype(np.float64) ** 2))
-        if self.row_sumsq is not None and sumsq != self.row_sumsq:
+        if uniform and self.row_sumsq is not None and sumsq != self.row_sumsq:
             raise CircuitError(f"embedding row has sum of squares {sumsq}, others "
                                f"{self.row_sumsq}: pad it so the norm stays data-independent")
-        self.row_sumsq = sumsq
-        self.ballast_now = self.ballast_for(sumsq)
-        row[self.ballast] = self.ballast_now
+        ballast = self.ballast_for(sumsq)
+        if uniform:
+            self.row_sumsq, self.ballast_now = sumsq, ballast
+        row[self.ballast] = ballast
         return row
 
     def rebalance(self, mlp: MlpWriter, data_sumsq: int) -> None:
