@@ -48,6 +48,7 @@ def expected_state(machine, table):
     return S
 
 
+@pytest.mark.slow
 def test_table_in_reference_and_fast_engines_long_run():
     machine = build_table_machine()
     tokens, want, table = workload(machine, 3000, seed=1)
