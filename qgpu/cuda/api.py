@@ -141,7 +141,9 @@ class Kernel:
             if p.pointer:
                 arr = self._array(p, a)
                 base = next((w for other, w in placed if other is arr), None)
-                if base is None:
+                if arr.size == 0:
+                    base = 0     # any valid address: guarded loads may read it (ifconvert)
+                elif base is None:
                     base = next_word
                     next_word += arr.size
                     if next_word > machine.GLOBAL_WORDS:

@@ -1,6 +1,6 @@
 """cuda.codegen: the back-end driver, one PTX kernel to a KernelTemplate.
 
-    lower (PTX -> IR) -> optimize -> layout (ROM order) -> schedule (stages, blocks)
+    lower (PTX -> IR) -> optimize + if-convert -> layout (ROM order) -> schedule (stages, blocks)
     -> regalloc -> emit (machine Program with relocations for launch-time values)
 
 and the ROM-size check, whose error names the kernel and the count.
@@ -9,6 +9,7 @@ and the ROM-size check, whose error names the kernel and the count.
 from __future__ import annotations
 
 from qgpu.cuda import ptx as P
+from qgpu.cuda.ifconvert import if_convert
 from qgpu.cuda.ir import Barrier, CondBr, Goto, Ret, Sym, V
 from qgpu.cuda.layout import block_order
 from qgpu.cuda.link import KernelTemplate, Reloc
@@ -23,6 +24,8 @@ from qgpu.isa import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg, machin
 def compile_kernel(module: P.PModule, ptx_name: str, display_name: str) -> KernelTemplate:
     fn, predicates = lower(module, ptx_name)
     optimize(fn, predicates)
+    while if_convert(fn):
+        optimize(fn, predicates)
     order = block_order(fn)
     fn.blocks = {n: fn.blocks[n] for n in order}
     mblocks = schedule(fn)

@@ -109,6 +109,29 @@ def _simplify(op: Op, predicates: set[V]) -> bool:
     return False
 
 
+def local_cse(fn: Function) -> bool:
+    """Common subexpressions inside a basic block (if-conversion and unrolling repeat the
+    same conditions and addresses): a repeated pure operation on unchanged operands
+    becomes a copy of the first result, which propagation then removes."""
+    changed = False
+    for b in fn.blocks.values():
+        version: dict[V, int] = {}
+        avail: dict[tuple, tuple[V, int]] = {}
+        for op in b.ops:
+            if op.kind in ("alu", "sreg") and op.op != "mov":
+                key = (op.op, tuple((s, version.get(s, 0)) if isinstance(s, V) else s
+                                    for s in op.srcs))
+                hit = avail.get(key)
+                if hit is not None and version.get(hit[0], 0) == hit[1] and hit[0] != op.dst:
+                    op.op, op.srcs = "mov", (hit[0],)
+                    changed = True
+                elif op.dst not in {s for s in op.srcs if isinstance(s, V)}:
+                    avail[key] = (op.dst, version.get(op.dst, 0) + 1)
+            if op.dst is not None:
+                version[op.dst] = version.get(op.dst, 0) + 1
+    return changed
+
+
 def fold_addresses(fn: Function) -> bool:
     """[x + $sym] memory operands: the link-time constant goes into the address offset, so
     `a[i]` needs no add (x must be defined once, so it is the same value at both ops)."""
@@ -342,6 +365,7 @@ def simplify_cfg(fn: Function) -> bool:
 def optimize(fn: Function, predicates: set[V]) -> Function:
     for _ in range(20):
         changed = propagate(fn, predicates)
+        changed |= local_cse(fn)
         changed |= fold_addresses(fn)
         changed |= rematerialize(fn)
         changed |= dead_code(fn)

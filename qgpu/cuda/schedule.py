@@ -12,7 +12,9 @@ Dependences (the block reads registers at stage start, writes at stage end):
   * the final write of a register that is also live on entry comes no earlier than the
     stage of the last read of the entry value;
   * memory operations keep program order: a later one in the same or a later stage (a
-    stage runs its operations slot by slot in program order) whenever either one writes.
+    stage runs its operations slot by slot in program order) whenever either one writes;
+  * a machine block reads memory before it writes any (the ISA's rule): a load or atomic
+    that follows a write goes to the next machine block.
 """
 
 from __future__ import annotations
@@ -85,35 +87,94 @@ def _dependences(ops: list[Op]) -> tuple[list[list[tuple[int, int]]], list[int]]
     return preds, height
 
 
-def _list_schedule(fn: Function, ops: list[Op]) -> list[list[list[Op]]]:
-    """Machine blocks (lists of stages of ops) for one basic block's ops. At each cut a
+def _reads_memory(op: Op) -> bool:
+    return op.kind in ("load", "atomic")
+
+
+def _writes_memory(op: Op) -> bool:
+    return op.kind in ("store", "atomic")
+
+
+class Pressure:
+    """The number of values holding a register while a block is scheduled: values read by
+    unscheduled operations, and values the block's end needs (live out, the branch)."""
+
+    LIMIT = 12      # above this, prefer operations that free registers (the allocator's
+                    # interference is finer than this count, so leave it some room)
+
+    def __init__(self, ops: list[Op], live_in: set[V], pinned: set[V]):
+        self.pinned = pinned
+        self.uses: dict[V, int] = {}
+        for op in ops:
+            for u in set(op.uses()):
+                self.uses[u] = self.uses.get(u, 0) + 1
+        self.live = {v for v in live_in if v in self.uses or v in pinned}
+
+    def delta(self, op: Op) -> int:
+        freed = sum(1 for u in set(op.uses()) if self.uses[u] == 1 and u not in self.pinned)
+        made = 1 if op.dst is not None and (op.dst in self.uses or op.dst in self.pinned) else 0
+        return made - freed
+
+    def place(self, op: Op) -> None:
+        for u in set(op.uses()):
+            self.uses[u] -= 1
+            if self.uses[u] == 0 and u not in self.pinned:
+                self.live.discard(u)
+        if op.dst is not None and (op.dst in self.uses or op.dst in self.pinned):
+            self.live.add(op.dst)
+
+    def high(self) -> bool:
+        return len(self.live) >= self.LIMIT
+
+
+def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
+                   ) -> list[list[list[Op]]]:
+    """Machine blocks (lists of stages of ops) for one basic block's ops.
+
+    A machine block must read memory before it writes any (the circuit has no forwarding
+    inside a block): once a block holds a store or atomic, loads and atomics wait for the
+    next block, which starts early if nothing else can go on. At each cut a
     special-register value still needed later is re-read by a clone of its op instead of
     being carried across the cut."""
     ops = list(ops)
     preds, height = _dependences(ops)
     stage_of: dict[int, int] = {}
     left = set(range(len(ops)))
-    stages: list[list[int]] = []
+    pieces: list[list[list[int]]] = []
+    piece: list[list[int]] = []
+    wrote = False
+    s = 0
     while left:
-        s = len(stages)
-        if s and s % machine.STAGES == 0:
-            _clone_special_reads(fn, ops, preds, height, stage_of, left)
         cur: list[int] = []
         while len(cur) < machine.SLOTS:
-            ready = [j for j in left if all(
+            ready = [j for j in left if not (wrote and _reads_memory(ops[j])) and all(
                 i in stage_of and (stage_of[i] < s if lat else stage_of[i] <= s)
                 for i, lat in preds[j])]
             if not ready:
                 break
-            j = max(ready, key=lambda k: (height[k], -k))
+            if pressure is not None and pressure.high():
+                j = max(ready, key=lambda k: (-pressure.delta(ops[k]), height[k], -k))
+            else:
+                j = max(ready, key=lambda k: (height[k], -k))
+            if pressure is not None:
+                pressure.place(ops[j])
             stage_of[j] = s
             cur.append(j)
             left.discard(j)
-        if not cur:
+            wrote = wrote or _writes_memory(ops[j])
+        if cur:
+            piece.append(sorted(cur))
+            s += 1
+        elif not wrote:
             raise CompileError("internal error: the scheduler made no progress")
-        stages.append(sorted(cur))
-    grouped = [stages[k:k + machine.STAGES] for k in range(0, len(stages), machine.STAGES)]
-    return [[[ops[j] for j in st] for st in piece] for piece in grouped]
+        if left and (len(piece) == machine.STAGES or not cur):
+            pieces.append(piece)
+            piece, wrote = [], False
+            s += 1          # a new block: results of the last one are visible
+            _clone_special_reads(fn, ops, preds, height, stage_of, left)
+    if piece or not pieces:
+        pieces.append(piece)
+    return [[[ops[j] for j in st] for st in p] for p in pieces]
 
 
 def _clone_special_reads(fn, ops, preds, height, stage_of, left) -> None:
@@ -135,10 +196,12 @@ def _clone_special_reads(fn, ops, preds, height, stage_of, left) -> None:
             ops[j].srcs = tuple(clone.dst if x == old else x for x in ops[j].srcs)
 
 
-def schedule_block(fn: Function, b: BasicBlock, live_out: set[V]) -> list[MBlock]:
+def schedule_block(fn: Function, b: BasicBlock, live_in: set[V], live_out: set[V]
+                   ) -> list[MBlock]:
     """The machine blocks for basic block b (the first one carries b's name)."""
     rename_locals(fn, b, live_out)
-    pieces = _list_schedule(fn, b.ops) or [[]]
+    pinned = set(live_out) | ({b.term.cond} if isinstance(b.term, CondBr) else set())
+    pieces = _list_schedule(fn, b.ops, Pressure(b.ops, live_in, pinned))
     if b.single_block and len(pieces) > 1:
         raise CompileError(f"internal error: loop {b.name} does not fit one machine block")
     names = [b.name] + [f"{b.name}#{k}" for k in range(1, len(pieces))]
@@ -151,5 +214,5 @@ def schedule(fn: Function) -> list[MBlock]:
     live = liveness(fn)
     out: list[MBlock] = []
     for name, b in fn.blocks.items():
-        out += schedule_block(fn, b, live[name][1])
+        out += schedule_block(fn, b, *live[name])
     return out
