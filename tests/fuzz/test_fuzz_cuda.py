@@ -4,12 +4,6 @@ interpreter (benchmarks/fuzz_cuda.py): every output equals the C-semantics evalu
 import pytest
 from fuzz_cuda import fuzz
 
-import qgpu.cuda
-
-if not hasattr(qgpu.cuda, "compile"):   # removed once the front end has landed
-    pytest.skip("the front end (qgpu.cuda.compile) has not landed yet",
-                allow_module_level=True)
-
 CASES_PER_CHUNK = 50
 
 

@@ -5,12 +5,7 @@ argument equal to the kernel's independent oracle."""
 import numpy as np
 import pytest
 
-import qgpu.cuda
 from qgpu.suite import load_suite, run_case
-
-if not hasattr(qgpu.cuda, "compile"):   # removed once the front end has landed
-    pytest.skip("the front end (qgpu.cuda.compile) has not landed yet",
-                allow_module_level=True)
 
 SUITE = load_suite()
 CASES = [(spec, index) for spec in SUITE for index in range(len(spec.launches))]
