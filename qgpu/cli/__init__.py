@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "run the dot-product demo on the machine"),
     "asm": ("asm", "assemble, disassemble or run a machine-assembly program"),
     "trace": ("trace", "decode a launch token stream into readable records"),
+    "run": ("run", "compile a CUDA file and launch one kernel"),
     "validate-gpu": ("validate_gpu", "run the kernel suite on a real NVIDIA GPU and compare"),
 }
 

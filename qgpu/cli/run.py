@@ -1,0 +1,156 @@
+"""qgpu run: compile a CUDA file and launch one kernel.
+
+    qgpu run FILE.cu --grid G --block B [--kernel NAME] [--engine interp|model] [--check]
+             [--json] --arg NAME=VALUE ...
+
+NAME is a parameter's name in the kernel's source; every parameter needs one --arg. A
+pointer parameter takes comma-separated integers (the array's initial contents) or
+zeros:N; an integer parameter takes one integer. --json prints one JSON object:
+{"kernel", "engine", "args": {NAME: final contents (pointer parameters)}, "tokens"}.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from qgpu.errors import LaunchError, QgpuError
+
+
+class RunError(QgpuError):
+    """A bad command line for `qgpu run` (reported as one line)."""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("file", metavar="FILE.cu", help="CUDA source file")
+    p.add_argument("--grid", type=int, required=True, help="CTAs in the launch (gridDim.x)")
+    p.add_argument("--block", type=int, required=True, help="threads per CTA (blockDim.x)")
+    p.add_argument("--kernel", help="the __global__ function (when the file has several)")
+    p.add_argument("--engine", choices=("interp", "model"), default="interp",
+                   help="run on the reference interpreter (default) or the compiled model")
+    p.add_argument("--check", action="store_true",
+                   help="replay the launch on the interpreter and compare token by token")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
+                   help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers, "
+                        "NAME=INT for integers")
+
+
+def _int(text: str, name: str) -> int:
+    try:
+        return int(text.strip(), 0)
+    except ValueError:
+        raise RunError(f"--arg {name}: '{text}' is not an integer") from None
+
+
+def _array(param, text: str) -> np.ndarray:
+    dtype = np.int32 if param.signed else np.uint32
+    lo, hi = (-(1 << 31), (1 << 31) - 1) if param.signed else (0, (1 << 32) - 1)
+    if text.startswith("zeros:"):
+        n = _int(text[len("zeros:"):], param.name)
+        if n < 0:
+            raise RunError(f"--arg {param.name}: zeros:{n} is negative")
+        return np.zeros(n, dtype=dtype)
+    items = [t for t in text.split(",")] if text.strip() else []
+    values = [_int(t, param.name) for t in items]
+    for v in values:
+        if not lo <= v <= hi:
+            raise RunError(f"--arg {param.name}: {v} does not fit {param.ctype}")
+    return np.array(values, dtype=dtype)
+
+
+def parse_args(kernel, pairs: list[str]) -> dict:
+    """Launch arguments by parameter name, from NAME=VALUE strings."""
+    params = {p.name: p for p in kernel.params}
+    given: dict[str, str] = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        name = name.strip()
+        if not eq:
+            raise RunError(f"--arg '{pair}': expected NAME=VALUE")
+        if name not in params:
+            raise RunError(f"--arg {name}: {kernel.name} has no parameter '{name}' "
+                           f"(parameters: {', '.join(params) or 'none'})")
+        if name in given:
+            raise RunError(f"--arg {name} given twice")
+        given[name] = value
+    missing = [n for n in params if n not in given]
+    if missing:
+        raise RunError(f"missing --arg for {', '.join(missing)} ({kernel.signature})")
+    return {n: _array(p, given[n]) if p.pointer else _int(given[n], n)
+            for n, p in params.items()}
+
+
+def _pick_kernel(module, name: str | None):
+    names = module.kernel_names
+    if name is None:
+        if len(names) != 1:
+            raise RunError(f"{module.filename} has {len(names)} kernels "
+                           f"({', '.join(names) or 'none'}); choose one with --kernel")
+        name = names[0]
+    return module.get_function(name)
+
+
+def _values(a: np.ndarray) -> list[int]:
+    return [int(x) for x in a]
+
+
+def run(args) -> dict:
+    import qgpu
+
+    if args.engine == "model" or args.check:
+        raise LaunchError(("--check" if args.check else "--engine model") + " is not "
+                          "available yet: the compiled model (qgpu.circuit) has not landed")
+    path = Path(args.file)
+    try:
+        source = path.read_text()
+    except OSError as exc:
+        raise RunError(f"cannot read {args.file}: {exc.strerror}") from None
+    module = qgpu.compile(source, filename=args.file)
+    kernel = _pick_kernel(module, args.kernel)
+    values = parse_args(kernel, args.arg)
+    before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
+    result = kernel(args.grid, args.block, values, engine=args.engine)
+    return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,
+            "block": args.block, "before": before,
+            "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},
+            "scalars": {p.name: values[p.name] for p in kernel.params if not p.pointer},
+            "tokens": result.tokens, "blocks_executed": result.blocks_executed,
+            "seconds": result.seconds, "stats": kernel.template.stats,
+            "signature": str(kernel.signature)}
+
+
+def report(r: dict) -> str:
+    st = r["stats"]
+    lines = [f"{r['signature']}  grid {r['grid']} x block {r['block']}  engine {r['engine']}"]
+    width = max([len(n) for n in list(r["args"]) + list(r["scalars"])] + [1])
+    for n, v in r["scalars"].items():
+        lines.append(f"  {n:<{width}} = {v}")
+    for n, after in r["args"].items():
+        lines.append(f"  {n:<{width}}   before {r['before'][n]}")
+        lines.append(f"  {'':<{width}}   after  {after}")
+    tokens = "unknown" if r["tokens"] is None else str(r["tokens"])
+    lines.append(f"tokens {tokens}, {r['blocks_executed']} blocks executed, "
+                 f"{r['seconds'] * 1000:.1f} ms")
+    lines.append(f"program: {st['blocks']} blocks, {st['instructions']} instructions, "
+                 f"{st['pressure']} registers at peak")
+    return "\n".join(lines)
+
+
+def main(args) -> int:
+    try:
+        r = run(args)
+    except QgpuError as exc:
+        one_line = " ".join(str(exc).split())
+        raise type(exc)(one_line) if type(exc) is not RunError else RunError(one_line) from None
+    if args.json:
+        out = {"kernel": r["kernel"], "engine": r["engine"], "args": r["args"],
+               "tokens": r["tokens"]}
+        json.dump(out, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        print(report(r))
+    return 0
