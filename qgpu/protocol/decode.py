@@ -1,8 +1,8 @@
 """protocol.decode: token streams back into readable records. `decode_prompt` rebuilds
 the launch (program, grid, block, memory) from a prompt; `decode_trace` walks a trace
-with the protocol's own bookkeeping (lane PCs, barriers: no kernel arithmetic) so that
-every value token is attributed to its register and lane, and a stream that breaks the
-protocol is a ProtocolError naming the position."""
+with the protocol's own bookkeeping (lane PCs, barriers: no kernel arithmetic), checks
+every record against it, and attributes each value token to its register and lane. A
+stream that breaks the protocol is a ProtocolError naming the position."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from qgpu.errors import ProtocolError
 from qgpu.isa import machine as M
 from qgpu.isa.ops import OPS
 from qgpu.isa.program import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg
-from qgpu.protocol.vocab import OP_NAMES, TERMS, kind_of, name
+from qgpu.protocol.prompt import operand_selectors
+from qgpu.protocol.vocab import IMM_FIELDS, OP_NAMES, SEL_FWD, SEL_IMM, TERMS, fields_of, name
 
 
 @dataclass
@@ -27,70 +28,93 @@ class _Reader:
     def __init__(self, tokens: list[int], what: str):
         self.toks, self.pos, self.what = list(tokens), 0, what
 
-    def peek(self) -> tuple[str, int] | None:
-        return kind_of(self.toks[self.pos]) if self.pos < len(self.toks) else None
+    def peek(self) -> str | None:
+        return fields_of(self.toks[self.pos])[0] if self.pos < len(self.toks) else None
 
-    def take(self, *kinds: str) -> tuple[str, int]:
+    def take(self, *kinds: str) -> tuple[int, ...]:
         if self.pos >= len(self.toks):
             raise ProtocolError(f"{self.what}: stream ends at position {self.pos}, "
                                 f"expected {' or '.join(kinds)}")
-        k = kind_of(self.toks[self.pos])
-        if kinds and k[0] not in kinds:
+        kind, f = fields_of(self.toks[self.pos])
+        if kinds and kind not in kinds:
             raise ProtocolError(f"{self.what}: position {self.pos}: expected "
                                 f"{' or '.join(kinds)}, found {name(self.toks[self.pos])}")
         self.pos += 1
-        return k
+        return f
 
     def word(self) -> int:
-        lo = self.take("V")[1]
-        return lo | (self.take("V")[1] << 16)
+        lo = self.take("V")[0]
+        return lo | (self.take("V")[0] << 16)
+
+
+def _block_row(r: _Reader) -> tuple[int, frozenset[int], object]:
+    b = r.take("BLK")[0]
+    wb = r.take("WBL")[0] | (r.take("WBH")[0] << 8)
+    kind, cond = r.take("TRM")
+    t, f = r.take("TGT")
+    term = {"jmp": Jmp(t), "br": Br(Reg(cond), t, f), "bar": Bar(t), "exit": Exit()}[
+        TERMS[kind]]
+    return b, frozenset(x for x in range(M.REGS) if wb >> x & 1), term
+
+
+def _instruction(r: _Reader, b: int, written: dict[int, int]) -> tuple[int, Instr, tuple]:
+    start = r.pos
+    bb, p = r.take("INS")
+    if bb != b:
+        raise ProtocolError(f"prompt: position {start}: INS of block {bb} inside block {b}")
+    op_i, dst = r.take("OPD")
+    sels = (*r.take("SRCAB"), *r.take("SRCC"))
+    spec = OPS[OP_NAMES[op_i]]
+    imms = {}
+    while r.peek() == "IMM":
+        j = r.take("IMM")[0]
+        imms[j] = r.word()
+    srcs = []
+    for j in range(spec.n_srcs):
+        s = sels[j]
+        if s == SEL_IMM:
+            srcs.append(Imm(imms.get(j, 0)))
+        elif s >= SEL_FWD:
+            srcs.append(Reg(written.get(s - SEL_FWD, 0)))   # the forwarding writer's dst
+        else:
+            srcs.append(Reg(s))
+    ins = Instr(spec.mnemonic, dst if spec.has_dst else None, tuple(srcs),
+                imms.get(IMM_FIELDS.index("offset"), 0))
+    return p, ins, sels[:spec.n_srcs]
 
 
 def decode_prompt(tokens: list[int]) -> Launch:
     r = _Reader(tokens, "prompt")
     r.take("LAUNCH")
-    grid = r.take("GRID")[1] + 1
-    ntid = r.take("NTID")[1] + 1
+    grid = r.take("GRID")[0] + 1
+    ntid = r.take("NTID")[0] + 1
     blocks: list[Block] = []
     memory = [0] * M.GLOBAL_WORDS
-    while r.peek() and r.peek()[0] == "BLOCK":
-        b = r.take("BLOCK")[1]
+    while r.peek() == "BLK":
+        start = r.pos
+        b, wb, term = _block_row(r)
         if b != len(blocks):
-            raise ProtocolError(f"prompt: position {r.pos - 1}: block {b} out of order")
-        wb = set()
-        while r.peek() and r.peek()[0] == "WB":
-            wb.add(r.take("WB")[1])
+            raise ProtocolError(f"prompt: position {start}: block {b} out of order")
         stages: list[list[Instr]] = []
-        while r.peek() and r.peek()[0] == "SLOT":
-            slot = r.take("SLOT")[1]
-            op = OP_NAMES[r.take("OP")[1]]
-            spec = OPS[op]
-            dst = r.take("DST")[1] if spec.has_dst else None
-            srcs = []
-            for _ in range(spec.n_srcs):
-                k = r.take("SRC", "IMM")
-                srcs.append(Reg(k[1]) if k[0] == "SRC" else Imm(r.word()))
-            offset = 0
-            if r.peek() and r.peek()[0] == "OFF":
-                r.take("OFF")
-                offset = r.word()
-            s = slot // M.SLOTS
+        written: dict[int, int] = {}
+        sels_seen = {}
+        while r.peek() == "INS":
+            p, ins, sels = _instruction(r, b, written)
+            s, k = divmod(p, M.SLOTS)
             while len(stages) <= s:
                 stages.append([])
-            stages[s].append(Instr(op, dst, tuple(srcs), offset))
-        term_name = TERMS[r.take("TERM")[1]]
-        if term_name == "jmp":
-            term = Jmp(r.take("TGT")[1])
-        elif term_name == "br":
-            cond = Reg(r.take("SRC")[1])
-            term = Br(cond, r.take("TGT")[1], r.take("TGT")[1])
-        elif term_name == "bar":
-            term = Bar(r.take("TGT")[1])
-        else:
-            term = Exit()
-        blocks.append(Block(stages, term, frozenset(wb)))
-    while r.peek() and r.peek()[0] == "ADDR":
-        a = r.take("ADDR")[1]
+            if k != len(stages[s]):
+                raise ProtocolError(f"prompt: block {b}: instruction {p} out of order")
+            stages[s].append(ins)
+            written[p] = ins.dst or 0
+            sels_seen[p] = sels
+        blk = Block(stages, term, wb)
+        if operand_selectors(blk) != sels_seen:
+            raise ProtocolError(f"prompt: block {b}: operand selectors do not match the "
+                                f"block's registers")
+        blocks.append(blk)
+    while r.peek() == "ADDR":
+        a = r.take("ADDR")[0]
         memory[a] = r.word()
     r.take("GO")
     if r.pos != len(r.toks):
@@ -107,7 +131,7 @@ class Record:
     active: tuple[int, ...] = ()
     registers: dict[int, dict[int, int]] = field(default_factory=dict)   # reg -> lane -> value
     mem_writes: list[tuple[int, int]] = field(default_factory=list)
-    taken: tuple[int, ...] | None = None
+    taken: tuple[int, ...] = ()
 
     def __str__(self) -> str:
         if self.kind == "halt":
@@ -119,61 +143,91 @@ class Record:
             parts.append(f"r{reg}=[{vals}]")
         for a, v in self.mem_writes:
             parts.append(f"mem[{a}]={M.s32(v)}")
-        if self.taken is not None:
-            parts.append(f"taken {''.join(str(x) for x in self.taken) or '-'}")
+        if self.taken:
+            parts.append(f"taken {''.join(str(x) for x in self.taken)}")
         return "  ".join(parts)
 
 
+class _Lanes:
+    """Lane PCs and statuses, updated from the trace's records alone (docs/isa.md)."""
+
+    def __init__(self, launch: Launch):
+        self.per_cta = -(-launch.block // M.LANES)
+        self.nwarps = launch.grid * self.per_cta
+        self.pc = [[0] * M.LANES for _ in range(self.nwarps)]
+        self.status = [["run" if (w % self.per_cta) * M.LANES + ln < launch.block
+                        else "absent" for ln in range(M.LANES)] for w in range(self.nwarps)]
+
+    def next_exec(self) -> tuple[int, int, tuple[int, ...]] | None:
+        for w in range(self.nwarps):
+            running = [ln for ln in range(M.LANES) if self.status[w][ln] == "run"]
+            if running:
+                b = min(self.pc[w][ln] for ln in running)
+                return b, w, tuple(ln for ln in running if self.pc[w][ln] == b)
+        return None
+
+    def finish(self, w: int, active, term, taken) -> None:
+        for ln in active:
+            if isinstance(term, Jmp | Bar):
+                self.pc[w][ln] = term.target
+                self.status[w][ln] = "wait" if isinstance(term, Bar) else "run"
+            elif isinstance(term, Br):
+                self.pc[w][ln] = term.taken if ln in taken else term.not_taken
+            else:
+                self.status[w][ln] = "exit"
+        cta = w // self.per_cta
+        lanes = [(x, ln) for x in range(cta * self.per_cta, (cta + 1) * self.per_cta)
+                 for ln in range(M.LANES)]
+        if not any(self.status[x][ln] == "run" for x, ln in lanes):
+            for x, ln in lanes:
+                if self.status[x][ln] == "wait":
+                    self.status[x][ln] = "run"
+
+
+def _lanes_of(mask: int) -> tuple[int, ...]:
+    return tuple(ln for ln in range(M.LANES) if mask >> ln & 1)
+
+
 def decode_trace(launch: Launch, tokens: list[int]) -> list[Record]:
-    """Records of a trace. Tracks lane PCs the way the machine schedules (docs/isa.md)."""
+    """Records of a trace; checks each EXEC against the machine's schedule."""
     prog = launch.program
-    per_cta = -(-launch.block // M.LANES)
-    nwarps = launch.grid * per_cta
-    pc = [[0] * M.LANES for _ in range(nwarps)]
-    status = [["run" if (w % per_cta) * M.LANES + lane < launch.block else "absent"
-               for lane in range(M.LANES)] for w in range(nwarps)]
+    lanes = _Lanes(launch)
     r = _Reader(tokens, "trace")
     out: list[Record] = []
     while True:
         start = r.pos
-        k, arg = r.take("EXEC", "HALT")
-        if k == "HALT":
+        want = lanes.next_exec()
+        if r.peek() == "HALT":
+            if want is not None:
+                raise ProtocolError(f"trace: position {start}: HALT while warp {want[1]} "
+                                    f"can still run block {want[0]}")
+            r.take("HALT")
             out.append(Record(start, "halt"))
             if r.pos != len(r.toks):
                 raise ProtocolError(f"trace: tokens after HALT at position {r.pos}")
             return out
-        b, w = divmod(arg, M.MAX_WARPS)
-        if w >= nwarps or b >= len(prog.blocks):
-            raise ProtocolError(f"trace: position {start}: {name(tokens[start])} names a "
-                                f"warp or block the launch does not have")
-        running = [ln for ln in range(M.LANES) if status[w][ln] == "run"]
-        if not running or min(pc[w][ln] for ln in running) != b:
-            raise ProtocolError(f"trace: position {start}: warp {w} cannot run block {b} now")
-        active = tuple(ln for ln in running if pc[w][ln] == b)
+        b, w, m = r.take("EXEC")
+        if want is None or (b, w, _lanes_of(m)) != want:
+            raise ProtocolError(f"trace: position {start}: {name(tokens[start])}, but the "
+                                f"machine schedules " + (
+                                    f"block {want[0]} for warp {want[1]} lanes "
+                                    f"{''.join(map(str, want[2]))}" if want else "HALT"))
+        active = want[2]
         blk = prog.blocks[b]
         rec = Record(start, "exec", b, w, active)
         for reg in sorted(blk.writeback):
+            got = r.take("R")[0]
+            if got != reg:
+                raise ProtocolError(f"trace: position {r.pos - 1}: R(r{got}), but block {b} "
+                                    f"writes back r{reg} next")
             rec.registers[reg] = {ln: r.word() for ln in active}
-        while r.peek() and r.peek()[0] == "ADDR":
-            a = r.take("ADDR")[1]
+        while r.peek() == "ADDR":
+            a = r.take("ADDR")[0]
             rec.mem_writes.append((a, r.word()))
-        term = blk.terminator
-        if isinstance(term, Br):
-            mask = r.take("TAKEN")[1]
-            rec.taken = tuple(ln for ln in active if mask >> ln & 1)
-        for ln in active:
-            if isinstance(term, Jmp | Bar):
-                pc[w][ln] = term.target
-                status[w][ln] = "wait" if isinstance(term, Bar) else "run"
-            elif isinstance(term, Br):
-                pc[w][ln] = term.taken if ln in rec.taken else term.not_taken
-            else:
-                status[w][ln] = "exit"
-        cta = w // per_cta
-        lanes = [(x, ln) for x in range(cta * per_cta, (cta + 1) * per_cta)
-                 for ln in range(M.LANES)]
-        if not any(status[x][ln] == "run" for x, ln in lanes):
-            for x, ln in lanes:
-                if status[x][ln] == "wait":
-                    status[x][ln] = "run"
+        rec.taken = _lanes_of(r.take("END")[0])
+        if not set(rec.taken) <= set(active) or (
+                rec.taken and not isinstance(blk.terminator, Br)):
+            raise ProtocolError(f"trace: position {r.pos - 1}: END names lanes that did "
+                                f"not take a branch")
+        lanes.finish(w, active, blk.terminator, rec.taken)
         out.append(rec)

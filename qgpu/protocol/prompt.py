@@ -1,55 +1,88 @@
-"""protocol.prompt: the launch prompt the host feeds: configuration, program image
-(blocks, writeback sets, instructions, terminators) and initial memory.
+"""protocol.prompt: the launch prompt the host feeds (protocol v1, docs/protocol.md).
 
-    LAUNCH GRID(g) NTID(n)
-    for each block b:  BLOCK(b) WB(r)...  { SLOT(i) OP(op) [DST(d)] operand... [OFF lo hi] }
-                       TERM(t) [SRC(c)] TGT(x)...
-    for each non-zero global word a:  ADDR(a) V(lo) V(hi)
+    LAUNCH GRID(g-1) NTID(n-1)
+    per block b:          BLK(b) WBL(m) WBH(m) TRM(kind, cond) TGT(t, f)
+      per instruction p:  INS(b, p) OPD(op, dst) SRCAB(a, b) SRCC(c)
+                          [IMM(j) V(lo) V(hi)]  per non-zero immediate operand or offset
+    per non-zero global word a:  ADDR(a) V(lo) V(hi)
     GO
-An operand is SRC(r) or IMM V(lo) V(hi). The host computes nothing of the kernel: these
-are the program's and the inputs' own bits.
+Every ROM row's fields sit in one record short enough for the conv window (the circuit
+writes the row at the record's last token); IMM records follow their INS.
+
+Operand selectors (`operand_selectors`) name where an operand comes from: the register
+file (r), the result of an earlier stage's instruction p of the same block, or the
+immediate. They are a static property of the program, like the writeback set; the host
+computes nothing of the kernel.
 """
 
 from __future__ import annotations
 
 from qgpu.isa import machine as M
-from qgpu.isa.program import Bar, Br, Exit, Imm, Jmp, Program
-from qgpu.protocol.vocab import OP_NAMES, TERMS, split32, tok
+from qgpu.isa.program import Bar, Block, Br, Imm, Jmp, Program
+from qgpu.protocol.vocab import IMM_FIELDS, OP_NAMES, SEL_FWD, SEL_IMM, TERMS, split32, tok
 
 
-def encode_block(prog: Program, b: int) -> list[int]:
-    blk = prog.blocks[b]
-    out = [tok("BLOCK", b)] + [tok("WB", r) for r in sorted(blk.writeback)]
+def instruction_positions(blk: Block):
+    """(p, stage, instr) for each instruction, p = stage * SLOTS + slot."""
     for s, stage in enumerate(blk.stages):
         for k, ins in enumerate(stage):
-            out += [tok("SLOT", s * M.SLOTS + k), tok("OP", OP_NAMES.index(ins.op))]
-            if ins.dst is not None:
-                out.append(tok("DST", ins.dst))
+            yield s * M.SLOTS + k, s, ins
+
+
+def operand_selectors(blk: Block) -> dict[int, tuple[int, ...]]:
+    """For each instruction position p, one selector per operand (see the module doc)."""
+    last_writer: dict[int, int] = {}     # register -> position of its latest earlier writer
+    out: dict[int, tuple[int, ...]] = {}
+    for s, stage in enumerate(blk.stages):
+        for k, ins in enumerate(stage):
+            sels = []
             for o in ins.srcs:
-                out += [tok("IMM"), *split32(o.value)] if isinstance(o, Imm) else \
-                    [tok("SRC", o.n)]
-            if ins.offset:
-                out += [tok("OFF"), *split32(ins.offset)]
+                if isinstance(o, Imm):
+                    sels.append(SEL_IMM)
+                elif o.n in last_writer:
+                    sels.append(SEL_FWD + last_writer[o.n])
+                else:
+                    sels.append(o.n)
+            out[s * M.SLOTS + k] = tuple(sels)
+        for k, ins in enumerate(stage):   # a stage's writes are seen from the next stage on
+            if ins.dst is not None:
+                last_writer[ins.dst] = s * M.SLOTS + k
+    return out
+
+
+def _terminator(blk: Block) -> list[int]:
     t = blk.terminator
-    if isinstance(t, Jmp):
-        out += [tok("TERM", TERMS.index("jmp")), tok("TGT", t.target)]
-    elif isinstance(t, Br):
-        out += [tok("TERM", TERMS.index("br")), tok("SRC", t.cond.n),
-                tok("TGT", t.taken), tok("TGT", t.not_taken)]
-    elif isinstance(t, Bar):
-        out += [tok("TERM", TERMS.index("bar")), tok("TGT", t.target)]
-    elif isinstance(t, Exit):
-        out += [tok("TERM", TERMS.index("exit"))]
+    cond = t.cond.n if isinstance(t, Br) else 0
+    kind = TERMS.index({Jmp: "jmp", Br: "br", Bar: "bar"}.get(type(t), "exit"))
+    taken = t.target if isinstance(t, Jmp | Bar) else t.taken if isinstance(t, Br) else 0
+    other = t.not_taken if isinstance(t, Br) else 0
+    return [tok("TRM", kind, cond), tok("TGT", taken, other)]
+
+
+def encode_block(blk: Block, b: int) -> list[int]:
+    wb = sum(1 << r for r in blk.writeback)
+    out = [tok("BLK", b), tok("WBL", wb & 0xFF), tok("WBH", wb >> 8), *_terminator(blk)]
+    sels = operand_selectors(blk)
+    for p, _s, ins in instruction_positions(blk):
+        sel = list(sels[p]) + [0] * (3 - len(sels[p]))
+        out += [tok("INS", b, p), tok("OPD", OP_NAMES.index(ins.op), ins.dst or 0),
+                tok("SRCAB", sel[0], sel[1]), tok("SRCC", sel[2])]
+        for j, o in enumerate(ins.srcs):
+            if isinstance(o, Imm) and o.value:
+                out += [tok("IMM", j), *split32(o.value)]
+        if ins.offset:
+            out += [tok("IMM", IMM_FIELDS.index("offset")), *split32(ins.offset)]
     return out
 
 
 def encode_prompt(prog: Program, grid: int, block: int, memory=()) -> list[int]:
     """The prompt of one launch: everything the model needs, nothing computed."""
     out = [tok("LAUNCH"), tok("GRID", grid - 1), tok("NTID", block - 1)]
-    for b in range(len(prog.blocks)):
-        out += encode_block(prog, b)
+    for b, blk in enumerate(prog.blocks):
+        out += encode_block(blk, b)
     for a, word in enumerate(memory):
         if M.u32(int(word)):
             out += [tok("ADDR", a), *split32(int(word))]
     out.append(tok("GO"))
     return out
+

@@ -1,29 +1,33 @@
 """protocol.trace: the expected launch trace (what the model must write after GO), derived
-from the reference interpreter's block events.
+from the reference interpreter's block events (protocol v1).
 
 For each executed block, in order:
-    EXEC(b, w)
-    V(lo) V(hi)         for each writeback register (ascending), each active lane (ascending)
-    ADDR(a) V(lo) V(hi) for each memory word written, in operation order
-    TAKEN(mask)         only after a `br` block: the active lanes that took the branch
+    EXEC(b, w, m)            m = the active lanes
+    R(r) {V(lo) V(hi)}       per writeback register r (ascending), per active lane
+    ADDR(a) V(lo) V(hi)      per memory word written, in operation order
+    END(t)                   t = the active lanes that took a `br` (0 otherwise)
 and finally HALT.
 """
 
 from __future__ import annotations
 
 from qgpu.interp.machine import BlockEvent
-from qgpu.protocol.vocab import exec_token, split32, tok
+from qgpu.protocol.vocab import split32, tok
+
+
+def lane_mask(lanes) -> int:
+    return sum(1 << lane for lane in lanes)
 
 
 def event_tokens(ev: BlockEvent) -> list[int]:
-    out = [exec_token(ev.block, ev.warp)]
-    for _reg, per_lane in ev.writeback:
+    out = [tok("EXEC", ev.block, ev.warp, lane_mask(ev.active))]
+    for reg, per_lane in ev.writeback:
+        out.append(tok("R", reg))
         for lane in ev.active:
             out += split32(per_lane[lane])
     for addr, value in ev.mem_writes:
         out += [tok("ADDR", addr), *split32(value)]
-    if ev.branch_taken is not None:
-        out.append(tok("TAKEN", sum(1 << lane for lane in ev.branch_taken)))
+    out.append(tok("END", lane_mask(ev.branch_taken or ())))
     return out
 
 

@@ -1,6 +1,10 @@
 """protocol.vocab: the launch vocabulary. Every token is (kind, argument); ids are laid
 out kind after kind in the order of KINDS, value tokens first so that V(x) has id x.
-docs/protocol.md's vocabulary table is generated from KINDS (tests check it)."""
+docs/protocol.md's vocabulary table is generated from KINDS (tests check it).
+
+Multi-field tokens pack their fields mixed-radix, first field most significant
+(`pack`/`unpack`); e.g. EXEC(b, w, m) has argument (b * MAX_WARPS + w) * 2^LANES + m.
+"""
 
 from __future__ import annotations
 
@@ -9,39 +13,61 @@ from dataclasses import dataclass
 from qgpu.isa import machine as M
 from qgpu.isa.ops import OPS
 
-PROTOCOL_VERSION = 0
-OP_NAMES: tuple[str, ...] = tuple(OPS)          # OP(i) is the i-th mnemonic of OPS
+PROTOCOL_VERSION = 1
+OP_NAMES: tuple[str, ...] = tuple(OPS)          # OP index i is the i-th mnemonic of OPS
 TERMS = ("jmp", "br", "bar", "exit")
+N_SLOTS = M.STAGES * M.SLOTS                     # instruction positions in a block
+# Operand selector: register r read from the register file (0..REGS-1), the result of an
+# earlier instruction of the same block at position p (REGS + p), or the immediate (last).
+SEL_FWD = M.REGS
+SEL_IMM = M.REGS + N_SLOTS
+N_SEL = SEL_IMM + 1
+IMM_FIELDS = ("a", "b", "c", "offset")          # IMM(j): operand j's immediate, or offset
+MASKS = 1 << M.LANES
 
 
 @dataclass(frozen=True)
 class Kind:
     name: str
-    count: int          # number of ids of this kind
+    fields: tuple[int, ...]   # radix of each field
     doc: str
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for f in self.fields:
+            n *= f
+        return n
 
 
 KINDS: tuple[Kind, ...] = (
-    Kind("V", 1 << 16, "a 16-bit value, V(x) has id x (register and memory halves, "
-                       "immediates)"),
-    Kind("LAUNCH", 1, "first prompt token"),
-    Kind("GRID", M.MAX_CTAS, "GRID(g): g CTAs, g = 1.."),
-    Kind("NTID", M.MAX_THREADS_PER_CTA, "NTID(n): n threads per CTA, n = 1.."),
-    Kind("BLOCK", M.ROM_BLOCKS, "BLOCK(b): program ROM block b follows"),
-    Kind("WB", M.REGS, "WB(r): register r is in the block's writeback set"),
-    Kind("SLOT", M.STAGES * M.SLOTS, "SLOT(s*SLOTS+k): the instruction of stage s, slot k"),
-    Kind("OP", len(OP_NAMES), "OP(i): operation OP_NAMES[i]"),
-    Kind("DST", M.REGS, "DST(r): destination register"),
-    Kind("SRC", M.REGS, "SRC(r): register source operand (also br's condition)"),
-    Kind("IMM", 1, "immediate source operand: IMM V(lo) V(hi)"),
-    Kind("OFF", 1, "address offset of a memory operation: OFF V(lo) V(hi)"),
-    Kind("TERM", len(TERMS), "TERM(i): terminator TERMS[i]; then its SRC / TGT tokens"),
-    Kind("TGT", M.ROM_BLOCKS, "TGT(b): a branch target block"),
-    Kind("ADDR", M.FLAT_WORDS, "ADDR(a): memory record for flat word a: ADDR V(lo) V(hi)"),
-    Kind("GO", 1, "last prompt token; the model writes the trace from here"),
-    Kind("EXEC", M.ROM_BLOCKS * M.MAX_WARPS, "EXEC(b*MAX_WARPS+w): warp w executes block b"),
-    Kind("TAKEN", 1 << M.LANES, "TAKEN(m): after a br block, lanes in mask m took it"),
-    Kind("HALT", 1, "the launch has ended"),
+    Kind("V", (1 << 16,), "V(x): a 16-bit value; V(x) has id x"),
+    # prompt: launch configuration
+    Kind("LAUNCH", (), "first prompt token"),
+    Kind("GRID", (M.MAX_CTAS,), "GRID(g-1): g CTAs"),
+    Kind("NTID", (M.MAX_THREADS_PER_CTA,), "NTID(n-1): n threads per CTA"),
+    # prompt: program ROM, one record per row (fields of a row fit in the conv window)
+    Kind("BLK", (M.ROM_BLOCKS,), "BLK(b): block b's row record: BLK WBL WBH TRM TGT"),
+    Kind("WBL", (256,), "WBL(m): writeback registers r0..r7 as a bit mask"),
+    Kind("WBH", (256,), "WBH(m): writeback registers r8..r15 as a bit mask"),
+    Kind("TRM", (len(TERMS), M.REGS), "TRM(kind, cond): terminator kind, br's register"),
+    Kind("TGT", (M.ROM_BLOCKS, M.ROM_BLOCKS), "TGT(t, f): jmp/bar/br target, br's other"),
+    Kind("INS", (M.ROM_BLOCKS, N_SLOTS), "INS(b, p): instruction p = stage*SLOTS+slot of "
+                                          "block b: INS OPD SRCAB SRCC"),
+    Kind("OPD", (len(OP_NAMES), M.REGS), "OPD(op, dst): operation, destination (0: none)"),
+    Kind("SRCAB", (N_SEL, N_SEL), "SRCAB(a, b): selectors of operands a and b"),
+    Kind("SRCC", (N_SEL,), "SRCC(c): selector of operand c"),
+    Kind("IMM", (len(IMM_FIELDS),), "IMM(j) V(lo) V(hi): an immediate of the last INS"),
+    # prompt and trace: memory record
+    Kind("ADDR", (M.FLAT_WORDS,), "ADDR(a) V(lo) V(hi): memory word a (flat) holds the value"),
+    Kind("GO", (), "last prompt token; the model writes the trace from here"),
+    # trace
+    Kind("EXEC", (M.ROM_BLOCKS, M.MAX_WARPS, MASKS), "EXEC(b, w, m): warp w runs block b "
+                                                     "with active lanes m"),
+    Kind("R", (M.REGS,), "R(r): the values of register r follow, V(lo) V(hi) per active "
+                         "lane"),
+    Kind("END", (MASKS,), "END(t): the block ends; t = active lanes that took a br"),
+    Kind("HALT", (), "the launch has ended"),
 )
 
 _BASE: dict[str, int] = {}
@@ -53,16 +79,33 @@ VOCAB_SIZE = _n
 _BY_NAME = {k.name: k for k in KINDS}
 
 
-def tok(kind: str, arg: int = 0) -> int:
-    """The id of token kind(arg)."""
+def pack(kind: str, *fields: int) -> int:
     k = _BY_NAME[kind]
-    if not 0 <= arg < k.count:
-        raise ValueError(f"{kind}({arg}) out of range 0..{k.count - 1}")
-    return _BASE[kind] + arg
+    if len(fields) != len(k.fields):
+        raise ValueError(f"{kind} takes {len(k.fields)} fields, got {len(fields)}")
+    arg = 0
+    for value, radix in zip(fields, k.fields, strict=True):
+        if not 0 <= value < radix:
+            raise ValueError(f"{kind}{fields}: field value {value} out of range 0..{radix - 1}")
+        arg = arg * radix + value
+    return arg
+
+
+def unpack(kind: str, arg: int) -> tuple[int, ...]:
+    out = []
+    for radix in reversed(_BY_NAME[kind].fields):
+        arg, value = divmod(arg, radix)
+        out.append(value)
+    return tuple(reversed(out))
+
+
+def tok(kind: str, *fields: int) -> int:
+    """The id of token kind(fields...)."""
+    return _BASE[kind] + pack(kind, *fields)
 
 
 def kind_of(token: int) -> tuple[str, int]:
-    """(kind, argument) of a token id."""
+    """(kind, packed argument) of a token id."""
     if not 0 <= token < VOCAB_SIZE:
         raise ValueError(f"token id {token} outside the vocabulary (0..{VOCAB_SIZE - 1})")
     for k in reversed(KINDS):
@@ -71,32 +114,55 @@ def kind_of(token: int) -> tuple[str, int]:
     raise AssertionError("unreachable")
 
 
+def fields_of(token: int) -> tuple[str, tuple[int, ...]]:
+    kind, arg = kind_of(token)
+    return kind, unpack(kind, arg)
+
+
 def base(kind: str) -> int:
     return _BASE[kind]
 
 
-def exec_token(block: int, warp: int) -> int:
-    return tok("EXEC", block * M.MAX_WARPS + warp)
+def count(kind: str) -> int:
+    return _BY_NAME[kind].count
+
+
+def _mask(m: int) -> str:
+    return "".join(str(lane) for lane in range(M.LANES) if m >> lane & 1) or "-"
+
+
+def _sel(s: int) -> str:
+    if s < SEL_FWD:
+        return f"r{s}"
+    if s < SEL_IMM:
+        return f"p{s - SEL_FWD}"
+    return "imm"
 
 
 def name(token: int) -> str:
-    """Readable name: V(0x002a), EXEC(3,w1), OP(add), ADDR(17), ..."""
-    kind, arg = kind_of(token)
+    """Readable name: V(0x002a), EXEC(3,w1,0123), OPD(add,r4), ADDR(17), ..."""
+    kind, f = fields_of(token)
     if kind == "V":
-        return f"V(0x{arg:04x})"
+        return f"V(0x{f[0]:04x})"
     if kind == "EXEC":
-        return f"EXEC({arg // M.MAX_WARPS},w{arg % M.MAX_WARPS})"
-    if kind == "OP":
-        return f"OP({OP_NAMES[arg]})"
-    if kind == "TERM":
-        return f"TERM({TERMS[arg]})"
-    if kind == "TAKEN":
-        return f"TAKEN({arg:0{M.LANES}b})"
+        return f"EXEC({f[0]},w{f[1]},{_mask(f[2])})"
+    if kind in ("END",):
+        return f"END({_mask(f[0])})"
+    if kind == "OPD":
+        return f"OPD({OP_NAMES[f[0]]},r{f[1]})"
+    if kind == "TRM":
+        return f"TRM({TERMS[f[0]]},r{f[1]})"
+    if kind in ("SRCAB", "SRCC"):
+        return f"{kind}({','.join(_sel(s) for s in f)})"
+    if kind == "IMM":
+        return f"IMM({IMM_FIELDS[f[0]]})"
     if kind in ("GRID", "NTID"):
-        return f"{kind}({arg + 1})"
-    if _BY_NAME[kind].count == 1:
+        return f"{kind}({f[0] + 1})"
+    if kind == "R":
+        return f"R(r{f[0]})"
+    if not f:
         return kind
-    return f"{kind}({arg})"
+    return f"{kind}({','.join(str(x) for x in f)})"
 
 
 def split32(value: int) -> tuple[int, int]:

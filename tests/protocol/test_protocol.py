@@ -1,5 +1,5 @@
-"""Launch protocol: vocabulary layout, prompt round trip, the trace oracle and its
-decoder, and protocol errors."""
+"""Launch protocol v1: vocabulary layout, prompt round trip and operand selectors, the
+trace oracle and its checking decoder, protocol errors."""
 
 import pytest
 
@@ -17,7 +17,8 @@ from qgpu.protocol import (
     name,
     tok,
 )
-from qgpu.protocol.vocab import KINDS, exec_token
+from qgpu.protocol.prompt import operand_selectors
+from qgpu.protocol.vocab import KINDS, SEL_FWD, SEL_IMM, fields_of, pack, unpack
 
 LOOP = """
 block 0:
@@ -29,22 +30,22 @@ block 1:
   br r4, 1, 2
 block 2:
   shl r5, r1, 2
-  atom.global.add r6, [64], r3 ; st.global [r5], r3
+  atom.global.add r6, [r5+64], r3 ; st.global [r5], r3
   exit
 """
 
 
 def test_vocabulary_is_a_bijection():
-    seen = set()
     for k in KINDS:
-        for arg in (0, k.count - 1):
-            t = tok(k.name, arg)
-            assert kind_of(t) == (k.name, arg)
-            seen.add(t)
+        for arg in {0, k.count - 1}:
+            fields = unpack(k.name, arg)
+            t = tok(k.name, *fields)
+            assert kind_of(t) == (k.name, arg) and fields_of(t) == (k.name, fields)
+            assert pack(k.name, *fields) == arg
     assert tok("V", 0x1234) == 0x1234
-    assert max(seen) == VOCAB_SIZE - 1
+    assert tok("HALT") == VOCAB_SIZE - 1
     with pytest.raises(ValueError):
-        tok("EXEC", M.ROM_BLOCKS * M.MAX_WARPS)
+        tok("EXEC", M.ROM_BLOCKS, 0, 0)
     with pytest.raises(ValueError):
         kind_of(VOCAB_SIZE)
 
@@ -58,20 +59,45 @@ def test_prompt_round_trip():
     assert launch.memory[:4] == mem and launch.memory[4:] == [0] * (M.GLOBAL_WORDS - 4)
 
 
+def test_operand_selectors_forward_from_earlier_stages_only():
+    blk = assemble("""
+block 0:
+  tid r1 ; mov r2, 7
+  add r1, r1, r2 ; add r3, r1, 5
+  add r4, r1, r3
+  exit
+""").blocks[0]
+    sels = operand_selectors(blk)
+    S = M.SLOTS
+    assert sels[0] == () and sels[1] == (SEL_IMM,)
+    assert sels[S] == (SEL_FWD + 0, SEL_FWD + 1)      # stage 1 reads stage 0's r1, r2
+    assert sels[S + 1] == (SEL_FWD + 0, SEL_IMM)
+    assert sels[2 * S] == (SEL_FWD + S, SEL_FWD + S + 1)
+
+
+def test_prompt_rejects_selectors_that_do_not_match():
+    prog = assemble(LOOP)
+    p = encode_prompt(prog, 1, 3)
+    i = p.index(tok("SRCAB", SEL_FWD + 1, 1))          # block 1's setle.u r4, r2, r1
+    p[i] = tok("SRCAB", 2, 1)                           # claims r2 from the register file
+    with pytest.raises(ProtocolError, match="selectors do not match"):
+        decode_prompt(p)
+
+
 def test_trace_layout_and_decoding():
     prog = assemble(LOOP)
     res = run_launch(prog, 1, 3)
     trace = expected_trace(res.events)
-    assert trace[0] == exec_token(0, 0) and trace[-1] == tok("HALT")
+    assert trace[0] == tok("EXEC", 0, 0, 0b0111) and trace[-1] == tok("HALT")
     recs = decode_trace(decode_prompt(encode_prompt(prog, 1, 3)), trace)
     assert [r.block for r in recs[:-1]] == [e.block for e in res.events]
-    # block 0 returns r1, r2, r3 (live into the loop): 3 regs x 3 lanes x 2 tokens
+    # block 0 returns r1, r2, r3 (live into the loop): 3 x (R + 3 lanes x 2) + END
     assert sorted(recs[0].registers) == [1, 2, 3]
-    assert recs[1].position == 1 + 18
+    assert recs[1].position == 1 + 3 * 7 + 1
+    assert recs[1].taken == (1, 2)
     last = recs[-2]
     assert last.block == 2 and last.active == (0, 1, 2)
-    assert last.mem_writes == [(16, 4), (0, 0), (1, 1), (2, 3)]
-    assert recs[1].taken == (1, 2)
+    assert last.mem_writes == [(16, 0), (17, 1), (18, 3), (0, 0), (1, 1), (2, 3)]
 
 
 def test_trace_of_multi_warp_barrier_launch():
@@ -96,18 +122,21 @@ block 1:
 
 
 def test_names_are_readable():
-    assert name(exec_token(3, 1)) == "EXEC(3,w1)"
+    assert name(tok("EXEC", 3, 1, 0b1011)) == "EXEC(3,w1,013)"
     assert name(tok("V", 42)) == "V(0x002a)"
-    assert name(tok("TAKEN", 0b0101)) == "TAKEN(0101)"
+    assert name(tok("END", 0b0101)) == "END(02)"
+    assert name(tok("SRCAB", 3, SEL_IMM)) == "SRCAB(r3,imm)"
     assert name(tok("HALT")) == "HALT"
 
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda t: t[:-1], "stream ends"),
     (lambda t: t + [tok("HALT")], "tokens after HALT"),
-    (lambda t: [exec_token(1, 0)] + t[1:], "cannot run block 1"),
-    (lambda t: [exec_token(0, 3)] + t[1:], "does not have"),
-    (lambda t: t[:1] + [tok("HALT")] + t[2:], "expected V"),
+    (lambda t: [tok("EXEC", 1, 0, 7)] + t[1:], "machine schedules block 0"),
+    (lambda t: [tok("EXEC", 0, 0, 3)] + t[1:], "machine schedules block 0"),
+    (lambda t: t[:1] + [tok("HALT")] + t[2:], "expected R"),
+    (lambda t: t[:1] + [tok("R", 2)] + t[2:], "writes back r1 next"),
+    (lambda t: [tok("HALT")], "can still run"),
 ])
 def test_decoder_rejects_broken_traces(mutate, message):
     prog = assemble(LOOP)
