@@ -12,9 +12,11 @@ it falls off the top exactly when the last quotient bit enters at the bottom:
     r = c ? diff : r ; q = q2 | c
     br more, loop, done
 
-Results equal a real NVIDIA GPU's (checked on hardware): x / 0 is 0xffffffff unsigned,
-x % 0 is x. Signed division works on magnitudes and fixes the signs afterwards (truncation
-toward zero, INT_MIN / -1 wraps to INT_MIN).
+Division by zero gives what a real NVIDIA GPU gives (measured on an H200 through the
+driver's PTX JIT, tests/cuda/device_divrem.py): x / 0 and x % 0 are 0xffffffff, signed
+and unsigned alike (the loop already yields ~0 for the unsigned quotient; one select
+fixes the others). Signed division works on magnitudes and fixes the signs afterwards
+(truncation toward zero; INT_MIN / -1 wraps to INT_MIN, INT_MIN % -1 is 0).
 """
 
 from __future__ import annotations
@@ -67,7 +69,10 @@ def emit_divrem(b, kind: str, signed: bool, dst: V, n, d) -> None:
     """dst <- n / d (kind 'div') or n % d (kind 'rem'), 32-bit, PTX semantics."""
     if not signed:
         q, r = _unsigned_divmod(b, n, d)
-        b.emit("mov", dst, q if kind == "div" else r)
+        if kind == "div":
+            b.emit("mov", dst, q)
+        else:
+            b.emit("selp", dst, r, Imm(0xFFFFFFFF), d)
         return
     n_sign, n_mag = _magnitude(b, n)
     d_sign, d_mag = _magnitude(b, d)
@@ -77,7 +82,8 @@ def emit_divrem(b, kind: str, signed: bool, dst: V, n, d) -> None:
     q, r = _unsigned_divmod(b, n_mag, d_mag)
     # apply a sign mask m (0 or -1): (x ^ m) - m
     x, m = (q, q_sign) if kind == "div" else (r, n_sign)
-    flipped = b.tmp()
+    flipped, signed_result = b.tmp(), b.tmp()
     b.emit("xor", flipped, x, m)
-    b.emit("sub", dst, flipped, m)
+    b.emit("sub", signed_result, flipped, m)
+    b.emit("selp", dst, signed_result, Imm(0xFFFFFFFF), d)
 
