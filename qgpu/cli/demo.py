@@ -1,42 +1,46 @@
-"""cli.demo: `qgpu demo`, the dot product of [1, 2, 3] and [4, 5, 6] on the machine: the
-prompt and the trace as readable records, the token count, and the result (32)."""
+"""cli.demo: `qgpu demo`, the dot product of [1, 2, 3] and [4, 5, 6]: the CUDA kernel is
+compiled by the front end (clang-19 -> PTX -> machine blocks), launched, and the trace
+the model writes is printed as readable records with its token count and the result 32."""
 
 from __future__ import annotations
 
-from qgpu.interp import run_launch
-from qgpu.isa.asm import assemble
-from qgpu.protocol import decode_prompt, decode_trace, encode_prompt, expected_trace
+import numpy as np
 
-# Hand-written machine assembly of `out[0] += a[i] * b[i]` for three threads.
-DOT_ASM = """
-.kernel dot
-block 0:
-  tid r1
-  shl r2, r1, 2
-  ld.global r3, [r2] ; ld.global r4, [r2+12]
-  mul r5, r3, r4
-  jmp 1
-block 1:
-  atom.global.add r6, [24], r5
-  exit
+import qgpu
+from qgpu.isa.asm import disassemble
+from qgpu.protocol import Launch, decode_trace
+
+DOT_CU = """\
+__global__ void dot(const int* a, const int* b, int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(out, a[i] * b[i]);
+}
 """
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--quiet", action="store_true", help="print only the result")
+    parser.add_argument("--program", action="store_true",
+                        help="also print the machine program (assembly)")
+    parser.add_argument("--engine", default="interp", choices=("interp", "model"),
+                        help="run on the reference interpreter or the compiled model")
 
 
 def main(args) -> int:
-    prog = assemble(DOT_ASM)
-    memory = [1, 2, 3, 4, 5, 6, 0]           # a at word 0, b at word 3, out at word 6
-    prompt = encode_prompt(prog, grid=1, block=3, memory=memory)
-    result = run_launch(prog, grid=1, block=3, memory=memory)
-    trace = expected_trace(result.events)
+    kernel = qgpu.compile(DOT_CU, filename="dot.cu").get_function("dot")
+    a = np.array([1, 2, 3], np.int32)
+    b = np.array([4, 5, 6], np.int32)
+    out = np.zeros(1, np.int32)
+    res = kernel(1, 3, (a, b, out, 3), engine=args.engine)
     if not args.quiet:
-        print("dot([1, 2, 3], [4, 5, 6]) on qgpu (engine: interp)")
-        print(f"prompt: {len(prompt)} tokens; trace written: {len(trace)} tokens")
-        launch = decode_prompt(prompt)
-        for rec in decode_trace(launch, trace):
+        print(DOT_CU)
+        print(f"dot([1, 2, 3], [4, 5, 6]) on qgpu (engine: {args.engine}): "
+              f"{len(res.program.blocks)} machine blocks")
+        if args.program:
+            print(disassemble(res.program))
+        launch = Launch(res.program, res.grid, res.block, list(res.memory))
+        print(f"trace: {len(res.trace)} tokens written")
+        for rec in decode_trace(launch, res.trace):
             print("  " + str(rec))
-    print(f"result: {result.memory[6]}")
+    print(f"result: {int(out[0])}")
     return 0
