@@ -1,0 +1,73 @@
+"""The qgpu command: demo, asm, trace, error reporting; the README's set-up contract."""
+
+import json
+import re
+from pathlib import Path
+
+from qgpu.cli import main
+from qgpu.interp import run_launch
+from qgpu.isa.asm import assemble
+from qgpu.protocol import encode_prompt, expected_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+PROG = """
+block 0:
+  tid r1
+  shl r2, r1, 2
+  ld.global r3, [r2]
+  add r3, r3, 100
+  jmp 1
+block 1:
+  st.global [r2], r3
+  exit
+"""
+
+
+def test_demo_prints_32(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "result: 32" in out and "HALT" in out
+    tokens = int(re.search(r"trace: (\d+) tokens", out).group(1))
+    assert tokens <= 47                                  # the seed's count
+
+
+def test_demo_model_engine_is_a_clear_error(capsys):
+    assert main(["demo", "--engine", "model"]) == 1
+    assert "not available yet" in capsys.readouterr().err
+
+
+def test_asm_round_trip_and_run(tmp_path, capsys):
+    f = tmp_path / "k.s"
+    f.write_text(PROG)
+    assert main(["asm", str(f)]) == 0
+    assert assemble(capsys.readouterr().out).blocks == assemble(PROG).blocks
+    assert main(["asm", str(f), "--run", "--block", "3", "--mem", "1,2,3"]) == 0
+    out = capsys.readouterr().out
+    assert "memory: [101, 102, 103]" in out
+
+
+def test_asm_error_names_the_line(tmp_path, capsys):
+    f = tmp_path / "bad.s"
+    f.write_text("block 0:\n  frob r1\n  exit\n")
+    assert main(["asm", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert "line 2" in err and "frob" in err and len(err.strip().splitlines()) == 1
+
+
+def test_trace_decodes_a_stream(tmp_path, capsys):
+    prog = assemble(PROG)
+    trace = expected_trace(run_launch(prog, 1, 3, [1, 2, 3]).events)
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"prompt": encode_prompt(prog, 1, 3, [1, 2, 3]), "trace": trace}))
+    assert main(["trace", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "r3=[101 102 103]" in out and "HALT" in out
+
+
+def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_one():
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```\n(.*?)```", readme, re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in block.strip().splitlines()]
+    assert commands == ["./dev demo", "./dev test"]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "./dev test" in ci
