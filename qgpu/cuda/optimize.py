@@ -167,33 +167,60 @@ def fold_addresses(fn: Function) -> bool:
     return changed
 
 
+def _cheap(defs: dict[V, list[Op]], v: V, depth: int) -> bool:
+    """v is computed, within `depth` stages, from special registers and constants alone
+    (every op on the way defined once)."""
+    ops = defs.get(v, [])
+    if depth < 1 or len(ops) != 1:
+        return False
+    op = ops[0]
+    if op.kind == "sreg":
+        return True
+    return op.kind == "alu" and all(_cheap(defs, u, depth - 1) for u in op.uses())
+
+
 def rematerialize(fn: Function) -> bool:
-    """A special register (tid, ctaid, laneid, warpid) is re-read in each block that uses
-    it instead of being kept live across blocks: a register and write-back tokens saved
-    for one slot of a stage."""
+    """Values cheap to recompute from special registers (tid, ctaid, laneid, warpid, and
+    one operation on them such as tid * 4) are recomputed in each block that uses them
+    instead of being kept live across blocks: a register and write-back tokens saved for
+    a slot or two. Inside loops only single special-register reads are repeated (an extra
+    stage there would be paid every iteration)."""
+    from qgpu.cuda.layout import natural_loops
+
     defs = _defs(fn)
-    sreg = {v: ops[0].op for v, ops in defs.items()
-            if len(ops) == 1 and ops[0].kind == "sreg"}
+    in_loop = set().union(*natural_loops(fn).values()) if fn.blocks else set()
     changed = False
     for b in fn.blocks.values():
-        local: dict[V, V] = {}
-        defined = {op.dst for op in b.ops if op.dst is not None}
-        new_ops: list[Op] = []
-        for op in b.ops:
-            for s in op.uses():
-                if s in sreg and s not in defined and s not in local:
-                    local[s] = fn.new_vreg()
-                    new_ops.append(Op(sreg[s], local[s], (), origin=op.origin))
-            op.srcs = tuple(local.get(x, x) if isinstance(x, V) else x for x in op.srcs)
-            new_ops.append(op)
-        if isinstance(b.term, CondBr) and b.term.cond in sreg and b.term.cond not in defined:
-            local[b.term.cond] = v = fn.new_vreg()
-            new_ops.append(Op(sreg[b.term.cond], v, ()))
-            b.term.cond = v
-        if local:
-            b.ops = new_ops
-            changed = True
+        changed |= _rematerialize_block(fn, b, defs, 1 if b.name in in_loop else 2)
     return changed
+
+
+def _recompute(fn: Function, defs, v: V, local: dict[V, V], out: list[Op], origin) -> V:
+    if v not in local:
+        op = defs[v][0]
+        srcs = tuple(_recompute(fn, defs, u, local, out, origin) if isinstance(u, V) else u
+                     for u in op.srcs)
+        local[v] = fn.new_vreg()
+        out.append(Op(op.op, local[v], srcs, op.offset, origin, op.offset_sym))
+    return local[v]
+
+
+def _rematerialize_block(fn: Function, b, defs, depth: int) -> bool:
+    local: dict[V, V] = {}
+    defined = {op.dst for op in b.ops if op.dst is not None}
+    new_ops: list[Op] = []
+    for op in b.ops:
+        for u in op.uses():
+            if u not in defined and _cheap(defs, u, depth):
+                _recompute(fn, defs, u, local, new_ops, op.origin)
+        op.srcs = tuple(local.get(x, x) if isinstance(x, V) else x for x in op.srcs)
+        new_ops.append(op)
+    c = b.term.cond if isinstance(b.term, CondBr) else None
+    if isinstance(c, V) and c not in defined and _cheap(defs, c, depth):
+        b.term.cond = _recompute(fn, defs, c, local, new_ops, None)
+    if local:
+        b.ops = new_ops
+    return bool(local)
 
 
 def dead_code(fn: Function) -> bool:

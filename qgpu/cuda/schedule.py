@@ -123,6 +123,13 @@ class Pressure:
         if op.dst is not None and (op.dst in self.uses or op.dst in self.pinned):
             self.live.add(op.dst)
 
+    def moved(self, old: V, new: V, users: int) -> None:
+        """`users` unscheduled readers of old now read new (a re-read special register)."""
+        self.uses[old] -= users
+        if self.uses[old] == 0 and old not in self.pinned:
+            self.live.discard(old)
+        self.uses[new] = users
+
     def high(self) -> bool:
         return len(self.live) >= self.LIMIT
 
@@ -171,29 +178,69 @@ def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
             pieces.append(piece)
             piece, wrote = [], False
             s += 1          # a new block: results of the last one are visible
-            _clone_special_reads(fn, ops, preds, height, stage_of, left)
+            _clone_special_reads(fn, ops, preds, height, stage_of, left, pressure)
     if piece or not pieces:
         pieces.append(piece)
     return [[[ops[j] for j in st] for st in p] for p in pieces]
 
 
-def _clone_special_reads(fn, ops, preds, height, stage_of, left) -> None:
-    for i in list(stage_of):
-        if ops[i].kind != "sreg":
-            continue
+CHEAP_DEPTH = 2     # re-compute after a cut: special registers and one op on top of them
+
+
+def _cheap_depth(ops: list[Op], producer: dict[V, int], i: int) -> int | None:
+    """Stages needed to recompute op i from special registers and constants, or None."""
+    op = ops[i]
+    if op.kind == "sreg":
+        return 1
+    if op.kind != "alu":
+        return None
+    depth = 0
+    for x in op.uses():
+        if producer.get(x, i) >= i:         # live in (or the entry value it rewrites)
+            return None
+        d = _cheap_depth(ops, producer, producer[x])
+        if d is None:
+            return None
+        depth = max(depth, d)
+    return depth + 1
+
+
+def _clone_special_reads(fn, ops, preds, height, stage_of, left, pressure) -> None:
+    """After a cut, values that are cheap to recompute from special registers (tid,
+    tid * 4, ...) are recomputed by clones in the new machine block instead of being
+    carried across the cut (a register and write-back tokens each)."""
+    producer = {op.dst: k for k, op in enumerate(ops) if op.dst is not None}
+
+    def clone(i: int, h: int) -> int:
+        op = ops[i]
+        srcs, deps = [], []
+        for x in op.srcs:
+            if isinstance(x, V):
+                c = clone(producer[x], h + 1)
+                deps.append((c, 1))
+                x = ops[c].dst
+                if pressure is not None:
+                    pressure.uses[x] = pressure.uses.get(x, 0) + 1
+            srcs.append(x)
+        new = Op(op.op, fn.new_vreg(), tuple(srcs), op.offset, op.origin, op.offset_sym)
+        ops.append(new)
+        preds.append(deps)
+        height.append(h)
+        left.add(len(ops) - 1)
+        return len(ops) - 1
+
+    for i in sorted(stage_of):
         users = [j for j in left if (i, 1) in preds[j]]
-        if not users:
+        depth = _cheap_depth(ops, producer, i) if users else None
+        if depth is None or depth > CHEAP_DEPTH:
             continue
-        clone = Op(ops[i].op, fn.new_vreg(), (), origin=ops[i].origin)
-        c = len(ops)
-        ops.append(clone)
-        preds.append([])
-        height.append(max(height[j] for j in users) + 1)
-        left.add(c)
-        old = ops[i].dst
+        c = clone(i, max(height[j] for j in users) + 1)
+        old, new = ops[i].dst, ops[c].dst
         for j in users:
             preds[j] = [(c, 1) if p == (i, 1) else p for p in preds[j]]
-            ops[j].srcs = tuple(clone.dst if x == old else x for x in ops[j].srcs)
+            ops[j].srcs = tuple(new if x == old else x for x in ops[j].srcs)
+        if pressure is not None:
+            pressure.moved(old, new, len(users))
 
 
 def schedule_block(fn: Function, b: BasicBlock, live_in: set[V], live_out: set[V]

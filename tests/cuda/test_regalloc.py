@@ -1,0 +1,49 @@
+"""cuda.regalloc: 15 registers, pressure, clear errors."""
+
+import pytest
+from helpers import i32, launch
+
+import qgpu
+from qgpu.errors import CompileError
+
+
+def wide_kernel(n: int) -> str:
+    loads = "".join(f"  int v{k} = a[t + {4 * k}] * {k + 2};\n" for k in range(n))
+    mix = " ^ ".join(f"(v{k} + v{(k + 1) % n})" for k in range(n))
+    return f"__global__ void k(int *a, int *out) {{\n  int t = threadIdx.x;\n{loads}" \
+           f"  __syncthreads();\n  out[t] = {mix};\n}}\n"
+
+
+def test_many_simultaneously_live_values_fit():
+    n = 11
+    src = wide_kernel(n)
+    a = i32(range(4 * n))
+    out = i32([0] * 4)
+    res, k = launch(src, "k", 1, 4, a, out)
+    assert k.template.pressure >= n
+    for t in range(4):
+        v = [(t + 4 * j) * (j + 2) for j in range(n)]
+        acc = 0
+        for j in range(n):
+            acc ^= v[j] + v[(j + 1) % n]
+        assert out[t] == acc
+    used = {ins.dst for b in k.program.blocks for st in b.stages for ins in st if ins.dst}
+    assert used <= set(range(1, 16))
+
+
+def test_too_many_live_values_is_a_clear_error():
+    with pytest.raises(CompileError, match=r"kernel k: needs more than 15 registers \(\d+ "
+                                           r"values live"):
+        qgpu.compile(wide_kernel(17)).get_function("k")
+
+
+def test_live_out_registers_are_the_writeback_set():
+    src = """__global__ void k(int *a) {
+      int t = threadIdx.x;
+      int x = a[t] * 3;
+      __syncthreads();
+      a[t] = x + 1;
+    }"""
+    res, k = launch(src, "k", 1, 4, i32([1, 2, 3, 4]))
+    first = k.program.blocks[0]
+    assert len(first.writeback) == 1
