@@ -282,9 +282,11 @@ def _run_statement(stmt, env: dict) -> None:
         _run_statement(then if evaluate(cond, env) != 0 else other, env)
     else:
         _, bound, body = stmt
-        for k in range(u32(evaluate(bound, env)) & 3):
+        k = 0
+        while k < u32(evaluate(bound, env)) & 3:   # C re-evaluates the bound every time
             env["k"] = k
             _run_statement(body, env)
+            k += 1
         env.pop("k", None)
 
 

@@ -76,6 +76,14 @@ def test_program_statements_run_like_c():
     assert "for (int k = 0;" in program.source()
 
 
+def test_loop_bound_is_evaluated_before_every_iteration():
+    # for (k = 0; k < (d & 3); ++k) d = d - 2: d = 7 -> bound 3, k=0 runs, d = 5 -> bound
+    # 1, k=1 stops. (Evaluating the bound once would run 3 times.) Found by the fuzzer.
+    d = Var("d", "u")
+    loop = ("for", d, ("assign", d, Binary("-", d, Const(2, "u"))))
+    assert run_program_python(Program([loop], [d]), [0, 0, 0, 7], 0) == [5]
+
+
 def test_generation_is_deterministic_and_bounds_divisions():
     for seed in range(50):
         one = generate_program(random.Random(seed)).source()
