@@ -170,8 +170,11 @@ class Kernel:
             if next_word + words > machine.GLOBAL_WORDS:
                 raise LaunchError(f"{self.name}: no global memory left for __device__ "
                                   f"variable {var.name}")
-            for i, v in enumerate(var.init or []):
-                memory[next_word + i] = machine.u32(v)
+            data = b"".join((v % (1 << (8 * var.elem_bytes))).to_bytes(var.elem_bytes, "little")
+                            for v in var.init or [])
+            for i in range(0, min(len(data), 4 * words), 4):
+                memory[next_word + i // 4] = int.from_bytes(data[i:i + 4].ljust(4, b"\0"),
+                                                            "little")
             values[f"global:{var.name}"] = next_word * 4
             next_word += words
         return next_word

@@ -22,7 +22,7 @@ from qgpu.isa import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg, machin
 
 
 def compile_kernel(module: P.PModule, ptx_name: str, display_name: str) -> KernelTemplate:
-    fn, predicates = lower(module, ptx_name)
+    fn, predicates = lower(module, ptx_name, display_name)
     optimize(fn, predicates)
     while if_convert(fn):
         optimize(fn, predicates)

@@ -78,10 +78,11 @@ def _check_types(ins: P.PInstr) -> None:
 class Lowering:
     """Lowers one PTX entry function to an ir.Function."""
 
-    def __init__(self, module: P.PModule, pfn: P.PFunction):
+    def __init__(self, module: P.PModule, pfn: P.PFunction, display: str | None = None):
         self.module = module
         self.pfn = pfn
-        self.fn = Function(pfn.name, {}, "entry", n_params=len(pfn.params))
+        self.kname = display or pfn.name         # the source name, for messages
+        self.fn = Function(self.kname, {}, "entry", n_params=len(pfn.params))
         self.b = Builder(self.fn)
         self.regs: dict[str, V] = {}
         self.params = {name: i for i, (name, _) in enumerate(pfn.params)}
@@ -232,18 +233,18 @@ class Lowering:
             offset += v.size
         limit = machine.SHARED_WORDS * 4
         if offset > limit:
-            raise CompileError(f"kernel {self.pfn.name}: __shared__ data needs {offset} bytes; "
+            raise CompileError(f"kernel {self.kname}: __shared__ data needs {offset} bytes; "
                                f"shared memory holds {limit} bytes ({machine.SHARED_WORDS} "
                                "words) per CTA")
         self.fn.shared_bytes = offset
 
     def run(self) -> Function:
         if self.pfn.locals_used:
-            raise CompileError(f"kernel {self.pfn.name}: uses local memory (an array indexed "
+            raise CompileError(f"kernel {self.kname}: uses local memory (an array indexed "
                                "at run time or a stack frame); not supported")
         for name, typ in self.pfn.params:
             if typ not in _INT32:
-                raise CompileError(f"kernel {self.pfn.name}: parameter {name} has PTX type "
+                raise CompileError(f"kernel {self.kname}: parameter {name} has PTX type "
                                    f".{typ}; only 32-bit integers and pointers are supported")
         self.allocate_shared()
         self.infer_spaces()
@@ -341,7 +342,8 @@ class Lowering:
         self.b.start(after)
 
 
-def lower(module: P.PModule, name: str) -> tuple[Function, set[V]]:
+def lower(module: P.PModule, name: str, display: str | None = None
+          ) -> tuple[Function, set[V]]:
     """Lower the PTX entry function `name` of a parsed module; also returns the virtual
     registers that hold predicates (always 0 or 1)."""
     pfn = module.functions[name]
@@ -349,7 +351,7 @@ def lower(module: P.PModule, name: str) -> tuple[Function, set[V]]:
         if isinstance(ins, P.PInstr) and ins.parts[0] == "call":
             raise fail(ins, "a call that clang did not inline (recursion, a __noinline__ or "
                             "external function); qgpu needs every device function inlined")
-    lw = Lowering(module, pfn)
+    lw = Lowering(module, pfn, display)
     fn = lw.run()
     return fn, lw.predicates
 

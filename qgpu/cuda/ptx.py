@@ -152,7 +152,7 @@ def _statements(lines: list[str]):
                     yield no, s[0]
                     s = s[1:].strip()
                     continue
-                if s.startswith(_LINE_DIRECTIVES):   # these end at the line's end
+                if s.split()[0] in _LINE_DIRECTIVES:   # these end at the line's end
                     yield no, s
                     break
                 m = re.match(r"^([$\w.]+):", s)
@@ -321,7 +321,7 @@ def parse(text: str) -> PModule:
                 body = body.rstrip(";")
                 address_size = int(body.split()[1])
                 continue
-            if body.startswith(".file"):
+            if body.split()[0] == ".file":
                 m = re.match(r'\.file\s+(\d+)\s+"([^"]*)"', body)
                 if m:
                     files[int(m.group(1))] = m.group(2)
@@ -334,7 +334,7 @@ def parse(text: str) -> PModule:
         if body.endswith(":") and not body.startswith("."):
             cur.body.append(PLabel(body[:-1], line))
             continue
-        if body.startswith(".loc"):
+        if body.split()[0] == ".loc":
             parts = body.split()
             loc = (int(parts[1]), int(parts[2]))
             continue

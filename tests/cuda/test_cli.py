@@ -1,0 +1,110 @@
+"""qgpu run, end to end on the interpreter."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qgpu.cli import main
+
+KERNELS = """
+__global__ void vadd(const int *a, const int *b, int *c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+__global__ void negate(unsigned *u) { u[threadIdx.x] = 0u - u[threadIdx.x]; }
+"""
+
+
+@pytest.fixture
+def cu(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(KERNELS)
+    return str(path)
+
+
+def run(capsys, *argv):
+    rc = main(["run", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_json_output(cu, capsys):
+    rc, out, err = run(capsys, cu, "--grid", "1", "--block", "4", "--kernel", "vadd",
+                       "--json", "--arg", "a=1,2,3,-4", "--arg", "b=10,20,30,40",
+                       "--arg", "c=zeros:4", "--arg", "n=4")
+    assert rc == 0 and err == ""
+    doc = json.loads(out)
+    assert doc["kernel"] == "vadd" and doc["engine"] == "interp"
+    assert doc["args"] == {"a": [1, 2, 3, -4], "b": [10, 20, 30, 40], "c": [11, 22, 33, 36]}
+    assert isinstance(doc["tokens"], int) and doc["tokens"] > 0
+
+
+def test_unsigned_values_print_unsigned(cu, capsys):
+    rc, out, _ = run(capsys, cu, "--grid", "1", "--block", "2", "--kernel", "negate",
+                     "--json", "--arg", "u=1,0")
+    assert rc == 0 and json.loads(out)["args"]["u"] == [4294967295, 0]
+
+
+def test_readable_report(cu, capsys):
+    rc, out, _ = run(capsys, cu, "--grid", "1", "--block", "2", "--kernel", "vadd",
+                     "--arg", "a=1,2", "--arg", "b=3,4", "--arg", "c=zeros:2", "--arg", "n=2")
+    assert rc == 0
+    assert "before [0, 0]" in out and "after  [4, 6]" in out and "tokens" in out
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--kernel", "vadd", "--arg", "a=1"], "missing --arg for b, c, n"),
+    (["--kernel", "vadd", "--arg", "zz=1"], "has no parameter 'zz'"),
+    (["--kernel", "vadd", "--arg", "a"], "expected NAME=VALUE"),
+    (["--kernel", "vadd", "--arg", "a=1", "--arg", "a=2"], "given twice"),
+    (["--kernel", "vadd", "--arg", "a=x", "--arg", "b=1", "--arg", "c=1", "--arg", "n=1"],
+     "not an integer"),
+    (["--kernel", "vadd", "--arg", "a=zeros:200", "--arg", "b=1", "--arg", "c=1",
+      "--arg", "n=1"], "global memory"),
+    (["--arg", "a=1"], "has 2 kernels"),
+    (["--kernel", "nope"], "no __global__ function named 'nope'"),
+    (["--kernel", "negate", "--arg", "u=-1"], "does not fit unsigned"),
+    (["--kernel", "negate", "--engine", "model", "--arg", "u=1"], "not available yet"),
+    (["--kernel", "negate", "--check", "--arg", "u=1"], "not available yet")])
+def test_errors_are_one_line_with_nonzero_status(cu, capsys, argv, match):
+    rc, out, err = run(capsys, cu, "--grid", "1", "--block", "1", *argv)
+    assert rc != 0 and out == ""
+    assert match in err and err.count("\n") == 1 and err.startswith("qgpu run: error:")
+
+
+def test_compile_error_reports_file_and_line(tmp_path, capsys):
+    bad = tmp_path / "bad.cu"
+    bad.write_text("__global__ void k(int *a) {\n  a[0] = x;\n}\n")
+    rc, _, err = run(capsys, str(bad), "--grid", "1", "--block", "1", "--arg", "a=0")
+    assert rc == 1 and f"{bad}:2:" in err
+
+
+def test_missing_file(capsys):
+    rc, _, err = run(capsys, "/nonexistent/k.cu", "--grid", "1", "--block", "1")
+    assert rc == 1 and "cannot read" in err
+
+
+@pytest.mark.slow
+def test_installed_command_as_a_new_user(tmp_path):
+    src = tmp_path / "saxpy.cu"
+    src.write_text("""// y = a*x + y, then a warp-wide sum of y into out[0]
+__global__ void saxpy(int a, const int *x, int *y, int *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = 0;
+  if (i < n) { y[i] = a * x[i] + y[i]; v = y[i]; }
+  for (int o = warpSize / 2; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
+  if ((threadIdx.x & (warpSize - 1)) == 0) atomicAdd(out, v);
+}
+""")
+    qgpu = str(Path(sys.executable).parent / "qgpu")
+    cmd = [qgpu, "run", str(src), "--grid", "2", "--block", "4", "--json", "--arg", "a=3",
+           "--arg", "x=1,2,3,4,5,6,7", "--arg", "y=1,1,1,1,1,1,1", "--arg", "out=zeros:1",
+           "--arg", "n=7"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    y = [3 * x + 1 for x in range(1, 8)]
+    assert doc["args"]["y"] == y and doc["args"]["out"] == [sum(y)]

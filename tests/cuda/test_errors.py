@@ -1,0 +1,107 @@
+"""Every clear error of the front end: clang diagnostics with file:line, unsupported
+constructs naming the PTX and source line, limits (ROM, shared memory), unknown kernels."""
+
+import pytest
+
+import qgpu
+from qgpu.cuda.driver import compile_to_ptx
+from qgpu.errors import CompileError, QgpuError
+
+
+def get(src, name="k", filename="kernel.cu"):
+    return qgpu.compile(src, filename=filename).get_function(name)
+
+
+def test_clang_error_names_the_users_file_and_line():
+    src = "__global__ void k(int *a) {\n  a[0] = undefined_thing;\n}\n"
+    with pytest.raises(CompileError) as e:
+        get(src, filename="mykernel.cu")
+    msg = str(e.value)
+    assert msg.startswith("mykernel.cu:2:") and "undeclared identifier 'undefined_thing'" in msg
+    assert "/tmp/" not in msg and "\n" not in msg
+    assert "mykernel.cu:2" in e.value.diagnostics
+
+
+def test_several_clang_errors_are_counted():
+    src = "__global__ void k(int *a) { a[0] = x; a[1] = y; }"
+    with pytest.raises(CompileError, match=r"\(and 1 more error\)"):
+        get(src)
+
+
+def test_floats_are_rejected_naming_the_source_line():
+    src = "__global__ void k(int *a) {\n  float f = a[0];\n  a[1] = (int)(f * 1.5f);\n}\n"
+    with pytest.raises(CompileError, match=r"floating-point.*|.*floating-point") as e:
+        get(src)
+    assert "PTX line" in str(e.value)
+
+
+def test_64_bit_arithmetic_is_rejected():
+    src = "__global__ void k(int *a) {\n  long long x = (long long)a[0] * a[1];\n" \
+          "  a[2] = (int)(x >> 40);\n}\n"
+    with pytest.raises(CompileError, match="64-bit") as e:
+        get(src)
+    assert "kernel.cu:2" in str(e.value) or "kernel.cu:3" in str(e.value)
+
+
+def test_local_arrays_indexed_at_run_time_are_rejected():
+    src = """__global__ void k(int *a) {
+      int tmp[8];
+      for (int i = 0; i < 8; i++) tmp[i] = a[i] * i;
+      a[0] = tmp[a[9] & 7];
+    }"""
+    with pytest.raises(CompileError, match="local memory"):
+        get(src)
+
+
+def test_rom_overflow_names_the_kernel_and_the_count():
+    body = "".join(f"  if (a[{k}] > {k}) a[{k + 20}] = a[{k}] / a[{k + 40}];\n"
+                   for k in range(14))
+    src = f"__global__ void big(int *a) {{\n{body}}}\n"
+    with pytest.raises(CompileError, match=r"kernel big: needs \d+ machine blocks; the "
+                                           r"program ROM holds 32"):
+        get(src, "big")
+
+
+def test_shared_memory_overflow():
+    src = "__global__ void k(int *a) { __shared__ int s[40]; s[threadIdx.x] = 1;" \
+          " __syncthreads(); a[0] = s[a[1]]; }"
+    with pytest.raises(CompileError, match=r"kernel k: __shared__ data needs 160 bytes"):
+        get(src)
+
+
+def test_unsupported_parameter_types():
+    with pytest.raises(CompileError, match=r"kernel.cu:1: parameter 'float x' of k"):
+        get("__global__ void k(int *a, float x) { a[0] = 1; }")
+    with pytest.raises(CompileError, match="pointers to pointers"):
+        get("__global__ void k(int **a) { a[0][0] = 1; }")
+    with pytest.raises(CompileError, match="char"):
+        get("__global__ void k(char *a) { a[0] = 1; }")
+
+
+def test_byte_arrays_are_rejected_clearly():
+    src = "__global__ void k(int *a, unsigned *b) { a[0] = ((unsigned char *)b)[a[1]]; }"
+    with pytest.raises(CompileError, match="8/16-bit memory"):
+        get(src)
+
+
+def test_calls_that_are_not_inlined_are_rejected():
+    src = """__device__ __noinline__ int f(int x) { return x * 3 + 1; }
+    __global__ void k(int *a) { a[0] = f(a[1]); }"""
+    with pytest.raises(CompileError, match="not inline"):
+        get(src)
+
+
+def test_unknown_kernel_lists_the_kernels():
+    src = "__global__ void one(int *a) { a[0] = 1; }\n__global__ void two(int *a) { a[0]=2; }"
+    with pytest.raises(CompileError, match="no __global__ function named 'three' "
+                                           r"\(kernels: one, two\)"):
+        get(src, "three")
+
+
+def test_errors_are_qgpu_errors():
+    assert issubclass(CompileError, QgpuError)
+
+
+def test_ptx_is_cached_per_source():
+    src = "__global__ void k(int *a) { a[0] = 7; }"
+    assert compile_to_ptx(src) is compile_to_ptx(src)
