@@ -32,7 +32,11 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fuzz_cuda_lang import (  # noqa: E402 - the generator and evaluator live beside us
+    Binary,
+    Const,
     Program,
+    Ternary,
+    Unary,
     generate_program,
     host_check,
     run_program_python,
@@ -80,12 +84,21 @@ def run_program_qgpu(program: Program, inputs: list[list[int]], grid: int, block
     return out_array.reshape(threads, program.n_outputs).tolist()
 
 
-def run_case(seed: int, runner=run_program_qgpu) -> CaseResult:
+def case_setup(seed: int):
+    """The seed's program, grid, block and per-thread inputs."""
     rng = random.Random(seed)
     program = generate_program(rng)
     grid = rng.choice([1, 1, 1, 2])
     block = rng.randint(1, 8 if grid == 1 else 4)
-    inputs = make_inputs(rng, grid * block)
+    return program, grid, block, make_inputs(rng, grid * block)
+
+
+def run_case(seed: int, runner=run_program_qgpu) -> CaseResult:
+    program, grid, block, inputs = case_setup(seed)
+    return check_program(seed, program, grid, block, inputs, runner)
+
+
+def check_program(seed, program, grid, block, inputs, runner=run_program_qgpu) -> CaseResult:
     result = CaseResult(seed, "ok", program=program, inputs=inputs)
     expected = [run_program_python(program, row, t) for t, row in enumerate(inputs)]
     try:
@@ -103,6 +116,69 @@ def run_case(seed: int, runner=run_program_qgpu) -> CaseResult:
             result.detail = f"thread {t} inputs {inputs[t]}: got {have}, want {want}"
             break
     return result
+
+
+def _smaller(e):
+    """Expressions smaller than e: its children, e with one child made smaller, 0."""
+    if isinstance(e, Unary):
+        yield e.arg
+        for a in _smaller(e.arg):
+            yield Unary(e.op, a)
+    elif isinstance(e, Binary):
+        yield e.left
+        yield e.right
+        for a in _smaller(e.left):
+            yield Binary(e.op, a, e.right)
+        for b in _smaller(e.right):
+            yield Binary(e.op, e.left, b)
+    elif isinstance(e, Ternary):
+        yield e.then
+        yield e.other
+        for c in _smaller(e.cond):
+            yield Ternary(c, e.then, e.other)
+    if not (isinstance(e, Const) and e.value == 0):
+        yield Const(0, e.typ)
+
+
+def _smaller_programs(p: Program):
+    for i in range(len(p.statements)):
+        yield Program(p.statements[:i] + p.statements[i + 1:], p.outputs)
+    for j in range(len(p.outputs)):
+        if len(p.outputs) > 1:
+            yield Program(p.statements, p.outputs[:j] + p.outputs[j + 1:])
+        for e in _smaller(p.outputs[j]):
+            yield Program(p.statements, p.outputs[:j] + [e] + p.outputs[j + 1:])
+    for i, stmt in enumerate(p.statements):
+        if stmt[0] == "assign":
+            for e in _smaller(stmt[2]):
+                yield Program(p.statements[:i] + [(stmt[0], stmt[1], e)]
+                              + p.statements[i + 1:], p.outputs)
+
+
+def minimise(result: CaseResult, grid: int, block: int, runner=run_program_qgpu,
+             max_tries: int = 400) -> CaseResult:
+    """Greedily shrink a failing case's program while it keeps failing the same way
+    (same status) on the failing thread's inputs alone."""
+    thread = int(result.detail.split()[1]) if result.status == "mismatch" else 0
+    inputs = [result.inputs[thread]]
+    best = check_program(result.seed, result.program, 1, 1, inputs, runner)
+    if best.status != result.status:          # needs its neighbours: keep the launch
+        inputs, grid_, block_ = result.inputs, grid, block
+        best = result
+    else:
+        grid_, block_ = 1, 1
+    tries, improved = 0, True
+    while improved and tries < max_tries:
+        improved = False
+        for candidate in _smaller_programs(best.program):
+            tries += 1
+            trial = check_program(result.seed, candidate, grid_, block_, inputs, runner)
+            if trial.status == result.status:
+                best, improved = trial, True
+                break
+            if tries >= max_tries:
+                break
+    return best
 
 
 def fuzz(cases: int, seed: int, runner=run_program_qgpu, progress: bool = False):
@@ -123,6 +199,8 @@ def main(argv=None) -> int:
     parser.add_argument("--host-check", action="store_true",
                         help="compare the Python evaluator with clang-19 host code instead")
     parser.add_argument("--show", type=int, default=5, help="failures to print in full")
+    parser.add_argument("--minimise", action="store_true",
+                        help="also print a greedily shrunk program for each failure shown")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     if args.host_check:
@@ -148,6 +226,10 @@ def main(argv=None) -> int:
     bad = [r for r in results if r.status != "ok"]
     for r in bad[: args.show]:
         print(f"--- seed {r.seed}: {r.status}: {r.detail}\n{r.program.source()}")
+        if args.minimise:
+            _program, grid, block, _inputs = case_setup(r.seed)
+            small = minimise(r, grid, block)
+            print(f"--- minimised: {small.status}: {small.detail}\n{small.program.source()}")
     print(f"cases run: {len(results)}, failures: {len(bad)} {counts}, "
           f"rate: {len(results) / elapsed:.1f} cases/s")
     return 1 if bad else 0

@@ -101,3 +101,25 @@ def test_evaluator_agrees_with_native_clang():
         inputs = [[rng.randint(-2**31, 2**31 - 1) for _ in range(4)] for _ in range(3)]
         inputs.append([INT_MIN, -1, 0xFFFFFFFF, 0])
         assert host_check(program, inputs) is None, program.source()
+
+
+def test_minimise_shrinks_a_failure_to_its_cause():
+    from fuzz_cuda import check_program, minimise
+
+    from qgpu.errors import CompileError
+
+    def runner(program, inputs, grid, block):       # "fails" on any use of division
+        if any("div(" in c_expr(e) for e in program.outputs):
+            raise CompileError("division")
+        return [run_program_python(program, row, t) for t, row in enumerate(inputs)]
+
+    big = Binary("+", Binary("*", A, Const(3, "i")), Binary("/", A, Binary("^", A, C)))
+    program = Program([("assign", Var("x", "i"), Unary("~", A))], [big, A])
+    failing = check_program(1, program, 1, 2, [[5, 0, 1, 0], [7, 0, 2, 0]], runner)
+    assert failing.status == "compile_error"
+    small = minimise(failing, 1, 2, runner)
+    assert small.status == "compile_error"
+    assert small.program.statements == [] and len(small.program.outputs) == 1
+    out = small.program.outputs[0]
+    assert isinstance(out, Binary) and out.op == "/"
+    assert all(isinstance(e, Var | Const) for e in (out.left, out.right))
