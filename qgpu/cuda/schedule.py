@@ -178,7 +178,7 @@ def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
             pieces.append(piece)
             piece, wrote = [], False
             s += 1          # a new block: results of the last one are visible
-            _clone_special_reads(fn, ops, preds, height, stage_of, left, pressure)
+            _recompute_cheap_after_cut(fn, ops, preds, height, stage_of, left, pressure)
     if piece or not pieces:
         pieces.append(piece)
     return [[[ops[j] for j in st] for st in p] for p in pieces]
@@ -205,7 +205,7 @@ def _cheap_depth(ops: list[Op], producer: dict[V, int], i: int) -> int | None:
     return depth + 1
 
 
-def _clone_special_reads(fn, ops, preds, height, stage_of, left, pressure) -> None:
+def _recompute_cheap_after_cut(fn, ops, preds, height, stage_of, left, pressure) -> None:
     """After a cut, values that are cheap to recompute from special registers (tid,
     tid * 4, ...) are recomputed by clones in the new machine block instead of being
     carried across the cut (a register and write-back tokens each)."""
