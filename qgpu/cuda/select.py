@@ -53,9 +53,12 @@ def select(lw, ins: P.PInstr) -> None:
             raise _fail(ins, "unsupported parameter access (struct or array parameter?)")
         b.emit("mov", dst(), Sym(f"param:{lw.params[addr.base.name]}"))
         return
+    if _type(ins) in _NARROW and op in ("ld", "ldu") and "param" not in parts:
+        _narrow_load(lw, ins)
+        return
     if _type(ins) in _NARROW and op in ("ld", "ldu", "st", "atom", "red"):
-        raise _fail(ins, "8/16-bit memory access (char/short/bool arrays) is not supported; "
-                         "use int or unsigned arrays")
+        raise _fail(ins, "8/16-bit memory writes (char/short/bool arrays) are not "
+                         "supported; use int or unsigned arrays")
     if _type(ins) in _NARROW and op not in ("cvt", "prmt"):
         narrow(lw, ins)
         return
@@ -189,6 +192,36 @@ def _memory(lw, ins) -> None:
     base, off = lw.address(rest[0], ins)
     vals = [lw.value(o, ins) for o in rest[1:]]
     b.emit(f"atom.{space}.{kind}", d, base, *vals, offset=off)
+
+
+def _narrow_load(lw, ins) -> None:
+    """ld.{u,s}{8,16} (clang narrows `a[i] & 255` or `a[i] >> 16` to these): load the
+    aligned word, shift the wanted bytes down, zero- or sign-extend. The address is
+    computed in full, since its low bits pick the bytes."""
+    b, t = lw.b, _type(ins)
+    if any(p.startswith("v") and p[1:].isdigit() for p in ins.parts):
+        raise _fail(ins, "vector memory access is not supported")
+    space = lw.space_of(ins)
+    bits = int(t[1:])
+    base, off = lw.address(ins.operands[1], ins)
+    addr, word, aligned, low, shift, down = (b.tmp() for _ in range(6))
+    b.emit("add", addr, base, Imm(off))
+    b.emit("and", aligned, addr, Imm(0xFFFFFFFC))
+    b.emit(f"ld.{space}", word, aligned)
+    b.emit("and", low, addr, Imm(3))
+    b.emit("shl", shift, low, Imm(3))
+    b.emit("shr.u", down, word, shift)
+    dreg = ins.operands[0]
+    d = lw.dst(dreg, ins)
+    if t.startswith("s"):
+        up, ext = b.tmp(), b.tmp()
+        b.emit("shl", up, down, Imm(32 - bits))
+        narrow_reg = isinstance(dreg, P.PReg) and dreg.name.startswith("%rs")
+        b.emit("shr.s", ext if narrow_reg else d, up, Imm(32 - bits))
+        if narrow_reg:
+            b.emit("and", d, ext, Imm(0xFFFF))
+    else:
+        b.emit("and", d, down, Imm((1 << bits) - 1))
 
 
 def _vote(lw, ins) -> None:

@@ -78,9 +78,9 @@ def test_unsupported_parameter_types():
         get("__global__ void k(char *a) { a[0] = 1; }")
 
 
-def test_byte_arrays_are_rejected_clearly():
-    src = "__global__ void k(int *a, unsigned *b) { a[0] = ((unsigned char *)b)[a[1]]; }"
-    with pytest.raises(CompileError, match="8/16-bit memory"):
+def test_byte_writes_are_rejected_clearly():
+    src = "__global__ void k(int *a, unsigned *b) { ((unsigned char *)b)[a[1]] = 7; }"
+    with pytest.raises(CompileError, match="8/16-bit memory writes"):
         get(src)
 
 

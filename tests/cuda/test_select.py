@@ -188,3 +188,12 @@ def test_red_and_activemask():
     code = """red.global.add.u32 [64], %r1;
     activemask.b32 %r10;"""
     assert run_form(code) == [0xF] * 4
+
+
+@pytest.mark.parametrize("load,fn", [
+    ("ld.global.u8 %r10, [%r2+65];", lambda x, y: (x >> 8) & 0xFF),
+    ("ld.global.s8 %r10, [%r2+67];", lambda x, y: machine.s32(x) >> 24),
+    ("ld.global.s16 %r10, [%r2+66];", lambda x, y: machine.s32(x) >> 16),
+    ("ld.global.u16 %r10, [%r2+64];", lambda x, y: x & 0xFFFF)])
+def test_byte_and_halfword_loads(load, fn):
+    assert run_form(load) == each(fn)
