@@ -55,6 +55,11 @@ class Engine:
             return np.zeros((0, self.config.vocab_size), np.float32)
         return self._forward(state, ids, mode)
 
+    def step_greedy(self, state: ModelState, token: int) -> int:
+        """Consume one token; returns the greedy next token. Engines that can find the
+        argmax without every logit (FastEngine) override it."""
+        return self.greedy(self.step(state, token))
+
     @staticmethod
     def greedy(logits: np.ndarray) -> int:
         """argmax, first index on ties (as torch.argmax)."""

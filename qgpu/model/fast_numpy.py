@@ -1,4 +1,7 @@
-"""model.fast: `FastEngine`, the sparse executor for compiled models.
+"""model.fast_numpy: `NumpyFastEngine`, the sparse executor in numpy. `FastEngine`
+(model.fast) uses it where the native kernel is unavailable or the model has a live
+full-attention layer; `live_gdn_heads` (which heads and conv channels are live) is shared
+by both.
 
 It computes the reference's function (same layers.py formulas, float32) but only on what
 can be nonzero:
@@ -15,7 +18,7 @@ states; elsewhere they differ only by summation order (fp32 rounding).
 The fast engine always runs the recurrent (per-token) delta rule, also for `prefill`;
 projections are batched over the prompt. `state.recurrent[layer]` is the full
 [Hv, dk, dv] state as in the reference; `state.conv[layer]` holds only the live conv
-channels (`FastEngine.conv_channels(layer)` names them).
+channels (`conv_channels(layer)` names them).
 """
 
 from __future__ import annotations
@@ -33,6 +36,32 @@ from qgpu.model.state import ModelState
 from qgpu.model.weights import EMBED, FINAL_NORM, QwenWeights
 
 F32 = np.float32
+
+
+@dataclass
+class LiveHeads:
+    """The live part of a GDN layer: value heads whose v projection is nonzero."""
+
+    heads: np.ndarray  # live value heads
+    key_slot: np.ndarray  # for each live value head, its row in the live key heads
+    key_heads: np.ndarray  # live key heads
+    channels: np.ndarray  # live conv channels (q of live key heads, k, v of live heads)
+    n_qk: int  # live key heads * dk
+    z_rows: np.ndarray  # z rows (and out_proj columns) of the live heads
+
+
+def live_gdn_heads(weights: QwenWeights, i: int) -> LiveHeads:
+    c = weights.config
+    dk, dv, rep = c.linear_key_head_dim, c.linear_value_head_dim, c.value_heads_per_key_head
+    qkv = weights.layer(i, "linear_attn.in_proj_qkv.weight")
+    v_rows = qkv[2 * c.key_dim:].reshape(c.linear_num_value_heads, dv, -1)
+    heads = np.flatnonzero(np.any(v_rows != 0, axis=(1, 2)))
+    key_heads, key_slot = np.unique(heads // rep, return_inverse=True)
+    q_ch = (key_heads[:, None] * dk + np.arange(dk)).ravel()
+    v_ch = (2 * c.key_dim + heads[:, None] * dv + np.arange(dv)).ravel()
+    channels = np.concatenate([q_ch, c.key_dim + q_ch, v_ch])
+    z_rows = (heads[:, None] * dv + np.arange(dv)).ravel()
+    return LiveHeads(heads, key_slot.reshape(-1), key_heads, channels, len(q_ch), z_rows)
 
 
 @dataclass
@@ -57,7 +86,7 @@ class _Mlp:
     down: SparseRows
 
 
-class FastEngine(Engine):
+class NumpyFastEngine(Engine):
     def __init__(self, weights: QwenWeights):
         super().__init__(weights)
         c = self.config
@@ -81,21 +110,15 @@ class FastEngine(Engine):
 
     # -- compilation of the sparse structure --
     def _compile_gdn(self, i: int) -> _Gdn:
-        c, w = self.config, self.weights
-        dk, dv, rep = c.linear_key_head_dim, c.linear_value_head_dim, c.value_heads_per_key_head
+        w = self.weights
+        live = live_gdn_heads(w, i)
+        heads, key_slot, channels, z_rows = live.heads, live.key_slot, live.channels, live.z_rows
         qkv = w.layer(i, "linear_attn.in_proj_qkv.weight")
-        v_rows = qkv[2 * c.key_dim:].reshape(c.linear_num_value_heads, dv, -1)
-        heads = np.flatnonzero(np.any(v_rows != 0, axis=(1, 2)))
-        key_heads, key_slot = np.unique(heads // rep, return_inverse=True)
-        q_ch = (key_heads[:, None] * dk + np.arange(dk)).ravel()
-        v_ch = (2 * c.key_dim + heads[:, None] * dv + np.arange(dv)).ravel()
-        channels = np.concatenate([q_ch, c.key_dim + q_ch, v_ch])
-        z_rows = (heads[:, None] * dv + np.arange(dv)).ravel()
         stacked = np.concatenate([qkv[channels], w.layer(i, "linear_attn.in_proj_z.weight")[z_rows],
                                   w.layer(i, "linear_attn.in_proj_b.weight")[heads],
                                   w.layer(i, "linear_attn.in_proj_a.weight")[heads]])
         out_w = w.layer(i, "linear_attn.out_proj.weight")[:, z_rows]
-        return _Gdn(heads, key_slot.reshape(-1), channels, len(q_ch), SparseRows(stacked),
+        return _Gdn(heads, key_slot, channels, live.n_qk, SparseRows(stacked),
                     len(stacked), w.layer(i, "linear_attn.conv1d.weight")[channels, 0, :],
                     w.layer(i, "linear_attn.A_log")[heads],
                     w.layer(i, "linear_attn.dt_bias")[heads],

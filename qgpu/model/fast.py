@@ -1,0 +1,121 @@
+"""model.fast: `FastEngine`, the default engine for compiled models.
+
+It computes the reference's function on what can be nonzero (zero rows, dead heads and
+units, the all-zero attention layer are never computed), in one of two backends:
+- "native": the whole per-token forward pass in one call of a C kernel compiled on first
+  use (model.fast_native, model.fast_plan, fast_kernel.c): float32, the reference's
+  formulas and operation order (numpy's pairwise sums, numpy's exp algorithm), sparse
+  products that skip zero inputs; the greedy token is found from bounds on blocks of the
+  output head without computing every logit (`step_greedy`, `generate`);
+- "numpy": model.fast_numpy, used when no C compiler is available, when the model has a
+  full-attention layer that is not all zero, or on request.
+Both give bit-identical values and states to the reference wherever the reference's sums
+are exact (what the circuit relies on); elsewhere they differ only in summation order.
+Both always run the recurrent (per-token) delta rule, also for `prefill`.
+
+`state.recurrent[layer]` is the full [Hv, dk, dv] state as in the reference;
+`state.conv[layer]` holds only the live conv channels (`conv_channels(layer)` names them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from qgpu.model.config import FULL
+from qgpu.model.engine import Engine
+from qgpu.model.fast_native import load_kernel
+from qgpu.model.fast_numpy import NumpyFastEngine
+from qgpu.model.fast_plan import NativePlan
+from qgpu.model.state import ModelState
+from qgpu.model.weights import QwenWeights
+
+BACKENDS = ("auto", "native", "numpy")
+
+
+class FastEngine(Engine):
+    def __init__(self, weights: QwenWeights, backend: str = "auto"):
+        super().__init__(weights)
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
+        c = self.config
+        self.attention_layers = [i for i in range(c.num_hidden_layers)
+                                 if c.layer_types[i] == FULL
+                                 and not weights.layer_is_zero_attention(i)]
+        lib = None
+        if backend != "numpy" and not self.attention_layers:
+            lib = load_kernel()
+        if backend == "native" and lib is None:
+            raise RuntimeError("the native backend is unavailable (no C compiler, a failed "
+                               "build, QGPU_NATIVE=0, or a live full-attention layer)")
+        if lib is not None:
+            self.backend = "native"
+            self.plan = NativePlan(lib, weights)
+            self.gdn = self.plan.live
+            self._numpy = None
+        else:
+            self.backend = "numpy"
+            self.plan = None
+            self._numpy = NumpyFastEngine(weights)
+            self.gdn = self._numpy.gdn
+
+    def conv_channels(self, layer: int) -> np.ndarray:
+        """Which conv channels (rows of the reference's conv state) this engine keeps."""
+        return self.gdn[layer].channels
+
+    def new_state(self) -> ModelState:
+        if self._numpy is not None:
+            return self._numpy.new_state()
+        state = ModelState.empty(self.config)
+        k = self.config.linear_conv_kernel_dim
+        for i, live in self.gdn.items():
+            state.conv[i] = np.zeros((len(live.channels), k), np.float32)
+        for i in list(state.keys):  # every attention layer is zero: no KV cache
+            del state.keys[i], state.values[i]
+        return state
+
+    def _forward(self, state: ModelState, ids: np.ndarray, mode: str) -> np.ndarray:
+        if self._numpy is not None:
+            return self._numpy._forward(state, ids, mode)
+        logits = np.zeros((ids.size, self.config.vocab_size), np.float32)
+        for t, token in enumerate(ids.tolist()):
+            self.plan.run(state, token, logits[t], want_argmax=False)
+            state.position += 1
+        return logits
+
+    def step_greedy(self, state: ModelState, token: int) -> int:
+        """Consume one token; returns the greedy next token (argmax of `step`'s logits)."""
+        if self._numpy is not None:
+            return super().step_greedy(state, token)
+        token = int(self._check_tokens([token])[0])
+        out = self.plan.run(state, token, None, want_argmax=True)
+        state.position += 1
+        return out
+
+    def consume(self, state: ModelState, tokens: Sequence[int]) -> None:
+        """Feed tokens without computing their logits (a prompt whose answers are not read)."""
+        if self._numpy is not None:
+            self.prefill(state, tokens, mode="recurrent")
+            return
+        for token in self._check_tokens(tokens).tolist():
+            self.plan.run(state, token, None, want_argmax=False)
+            state.position += 1
+
+    def generate(self, prompt: Sequence[int], max_new_tokens: int,
+                 state: ModelState | None = None, mode: str = "recurrent",
+                 stop: Sequence[int] = ()) -> list[int]:
+        """Greedy decoding as Engine.generate (the recurrent rule whatever `mode` says),
+        without computing any logit row in full."""
+        state = self.new_state() if state is None else state
+        prompt = list(prompt)
+        if not prompt or max_new_tokens <= 0:
+            return super().generate(prompt, max_new_tokens, state, "recurrent", stop)
+        self.consume(state, prompt[:-1])
+        out: list[int] = []
+        token = self.step_greedy(state, prompt[-1])
+        while True:
+            out.append(token)
+            if token in stop or len(out) == max_new_tokens:
+                return out
+            token = self.step_greedy(state, token)

@@ -1,0 +1,401 @@
+/* qgpu native forward pass: one call computes one token through every layer of a
+ * compiled (sparse) Qwen3.5 model. Built on first use by qgpu/model/fast_native.py with
+ * the system C compiler, loaded with ctypes; the layouts below mirror its Structures.
+ *
+ * Arithmetic: float32, the operation order of qgpu/model/layers.py (hence of numpy and
+ * transformers): every reduction the reference runs through np.sum uses numpy's pairwise
+ * summation (8 accumulators per block of <= 128, halves above); exp is numpy's float32
+ * SIMD algorithm (Cody-Waite reduction, P5/Q2 rational polynomial, 2^k by exponent add),
+ * transcribed to scalar code with explicit fmaf so that results are bit-identical to
+ * np.exp on float32 arrays (fast_native.py checks this at load time and falls back to the
+ * C library's expf where numpy uses it); rsqrt is 1/sqrtf. Compile with
+ * -ffp-contract=off and without -ffast-math.
+ *
+ * Sparse products skip inputs that are exactly 0: each output is the sum of its terms in
+ * input order, as a sequential dot product computes it (the terms skipped are +-0).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef float v8f __attribute__((vector_size(32)));
+
+/* --- numpy-compatible elementary functions --- */
+
+static int use_libm_exp = 0;
+
+void qgpu_set_exp_mode(int libm) { use_libm_exp = libm; }
+
+static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+static float np_expf(float x) {
+    if (use_libm_exp) return expf(x);
+    if (x != x) return x;
+    if (x >= 88.72283935546875f) return INFINITY;
+    if (x <= -103.97208404541015625f) return 0.0f;
+    const float magic = 0x1.8p23f, log2e = 1.442695040888963407359924681001892137f;
+    float quadrant = x * log2e;
+    quadrant = quadrant + magic;
+    quadrant = quadrant - magic;
+    float r = fmaf(quadrant, -6.93145752e-1f, x);
+    r = fmaf(quadrant, -1.42860677e-6f, r);
+    r = fmaf(quadrant, 0.0f, r);
+    float num = fmaf(5.082762527590693718096e-04f, r, 6.757896990527504603057e-03f);
+    num = fmaf(num, r, 5.114512081637298353406e-02f);
+    num = fmaf(num, r, 2.473615434895520810817e-01f);
+    num = fmaf(num, r, 7.257664613233124478488e-01f);
+    num = fmaf(num, r, 9.999999999980870924916e-01f);
+    float den = fmaf(2.159509375685829852307e-02f, r, -2.742335390411667452936e-01f);
+    den = fmaf(den, r, 1.0f);
+    float poly = num / den;
+    int32_t q = (int32_t)quadrant;
+    if (q <= -125) { /* result below the normal range: scale to 2^-125, then divide */
+        int32_t diff = -(q + 125);
+        poly = u2f(f2u(poly) + (uint32_t)((-125) << 23));
+        return poly / (float)(1 << diff);
+    }
+    return u2f(f2u(poly) + (uint32_t)(q << 23));
+}
+
+void qgpu_exp(const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = np_expf(x[i]);
+}
+
+static inline float silu(float x) {
+    /* x / (1 + exp(-x)); exact shortcuts: 1 + exp(-x) rounds to 1 for x >= 17, and
+       exp(-x) overflows to inf for x <= -89 (result -0) */
+    if (x >= 17.0f) return x;
+    if (x <= -89.0f) return -0.0f;
+    return x / (1.0f + np_expf(-x));
+}
+
+static inline float sigmoid(float x) { return 1.0f / (1.0f + np_expf(-x)); }
+
+static inline float softplus(float x) {  /* torch's threshold 20 */
+    if (x != x) return x;
+    return x > 20.0f ? x : log1pf(np_expf(x < 20.0f ? x : 20.0f));
+}
+
+/* numpy's pairwise sum of squares of a contiguous float32 vector */
+static float pairwise_sumsq(const float *a, int64_t n) {
+    if (n < 8) {
+        float res = 0.0f;
+        for (int64_t i = 0; i < n; i++) res += a[i] * a[i];
+        return res;
+    }
+    if (n <= 128) {
+        v8f r, x;
+        memcpy(&x, a, 32);
+        r = x * x;
+        int64_t i;
+        for (i = 8; i < n - (n % 8); i += 8) {
+            memcpy(&x, a + i, 32);
+            r += x * x;
+        }
+        float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) res += a[i] * a[i];
+        return res;
+    }
+    int64_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_sumsq(a, n2) + pairwise_sumsq(a + n2, n - n2);
+}
+
+void qgpu_sumsq(const float *a, int64_t n, float *out) { *out = pairwise_sumsq(a, n); }
+
+/* --- model layout (mirrored by ctypes Structures in fast_native.py) --- */
+
+typedef struct {          /* columns of a sparse matrix; rows ascending within a column */
+    int32_t n_cols;
+    const int32_t *col;   /* [n_cols] input index of each column */
+    const int32_t *ptr;   /* [n_cols + 1] */
+    const int32_t *row;   /* [nnz] output index */
+    const float *val;     /* [nnz] */
+} Csc;
+
+typedef struct {
+    int32_t kind;                 /* 0: the mixer adds nothing; 1: Gated DeltaNet */
+    const float *in_norm;         /* [H] 1 + w */
+    const float *post_norm;       /* [H] 1 + w */
+    /* Gated DeltaNet: projection slots q [nk*dk], k [nk*dk], v [nh*dv], z [nh*dv], b, a */
+    int32_t n_heads, n_key_heads, n_slots;
+    const int32_t *head_ids;      /* [nh] value head index in the state */
+    const int32_t *key_slot;      /* [nh] live key head serving each live value head */
+    Csc proj;                     /* input: x (hidden); output: slots */
+    int32_t n_active;             /* conv channels with a nonzero projection row */
+    const int32_t *active;
+    const float *conv_w;          /* [n_channels, K] */
+    const float *neg_exp_a_log;   /* [nh] -exp(A_log) */
+    const float *dt_bias;         /* [nh] */
+    const float *norm_w;          /* [dv] */
+    Csc out;                      /* one column per y slot (nh*dv); output: hidden */
+    int32_t n_out_rows;
+    const int32_t *out_rows;
+    /* SwiGLU MLP over its live units */
+    int32_t n_units;
+    Csc gate;                     /* input: u (hidden); output: units */
+    const int32_t *up_ptr;        /* CSR rows of up_proj, one per unit */
+    const int32_t *up_col;
+    const float *up_val;
+    Csc down;                     /* one column per unit; output: hidden */
+    int32_t n_down_rows;
+    const int32_t *down_rows;
+} Layer;
+
+typedef struct {
+    int32_t n_rows;               /* nonzero rows of the output head */
+    const int32_t *row_ids;       /* [n_rows] vocabulary index, ascending */
+    const int32_t *ptr, *col;     /* CSR */
+    const float *val;
+    int32_t first_zero_row;       /* smallest all-zero row (logit exactly 0), or -1 */
+    int32_t max_row_nnz;
+    /* bounds for argmax: level 1 groups of rows, each made of level 2 blocks */
+    int32_t n_groups, block_rows;
+    const int32_t *group_block;   /* [n_groups + 1] first block of each group */
+    const int32_t *group_ptr;     /* [n_groups + 1] into group_col/max/min */
+    const int32_t *group_col;
+    const float *group_max, *group_min;
+    const int32_t *block_ptr;     /* [n_blocks + 1] */
+    const int32_t *block_col;
+    const float *block_max, *block_min;
+} Head;
+
+typedef struct {
+    int32_t hidden, n_layers, conv_k, dk, dv;
+    float eps, sqrt_dk;
+    const float *embed;           /* [vocab, H] */
+    const float *final_norm;      /* [H] 1 + w */
+    const Layer *layers;
+    Head head;
+    /* scratch, sized by the planner */
+    float *h, *x, *mixed, *slots, *qkv, *qn, *kn, *o, *y, *units, *head_x;
+    int32_t *nzq, *nzk, *nq, *nk, *group_order;
+    double *group_ub;
+} Model;
+
+/* --- pieces --- */
+
+static float norm_scale(const Model *m, const float *h) {
+    float ms = pairwise_sumsq(h, m->hidden) / (float)m->hidden;
+    return 1.0f / sqrtf(ms + m->eps);
+}
+
+static void normalize(const Model *m, const float *h, const float *w, float *out) {
+    float r = norm_scale(m, h);
+    for (int32_t i = 0; i < m->hidden; i++) out[i] = (h[i] * r) * w[i];
+}
+
+static void csc_apply(const Csc *a, const float *x, float *acc) {
+    for (int32_t c = 0; c < a->n_cols; c++) {
+        float xv = x[a->col[c]];
+        if (xv == 0.0f) continue;
+        for (int32_t p = a->ptr[c]; p < a->ptr[c + 1]; p++) acc[a->row[p]] += a->val[p] * xv;
+    }
+}
+
+/* l2norm of a head's vector, written only where nonzero; returns how many and where */
+static int32_t l2norm_head(const float *v, int32_t d, float divisor, float *out, int32_t *nz) {
+    int32_t n = 0;
+    for (int32_t j = 0; j < d; j++) if (v[j] != 0.0f) nz[n++] = j;
+    if (n == 0) return 0;
+    float ss;
+    if (n == 1) ss = v[nz[0]] * v[nz[0]];
+    else if (n == 2) ss = v[nz[0]] * v[nz[0]] + v[nz[1]] * v[nz[1]];
+    else ss = pairwise_sumsq(v, d);
+    float r = 1.0f / sqrtf(ss + 1e-6f);
+    for (int32_t t = 0; t < n; t++) {
+        float val = v[nz[t]] * r;
+        out[nz[t]] = divisor != 1.0f ? val / divisor : val;
+    }
+    return n;
+}
+
+static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv) {
+    const int32_t dk = m->dk, dv = m->dv, K = m->conv_k, nh = L->n_heads, nkh = L->n_key_heads;
+    const int32_t n_qk = nkh * dk, n_ch = 2 * n_qk + nh * dv;
+    normalize(m, m->h, L->in_norm, m->x);
+    memset(m->slots, 0, sizeof(float) * L->n_slots);
+    csc_apply(&L->proj, m->x, m->slots);
+    memset(m->qkv, 0, sizeof(float) * n_ch);
+    for (int32_t t = 0; t < L->n_active; t++) {
+        int32_t c = L->active[t];
+        float *st = conv + (int64_t)c * K;
+        const float *w = L->conv_w + (int64_t)c * K;
+        float in = m->slots[c], acc = 0.0f;
+        for (int32_t j = 0; j < K - 1; j++) acc += w[j] * st[j + 1];
+        acc += w[K - 1] * in;
+        for (int32_t j = 0; j < K - 1; j++) st[j] = st[j + 1];
+        st[K - 1] = in;
+        m->qkv[c] = silu(acc);
+    }
+    for (int32_t kh = 0; kh < nkh; kh++) {
+        m->nq[kh] = l2norm_head(m->qkv + kh * dk, dk, m->sqrt_dk, m->qn + kh * dk, m->nzq + kh * dk);
+        m->nk[kh] = l2norm_head(m->qkv + n_qk + kh * dk, dk, 1.0f, m->kn + kh * dk,
+                                m->nzk + kh * dk);
+    }
+    const float *z = m->slots + n_ch, *bb = z + nh * dv, *aa = bb + nh;
+    memset(m->mixed, 0, sizeof(float) * m->hidden);
+    int any_out = 0;
+    for (int32_t s = 0; s < nh; s++) {
+        float *S = S_all + (int64_t)L->head_ids[s] * dk * dv;
+        float a_in = aa[s] + L->dt_bias[s];
+        float decay = np_expf(L->neg_exp_a_log[s] * softplus(a_in));
+        if (decay != 1.0f) for (int64_t i = 0; i < (int64_t)dk * dv; i++) S[i] *= decay;
+        const int32_t ks = L->key_slot[s];
+        const float *v = m->qkv + 2 * n_qk + s * dv;
+        const int32_t nk = m->nk[ks], *nzk = m->nzk + ks * dk;
+        const float *kn = m->kn + ks * dk;
+        if (nk) {  /* delta rule: m = S^T k; S += k (beta (v - m))^T */
+            float beta = sigmoid(bb[s]);
+            float *delta = m->o;
+            for (int32_t e = 0; e < dv; e++) delta[e] = 0.0f;
+            for (int32_t t = 0; t < nk; t++) {
+                const float *row = S + (int64_t)nzk[t] * dv;
+                float kj = kn[nzk[t]];
+                for (int32_t e = 0; e < dv; e++) delta[e] += row[e] * kj;
+            }
+            for (int32_t e = 0; e < dv; e++) delta[e] = (v[e] - delta[e]) * beta;
+            for (int32_t t = 0; t < nk; t++) {
+                float *row = S + (int64_t)nzk[t] * dv;
+                float kj = kn[nzk[t]];
+                for (int32_t e = 0; e < dv; e++) row[e] += kj * delta[e];
+            }
+        }
+        const int32_t nq = m->nq[ks], *nzq = m->nzq + ks * dk;
+        if (!nq) continue;  /* reads 0: the head's output is 0 */
+        const float *qn = m->qn + ks * dk;
+        float *o = m->o;
+        for (int32_t e = 0; e < dv; e++) o[e] = 0.0f;
+        for (int32_t t = 0; t < nq; t++) {
+            const float *row = S + (int64_t)nzq[t] * dv;
+            float qj = qn[nzq[t]];
+            for (int32_t e = 0; e < dv; e++) o[e] += row[e] * qj;
+        }
+        float r = 1.0f / sqrtf(pairwise_sumsq(o, dv) / (float)dv + m->eps);
+        float *y = m->y + s * dv;
+        const float *zs = z + s * dv;
+        for (int32_t e = 0; e < dv; e++) y[e] = (L->norm_w[e] * (o[e] * r)) * silu(zs[e]);
+        for (int32_t e = 0; e < dv; e++) {
+            float ye = y[e];
+            if (ye == 0.0f) continue;
+            int32_t c = s * dv + e;
+            for (int32_t p = L->out.ptr[c]; p < L->out.ptr[c + 1]; p++)
+                m->mixed[L->out.row[p]] += L->out.val[p] * ye;
+        }
+        any_out = 1;
+    }
+    if (any_out)
+        for (int32_t t = 0; t < L->n_out_rows; t++) m->h[L->out_rows[t]] += m->mixed[L->out_rows[t]];
+}
+
+static void mlp_layer(const Model *m, const Layer *L) {
+    normalize(m, m->h, L->post_norm, m->x);
+    memset(m->units, 0, sizeof(float) * L->n_units);
+    csc_apply(&L->gate, m->x, m->units);
+    for (int32_t t = 0; t < L->n_down_rows; t++) m->mixed[L->down_rows[t]] = 0.0f;
+    for (int32_t u = 0; u < L->n_units; u++) {
+        float s = silu(m->units[u]);
+        if (s == 0.0f) continue;
+        float up = 0.0f;
+        for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++) up += L->up_val[p] * m->x[L->up_col[p]];
+        float act = s * up;
+        if (act == 0.0f) continue;
+        for (int32_t p = L->down.ptr[u]; p < L->down.ptr[u + 1]; p++)
+            m->mixed[L->down.row[p]] += L->down.val[p] * act;
+    }
+    for (int32_t t = 0; t < L->n_down_rows; t++) m->h[L->down_rows[t]] += m->mixed[L->down_rows[t]];
+}
+
+/* --- output head --- */
+
+static inline float head_row(const Head *hd, int32_t r, const float *x) {
+    float acc = 0.0f;
+    for (int32_t p = hd->ptr[r]; p < hd->ptr[r + 1]; p++) acc += hd->val[p] * x[hd->col[p]];
+    return acc;
+}
+
+static void bound(const int32_t *cols, const float *mx, const float *mn, int32_t a, int32_t b,
+                  const float *x, double *ub, double *mag) {
+    double u = 0.0, g = 0.0;
+    for (int32_t p = a; p < b; p++) {
+        double xv = x[cols[p]];
+        double hi = mx[p] * xv, lo = mn[p] * xv;
+        u += hi > lo ? hi : lo;
+        g += fabs(hi) > fabs(lo) ? fabs(hi) : fabs(lo);
+    }
+    *ub = u;
+    *mag = g;
+}
+
+/* argmax of the head's logits (first index on ties, as np.argmax), without computing
+   rows whose block bound proves them below the best value found */
+static int32_t head_argmax(const Model *m, const float *x) {
+    const Head *hd = &m->head;
+    float best = -INFINITY;
+    int32_t best_id = INT32_MAX;
+    if (hd->first_zero_row >= 0) { best = 0.0f; best_id = hd->first_zero_row; }
+    const double slack = (hd->max_row_nnz + 4) * 0x1p-23, tiny = 1e-30;
+    for (int32_t g = 0; g < hd->n_groups; g++) {
+        double ub, mag;
+        bound(hd->group_col, hd->group_max, hd->group_min, hd->group_ptr[g], hd->group_ptr[g + 1],
+              x, &ub, &mag);
+        if (!isfinite(ub) || !isfinite(mag)) return -1;
+        m->group_ub[g] = ub + mag * slack + tiny;
+        m->group_order[g] = g;
+    }
+    for (int32_t i = 1; i < hd->n_groups; i++) {  /* groups by decreasing bound */
+        int32_t g = m->group_order[i], j = i;
+        while (j > 0 && m->group_ub[m->group_order[j - 1]] < m->group_ub[g]) {
+            m->group_order[j] = m->group_order[j - 1];
+            j--;
+        }
+        m->group_order[j] = g;
+    }
+    for (int32_t i = 0; i < hd->n_groups; i++) {
+        int32_t g = m->group_order[i];
+        if (m->group_ub[g] < (double)best) break;
+        for (int32_t b = hd->group_block[g]; b < hd->group_block[g + 1]; b++) {
+            double ub, mag;
+            bound(hd->block_col, hd->block_max, hd->block_min, hd->block_ptr[b],
+                  hd->block_ptr[b + 1], x, &ub, &mag);
+            if (ub + mag * slack + tiny < (double)best) continue;
+            int32_t end = (b + 1) * hd->block_rows;
+            if (end > hd->n_rows) end = hd->n_rows;
+            for (int32_t r = b * hd->block_rows; r < end; r++) {
+                float v = head_row(hd, r, x);
+                int32_t id = hd->row_ids[r];
+                if (v > best || (v == best && id < best_id)) { best = v; best_id = id; }
+            }
+        }
+    }
+    return best_id;
+}
+
+/* One token through the model. states[i], convs[i]: layer i's recurrent state
+   [Hv, dk, dv] and live-channel conv state (NULL for other layers). logits (or NULL):
+   the full vocabulary row, zero-filled by the caller. Returns the greedy token when
+   want_argmax (computed from logits when given), else 0; -1 when the head's input is not
+   finite and the caller must take the argmax of the full logits. */
+int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs, int64_t token,
+                     float *logits, int32_t want_argmax) {
+    memcpy(m->h, m->embed + token * m->hidden, sizeof(float) * m->hidden);
+    for (int32_t i = 0; i < m->n_layers; i++) {
+        const Layer *L = &m->layers[i];
+        if (L->kind == 1 && L->n_heads) gdn_layer(m, L, states[i], convs[i]);
+        if (L->n_units) mlp_layer(m, L);
+    }
+    normalize(m, m->h, m->final_norm, m->head_x);
+    const Head *hd = &m->head;
+    if (logits) {
+        for (int32_t r = 0; r < hd->n_rows; r++) logits[hd->row_ids[r]] = head_row(hd, r, m->head_x);
+        return 0;
+    }
+    return want_argmax ? head_argmax(m, m->head_x) : 0;
+}
+
+/* The full logits of the token last run (after qgpu_forward returned -1). */
+void qgpu_head_logits(const Model *m, float *logits) {
+    const Head *hd = &m->head;
+    for (int32_t r = 0; r < hd->n_rows; r++) logits[hd->row_ids[r]] = head_row(hd, r, m->head_x);
+}

@@ -1,0 +1,200 @@
+"""model.fast_native: builds, loads and checks the native forward kernel
+(`fast_kernel.c`), and declares its data layout as ctypes Structures.
+
+`load_kernel()` compiles the C source on first use with the system C compiler (`$CC`,
+else gcc, else cc) into a cache directory (`$QGPU_CACHE_DIR`, else
+`~/.cache/qgpu/native`), keyed by a hash of the source, the flags and the machine, and
+loads it with ctypes. It then checks on this machine that the kernel's float32 exp,
+log1p and pairwise sum of squares are bit-identical to numpy's (numpy uses its own SIMD
+exp on x86 with AVX2 or AVX512F and the C library's elsewhere; the kernel can do either
+and picks the one that matches). It returns None, with a warning, when no compiler is
+found or the build fails: callers then use the numpy engine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+SOURCE = Path(__file__).with_name("fast_kernel.c")
+FLAGS = ["-O3", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared"]
+F32P = ctypes.POINTER(ctypes.c_float)
+I32P = ctypes.POINTER(ctypes.c_int32)
+F64P = ctypes.POINTER(ctypes.c_double)
+I32, F32 = ctypes.c_int32, ctypes.c_float
+
+
+class Csc(ctypes.Structure):
+    _fields_ = [("n_cols", I32), ("col", I32P), ("ptr", I32P), ("row", I32P), ("val", F32P)]
+
+
+class Layer(ctypes.Structure):
+    _fields_ = [
+        ("kind", I32), ("in_norm", F32P), ("post_norm", F32P),
+        ("n_heads", I32), ("n_key_heads", I32), ("n_slots", I32),
+        ("head_ids", I32P), ("key_slot", I32P), ("proj", Csc),
+        ("n_active", I32), ("active", I32P), ("conv_w", F32P),
+        ("neg_exp_a_log", F32P), ("dt_bias", F32P), ("norm_w", F32P),
+        ("out", Csc), ("n_out_rows", I32), ("out_rows", I32P),
+        ("n_units", I32), ("gate", Csc), ("up_ptr", I32P), ("up_col", I32P),
+        ("up_val", F32P), ("down", Csc), ("n_down_rows", I32), ("down_rows", I32P),
+    ]
+
+
+class Head(ctypes.Structure):
+    _fields_ = [
+        ("n_rows", I32), ("row_ids", I32P), ("ptr", I32P), ("col", I32P), ("val", F32P),
+        ("first_zero_row", I32), ("max_row_nnz", I32),
+        ("n_groups", I32), ("block_rows", I32), ("group_block", I32P), ("group_ptr", I32P),
+        ("group_col", I32P), ("group_max", F32P), ("group_min", F32P),
+        ("block_ptr", I32P), ("block_col", I32P), ("block_max", F32P), ("block_min", F32P),
+    ]
+
+
+class Model(ctypes.Structure):
+    _fields_ = [
+        ("hidden", I32), ("n_layers", I32), ("conv_k", I32), ("dk", I32), ("dv", I32),
+        ("eps", F32), ("sqrt_dk", F32), ("embed", F32P), ("final_norm", F32P),
+        ("layers", ctypes.POINTER(Layer)), ("head", Head),
+        ("h", F32P), ("x", F32P), ("mixed", F32P), ("slots", F32P), ("qkv", F32P),
+        ("qn", F32P), ("kn", F32P), ("o", F32P), ("y", F32P), ("units", F32P),
+        ("head_x", F32P),
+        ("nzq", I32P), ("nzk", I32P), ("nq", I32P), ("nk", I32P), ("group_order", I32P),
+        ("group_ub", F64P),
+    ]
+
+
+_kernel: ctypes.CDLL | None = None
+_tried = False
+
+
+def _compiler() -> str | None:
+    for name in (os.environ.get("CC"), "gcc", "cc"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("QGPU_CACHE_DIR")
+    return Path(root) if root else Path.home() / ".cache" / "qgpu" / "native"
+
+
+def _build(cc: str) -> Path:
+    source = SOURCE.read_bytes()
+    for extra in (["-march=native"], []):
+        flags = FLAGS + extra
+        key = hashlib.sha256(source + repr((cc, flags, platform.machine(),
+                                            platform.node())).encode()).hexdigest()[:16]
+        target = _cache_dir() / f"fast_kernel_{key}.so"
+        if target.exists():
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+        os.close(fd)
+        result = subprocess.run([cc, *flags, str(SOURCE), "-o", tmp, "-lm"],
+                                capture_output=True, text=True)
+        if result.returncode == 0:
+            os.replace(tmp, target)  # atomic: concurrent builders agree
+            return target
+        os.unlink(tmp)
+        error = result.stderr.strip()
+    raise OSError(f"{cc} failed: {error[:2000]}")
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    lib.qgpu_forward.restype = I32
+    lib.qgpu_forward.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p, ctypes.c_void_p,
+                                 ctypes.c_int64, ctypes.c_void_p, I32]
+    lib.qgpu_head_logits.restype = None
+    lib.qgpu_head_logits.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p]
+    lib.qgpu_exp.restype = None
+    lib.qgpu_exp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    lib.qgpu_sumsq.restype = None
+    lib.qgpu_sumsq.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+    lib.qgpu_set_exp_mode.restype = None
+    lib.qgpu_set_exp_mode.argtypes = [ctypes.c_int]
+
+
+def kernel_exp(lib: ctypes.CDLL, x: np.ndarray) -> np.ndarray:
+    x = np.ascontiguousarray(x, np.float32)
+    y = np.empty_like(x)
+    lib.qgpu_exp(x.ctypes.data, y.ctypes.data, x.size)
+    return y
+
+
+def kernel_sumsq(lib: ctypes.CDLL, x: np.ndarray) -> np.float32:
+    x = np.ascontiguousarray(x, np.float32)
+    out = np.zeros(1, np.float32)
+    lib.qgpu_sumsq(x.ctypes.data, x.size, out.ctypes.data)
+    return out[0]
+
+
+def exp_probe() -> np.ndarray:
+    """float32 inputs covering exp's whole range, its cut-offs and the denormal results."""
+    rng = np.random.default_rng(0)
+    parts = [rng.uniform(-110, 95, 200_000), rng.uniform(-30, 30, 100_000),
+             rng.uniform(-104, -86, 20_000),
+             [0.0, -0.0, 16.6355, -16.6355, 17.0, -17.0, 20.0, 88.72283935546875,
+              88.7228, -103.97208404541015625, -103.972, -88.72, 89.0, -89.0]]
+    return np.concatenate([np.asarray(p, np.float32) for p in parts])
+
+
+def _check_against_numpy(lib: ctypes.CDLL) -> None:
+    x = exp_probe()
+    with np.errstate(over="ignore", under="ignore"):
+        want = np.exp(x)
+    mismatches = []
+    for mode in (0, 1):  # numpy's SIMD algorithm, then the C library's expf
+        lib.qgpu_set_exp_mode(mode)
+        mismatches.append(int(np.count_nonzero(kernel_exp(lib, x).view(np.int32)
+                                               != want.view(np.int32))))
+        if mismatches[-1] == 0:
+            break
+    else:
+        lib.qgpu_set_exp_mode(int(np.argmin(mismatches)))
+        warnings.warn(f"the native kernel's exp differs from numpy's on {min(mismatches)} of "
+                      f"{x.size} probes: non-saturated exp results may differ from the "
+                      "reference engine by rounding", RuntimeWarning, stacklevel=3)
+    rng = np.random.default_rng(1)
+    for n in (5, 64, 128, 200, 1000, 2048, 4100):
+        v = rng.normal(size=n).astype(np.float32)
+        if kernel_sumsq(lib, v) != np.sum(v * v, dtype=np.float32):
+            warnings.warn("numpy's float32 sum order differs from the native kernel's: "
+                          "norms may differ from the reference by rounding",
+                          RuntimeWarning, stacklevel=3)
+            break
+
+
+def load_kernel() -> ctypes.CDLL | None:
+    """The compiled kernel, or None (with a warning) when it cannot be built."""
+    global _kernel, _tried
+    if _tried:
+        return _kernel
+    _tried = True
+    if os.environ.get("QGPU_NATIVE", "1") == "0":
+        return None
+    cc = _compiler()
+    if cc is None:
+        warnings.warn("no C compiler found (set CC): the fast engine runs on numpy, much "
+                      "slower", RuntimeWarning, stacklevel=2)
+        return None
+    try:
+        lib = ctypes.CDLL(str(_build(cc)))
+    except OSError as err:
+        warnings.warn(f"could not build the native kernel ({err}): the fast engine runs on "
+                      "numpy, much slower", RuntimeWarning, stacklevel=2)
+        return None
+    _declare(lib)
+    _check_against_numpy(lib)
+    _kernel = lib
+    return lib

@@ -1,0 +1,249 @@
+"""model.fast_plan: `NativePlan`, a compiled model laid out for the native kernel.
+
+It turns `QwenWeights` into the sparse arrays `fast_kernel.c` reads (see its `Layer`,
+`Head` and `Model` structs) and runs tokens through it:
+- per GDN layer: the projections of the live heads (q, k of live key heads, v, z, b, a of
+  live value heads: `live_gdn_heads`) as one column-sparse matrix over the hidden input;
+  the conv channels whose projection row is nonzero; out_proj by head column;
+- per MLP: the live units' gate as a column-sparse matrix, up as sparse rows (computed
+  only for units whose silu(gate) is not 0), down by unit;
+- the output head as sparse rows, plus max/min bounds over blocks of 32 rows and groups
+  of 1,024 rows, which let the greedy argmax skip every block that provably cannot hold
+  the maximum (exact: a skipped block's bound, widened by the worst float32 rounding of a
+  row sum, is below a value actually computed).
+The plan keeps references to every array it hands to C. One plan runs one token at a
+time (its scratch buffers are shared): not thread-safe.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+import weakref
+
+import numpy as np
+
+from qgpu.model.config import LINEAR
+from qgpu.model.fast_native import F32P, I32P, Csc, Head, Layer, Model
+from qgpu.model.fast_numpy import LiveHeads, live_gdn_heads
+from qgpu.model.state import ModelState
+from qgpu.model.weights import EMBED, FINAL_NORM, QwenWeights
+
+F32 = np.float32
+BLOCK_ROWS = 32
+GROUP_BLOCKS = 32
+
+
+def _columns(matrix_t: np.ndarray, all_columns: bool = False):
+    """Column-sparse form of M given M^T ([inputs, outputs]): (col, ptr, row, val), rows
+    ascending within a column; only nonzero columns unless all_columns."""
+    cols, rows = np.nonzero(matrix_t)
+    vals = matrix_t[cols, rows]
+    if all_columns:
+        live = np.arange(matrix_t.shape[0])
+    else:
+        live = np.unique(cols)
+    ptr = np.searchsorted(cols, np.append(live, matrix_t.shape[0]))
+    ptr[-1] = len(cols)
+    return live, ptr, rows, vals
+
+
+def _bounds(pos: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_rows: int, rows_per: int,
+            hidden: int):
+    """Per block of `rows_per` consecutive rows: the columns any row uses and, per column,
+    the max and min weight (0 included when some row of the block lacks the column)."""
+    block = pos // rows_per
+    keys = block.astype(np.int64) * hidden + cols
+    order = np.argsort(keys, kind="stable")
+    keys, vals = keys[order], vals[order]
+    uniq, start, count = np.unique(keys, return_index=True, return_counts=True)
+    vmax = np.maximum.reduceat(vals, start)
+    vmin = np.minimum.reduceat(vals, start)
+    ublock = uniq // hidden
+    rows_in = np.minimum(rows_per, n_rows - ublock * rows_per)
+    partial = count < rows_in
+    vmax = np.where(partial, np.maximum(vmax, 0), vmax).astype(F32)
+    vmin = np.where(partial, np.minimum(vmin, 0), vmin).astype(F32)
+    n_blocks = -(-n_rows // rows_per)
+    ptr = np.searchsorted(ublock, np.arange(n_blocks + 1))
+    return ptr, (uniq % hidden), vmax, vmin
+
+
+class NativePlan:
+    """The model's sparse arrays and scratch, as the kernel's `Model` struct."""
+
+    def __init__(self, lib: ctypes.CDLL, weights: QwenWeights):
+        self.lib, self.weights = lib, weights
+        c = self.config = weights.config
+        self._keep: list[np.ndarray] = []
+        self._bindings: dict[int, tuple] = {}
+        self.live: dict[int, LiveHeads] = {}
+        layers = (Layer * c.num_hidden_layers)()
+        sizes = dict(slots=1, channels=1, units=1, key=1, heads=1)
+        for i in range(c.num_hidden_layers):
+            self._layer(i, layers[i], sizes)
+        self._layers = layers
+        h, dk, dv = c.hidden_size, c.linear_key_head_dim, c.linear_value_head_dim
+        m = self.model = Model()
+        m.hidden, m.n_layers, m.conv_k = h, c.num_hidden_layers, c.linear_conv_kernel_dim
+        m.dk, m.dv, m.eps, m.sqrt_dk = dk, dv, F32(c.rms_norm_eps), F32(dk ** 0.5)
+        m.embed = self._f(weights[EMBED])
+        m.final_norm = self._f(F32(1) + weights[FINAL_NORM])
+        m.layers = layers
+        self._head(m.head, weights.output_head)
+        for name, n in (("h", h), ("x", h), ("mixed", h), ("head_x", h),
+                        ("slots", sizes["slots"]), ("qkv", sizes["channels"]),
+                        ("qn", sizes["key"] * dk), ("kn", sizes["key"] * dk), ("o", dv),
+                        ("y", sizes["heads"] * dv), ("units", sizes["units"])):
+            setattr(m, name, self._f(np.zeros(n, F32)))
+        for name, n in (("nzq", sizes["key"] * dk), ("nzk", sizes["key"] * dk),
+                        ("nq", sizes["key"]), ("nk", sizes["key"]),
+                        ("group_order", max(m.head.n_groups, 1))):
+            setattr(m, name, self._i(np.zeros(n, np.int32)))
+        ub = np.zeros(max(m.head.n_groups, 1), np.float64)
+        self._keep.append(ub)
+        m.group_ub = ub.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+        self._model_ref = ctypes.byref(m)
+
+    # -- array plumbing --
+    def _f(self, a) -> F32P:
+        a = np.ascontiguousarray(a, F32)
+        self._keep.append(a)
+        return a.ctypes.data_as(F32P)
+
+    def _i(self, a) -> I32P:
+        a = np.ascontiguousarray(a, np.int32)
+        self._keep.append(a)
+        return a.ctypes.data_as(I32P)
+
+    def _csc(self, target: Csc, matrix_t: np.ndarray, all_columns: bool = False) -> None:
+        col, ptr, row, val = _columns(matrix_t, all_columns)
+        target.n_cols, target.col, target.ptr = len(col), self._i(col), self._i(ptr)
+        target.row, target.val = self._i(row), self._f(val)
+
+    # -- layers --
+    def _layer(self, i: int, L: Layer, sizes: dict) -> None:
+        c, w = self.config, self.weights
+        L.in_norm = self._f(F32(1) + w.layer(i, "input_layernorm.weight"))
+        L.post_norm = self._f(F32(1) + w.layer(i, "post_attention_layernorm.weight"))
+        if c.layer_types[i] == LINEAR:
+            self._gdn(i, L, sizes)
+        elif not w.layer_is_zero_attention(i):
+            raise ValueError(f"layer {i} is a live full-attention layer: the native kernel "
+                             "does not run attention")
+        self._mlp(i, L, sizes)
+
+    def _gdn(self, i: int, L: Layer, sizes: dict) -> None:
+        w = self.weights
+        live = self.live[i] = live_gdn_heads(w, i)
+        L.kind, L.n_heads, L.n_key_heads = 1, len(live.heads), len(live.key_heads)
+        if not live.heads.size:
+            return
+        p = "linear_attn."
+        stacked = np.concatenate([
+            w.layer(i, p + "in_proj_qkv.weight")[live.channels],
+            w.layer(i, p + "in_proj_z.weight")[live.z_rows],
+            w.layer(i, p + "in_proj_b.weight")[live.heads],
+            w.layer(i, p + "in_proj_a.weight")[live.heads]])
+        n_ch = len(live.channels)
+        L.n_slots = len(stacked)
+        self._csc(L.proj, np.ascontiguousarray(stacked.T))
+        active = np.flatnonzero(np.any(stacked[:n_ch] != 0, axis=1))
+        L.n_active, L.active = len(active), self._i(active)
+        L.head_ids, L.key_slot = self._i(live.heads), self._i(live.key_slot)
+        L.conv_w = self._f(w.layer(i, p + "conv1d.weight")[live.channels, 0, :])
+        L.neg_exp_a_log = self._f(-np.exp(w.layer(i, p + "A_log"))[live.heads])
+        L.dt_bias = self._f(w.layer(i, p + "dt_bias")[live.heads])
+        L.norm_w = self._f(w.layer(i, p + "norm.weight"))
+        out_w = w.layer(i, p + "out_proj.weight")[:, live.z_rows]
+        self._csc(L.out, np.ascontiguousarray(out_w.T), all_columns=True)
+        out_rows = np.flatnonzero(np.any(out_w != 0, axis=1))
+        L.n_out_rows, L.out_rows = len(out_rows), self._i(out_rows)
+        sizes["slots"] = max(sizes["slots"], L.n_slots)
+        sizes["channels"] = max(sizes["channels"], n_ch)
+        sizes["key"] = max(sizes["key"], len(live.key_heads))
+        sizes["heads"] = max(sizes["heads"], len(live.heads))
+
+    def _mlp(self, i: int, L: Layer, sizes: dict) -> None:
+        w = self.weights
+        gate, up = w.layer(i, "mlp.gate_proj.weight"), w.layer(i, "mlp.up_proj.weight")
+        down = w.layer(i, "mlp.down_proj.weight")
+        live = np.flatnonzero(np.any(gate != 0, 1) & np.any(up != 0, 1) & np.any(down != 0, 0))
+        L.n_units = len(live)
+        if not live.size:
+            return
+        self._csc(L.gate, np.ascontiguousarray(gate[live].T))
+        up_live = up[live]
+        units, cols = np.nonzero(up_live)
+        L.up_ptr = self._i(np.searchsorted(units, np.arange(len(live) + 1)))
+        L.up_col, L.up_val = self._i(cols), self._f(up_live[units, cols])
+        down_live = down[:, live]
+        self._csc(L.down, np.ascontiguousarray(down_live.T), all_columns=True)
+        rows = np.flatnonzero(np.any(down_live != 0, axis=1))
+        L.n_down_rows, L.down_rows = len(rows), self._i(rows)
+        sizes["units"] = max(sizes["units"], len(live))
+
+    def _head(self, hd: Head, head: np.ndarray) -> None:
+        rows = np.flatnonzero(np.any(head != 0, axis=1))
+        zero = np.setdiff1d(np.arange(head.shape[0]), rows, assume_unique=True)
+        hd.first_zero_row = int(zero[0]) if zero.size else -1
+        block = head[rows]
+        pos, cols = np.nonzero(block)
+        vals = block[pos, cols]
+        ptr = np.searchsorted(pos, np.arange(len(rows) + 1))
+        hd.n_rows, hd.row_ids, hd.ptr = len(rows), self._i(rows), self._i(ptr)
+        hd.col, hd.val = self._i(cols), self._f(vals)
+        hd.max_row_nnz = int(np.diff(ptr).max(initial=0))
+        hidden = head.shape[1]
+        hd.block_rows = BLOCK_ROWS
+        b_ptr, b_col, b_max, b_min = _bounds(pos, cols, vals, len(rows), BLOCK_ROWS, hidden)
+        group_rows = BLOCK_ROWS * GROUP_BLOCKS
+        g_ptr, g_col, g_max, g_min = _bounds(pos, cols, vals, len(rows), group_rows, hidden)
+        n_blocks = len(b_ptr) - 1
+        hd.n_groups = len(g_ptr) - 1
+        hd.group_block = self._i(np.minimum(np.arange(hd.n_groups + 1) * GROUP_BLOCKS, n_blocks))
+        hd.group_ptr, hd.group_col = self._i(g_ptr), self._i(g_col)
+        hd.group_max, hd.group_min = self._f(g_max), self._f(g_min)
+        hd.block_ptr, hd.block_col = self._i(b_ptr), self._i(b_col)
+        hd.block_max, hd.block_min = self._f(b_max), self._f(b_min)
+
+    # -- running --
+    def _binding(self, state: ModelState):
+        """Pointer tables to the state's arrays, cached on the state and rebuilt when an
+        array was replaced."""
+        arrays = [state.recurrent.get(i) for i in range(self.config.num_hidden_layers)]
+        arrays += [state.conv.get(i) for i in range(self.config.num_hidden_layers)]
+        cached = self._bindings.get(id(state))
+        if cached is not None and cached[0]() is state and all(map(operator.is_, cached[1],
+                                                                    arrays)):
+            return cached[2], cached[3]
+        if len(self._bindings) > 64:  # forget states that are gone
+            self._bindings = {k: v for k, v in self._bindings.items() if v[0]() is not None}
+        n = self.config.num_hidden_layers
+        ptrs = (ctypes.c_void_p * (2 * n))()
+        for k, a in enumerate(arrays):
+            if a is None:
+                continue
+            if a.dtype != F32 or not a.flags.c_contiguous or not a.flags.writeable:
+                raise ValueError("state arrays must be writable C-contiguous float32")
+            ptrs[k] = a.ctypes.data
+        states = ctypes.cast(ptrs, ctypes.c_void_p).value
+        convs = states + n * ctypes.sizeof(ctypes.c_void_p)
+        self._bindings[id(state)] = (weakref.ref(state), arrays, states, convs, ptrs)
+        return states, convs
+
+    def run(self, state: ModelState, token: int, logits: np.ndarray | None,
+            want_argmax: bool) -> int:
+        """One token; writes the logits row when given (zero-filled by the caller).
+        Returns the greedy token when want_argmax, else 0."""
+        states, convs = self._binding(state)
+        out = self.lib.qgpu_forward(self._model_ref, states, convs, token,
+                                    None if logits is None else logits.ctypes.data,
+                                    int(want_argmax))
+        if logits is not None and want_argmax:
+            return int(np.argmax(logits))
+        if out < 0:  # the head's input is not finite: numpy's argmax rules
+            full = np.zeros(self.config.vocab_size, F32)
+            self.lib.qgpu_head_logits(self._model_ref, full.ctypes.data)
+            return int(np.argmax(full))
+        return int(out)
