@@ -1,0 +1,66 @@
+"""circuit.compile: the compiler's entry point.
+
+    compiled = compile_circuit(circuit, LayerShape.small(), progress=True)
+    compiled.weights        # QwenWeights: FastEngine, ReferenceEngine, save_checkpoint
+    compiled.plan           # layers, heads, units, dims (schedule.Plan)
+    compiled.thresholds     # every step placed, for report.margin_report
+    compiled.doc()          # docs/circuit.md text for this circuit
+
+A second compile of the same (circuit, shape, options) with the same compiler source is
+read from the on-disk cache (qgpu.circuit.cache); scheduling is redone (it is cheap and
+the plan is needed for the doc), emission is skipped.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from qgpu.circuit import cache as disk
+from qgpu.circuit.emit import emit
+from qgpu.circuit.ir import Circuit
+from qgpu.circuit.primitives import Threshold
+from qgpu.circuit.schedule import LayerShape, Plan, schedule
+from qgpu.model.weights import QwenWeights
+
+
+@dataclass
+class Compiled:
+    circuit: Circuit
+    shape: LayerShape
+    plan: Plan
+    weights: QwenWeights
+    thresholds: list[Threshold]
+    key: str
+    from_cache: bool
+    seconds: float
+
+    def doc(self) -> str:
+        from qgpu.circuit.circuit_doc import circuit_doc
+
+        return circuit_doc(self)
+
+
+def compile_circuit(circuit: Circuit, shape: LayerShape, *, reuse_dims: bool = True,
+                    cache: bool | str | Path = True, progress: bool = False) -> Compiled:
+    """Compile `circuit` for `shape`. cache: True (the default cache dir), a directory,
+    or False (always emit, write nothing)."""
+    start = time.perf_counter()
+    plan = schedule(circuit, shape, reuse_dims=reuse_dims)
+    key = disk.cache_key(circuit.describe(), shape.describe(), {"reuse_dims": reuse_dims})
+    directory = None if cache is True or cache is False else Path(cache)
+    hit = disk.load(key, directory) if cache is not False else None
+    if hit is not None:
+        weights, thresholds = hit
+        if progress:
+            print(f"qgpu compile {circuit.name}: {plan.n_layers} layers from the cache",
+                  file=sys.stderr, flush=True)
+    else:
+        emitted = emit(plan, progress=progress)
+        weights, thresholds = emitted.weights, emitted.thresholds
+        if cache is not False:
+            disk.save(key, weights, thresholds, directory)
+    return Compiled(circuit, shape, plan, weights, thresholds, key, hit is not None,
+                    time.perf_counter() - start)
