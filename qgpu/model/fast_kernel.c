@@ -65,7 +65,7 @@ void qgpu_exp(const float *x, float *y, int64_t n) {
 static inline float silu(float x) {
     /* x / (1 + exp(-x)); exact shortcuts: 1 + exp(-x) rounds to 1 for x >= 17, and
        exp(-x) overflows to inf for x <= -89 (result -0) */
-    if (x >= 17.0f) return x;
+    if (x >= 17.0f || x == 0.0f) return x;  /* silu(+-0) = +-0 / 2 = +-0 */
     if (x <= -89.0f) return -0.0f;
     return x / (1.0f + np_expf(-x));
 }

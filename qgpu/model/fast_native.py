@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 SOURCE = Path(__file__).with_name("fast_kernel.c")
-FLAGS = ["-O3", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared"]
+FLAGS = ["-O3", "-g", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared"]
 F32P = ctypes.POINTER(ctypes.c_float)
 I32P = ctypes.POINTER(ctypes.c_int32)
 F64P = ctypes.POINTER(ctypes.c_double)
