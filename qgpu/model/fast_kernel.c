@@ -132,9 +132,12 @@ typedef struct {
     Csc out;                      /* one column per y slot (nh*dv); output: hidden */
     int32_t n_out_rows;
     const int32_t *out_rows;
-    /* SwiGLU MLP over its live units */
-    int32_t n_units;
-    Csc gate;                     /* input: u (hidden); output: units */
+    /* SwiGLU MLP over its live units. Units whose gate rows agree except in column
+       bias_col share a form: gate[u] = form[unit_form[u]] + unit_bias[u] * u[bias_col] */
+    int32_t n_units, n_forms, bias_col;
+    Csc gate;                     /* input: u (hidden); output: forms */
+    const int32_t *unit_form;
+    const float *unit_bias;
     const int32_t *up_ptr;        /* CSR rows of up_proj, one per unit */
     const int32_t *up_col;
     const float *up_val;
@@ -150,6 +153,9 @@ typedef struct {
     const float *val;
     int32_t first_zero_row;       /* smallest all-zero row (logit exactly 0), or -1 */
     int32_t max_row_nnz;
+    int32_t n_head_cols;          /* columns any row uses */
+    const int32_t *head_cols;
+    const float *group_l1, *block_l1; /* max over the rows of sum |w| */
     /* bounds for argmax: level 1 groups of rows, each made of level 2 blocks */
     int32_t n_groups, block_rows;
     const int32_t *group_block;   /* [n_groups + 1] first block of each group */
@@ -169,8 +175,8 @@ typedef struct {
     const Layer *layers;
     Head head;
     /* scratch, sized by the planner */
-    float *h, *x, *mixed, *slots, *qkv, *qn, *kn, *o, *y, *units, *head_x;
-    int32_t *nzq, *nzk, *nq, *nk, *group_order;
+    float *h, *x, *mixed, *slots, *qkv, *qn, *kn, *o, *y, *units, *forms, *head_x;
+    int32_t *nzq, *nzk, *nq, *nk, *nzch, *group_order;
     double *group_ub;
 } Model;
 
@@ -194,11 +200,10 @@ static void csc_apply(const Csc *a, const float *x, float *acc) {
     }
 }
 
-/* l2norm of a head's vector, written only where nonzero; returns how many and where */
-static int32_t l2norm_head(const float *v, int32_t d, float divisor, float *out, int32_t *nz) {
-    int32_t n = 0;
-    for (int32_t j = 0; j < d; j++) if (v[j] != 0.0f) nz[n++] = j;
-    if (n == 0) return 0;
+/* l2norm of a head's vector v (n nonzeros, at nz ascending), written where nonzero */
+static void l2norm_head(const float *v, int32_t d, float divisor, float *out, const int32_t *nz,
+                        int32_t n) {
+    if (n == 0) return;
     float ss;
     if (n == 1) ss = v[nz[0]] * v[nz[0]];
     else if (n == 2) ss = v[nz[0]] * v[nz[0]] + v[nz[1]] * v[nz[1]];
@@ -208,7 +213,6 @@ static int32_t l2norm_head(const float *v, int32_t d, float divisor, float *out,
         float val = v[nz[t]] * r;
         out[nz[t]] = divisor != 1.0f ? val / divisor : val;
     }
-    return n;
 }
 
 static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv) {
@@ -218,21 +222,36 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv)
     memset(m->slots, 0, sizeof(float) * L->n_slots);
     csc_apply(&L->proj, m->x, m->slots);
     memset(m->qkv, 0, sizeof(float) * n_ch);
+    int32_t n_nz = 0;
     for (int32_t t = 0; t < L->n_active; t++) {
         int32_t c = L->active[t];
         float *st = conv + (int64_t)c * K;
+        float in = m->slots[c];
+        if (in == 0.0f) {  /* a zero window stays zero and outputs silu(0) = 0 */
+            int32_t j = 1;
+            while (j < K && st[j] == 0.0f) j++;
+            if (j == K) { st[0] = 0.0f; continue; }
+        }
         const float *w = L->conv_w + (int64_t)c * K;
-        float in = m->slots[c], acc = 0.0f;
+        float acc = 0.0f;
         for (int32_t j = 0; j < K - 1; j++) acc += w[j] * st[j + 1];
         acc += w[K - 1] * in;
         for (int32_t j = 0; j < K - 1; j++) st[j] = st[j + 1];
         st[K - 1] = in;
-        m->qkv[c] = silu(acc);
+        float out = silu(acc);
+        m->qkv[c] = out;
+        if (out != 0.0f) m->nzch[n_nz++] = c;
+    }
+    for (int32_t kh = 0; kh < nkh; kh++) m->nq[kh] = m->nk[kh] = 0;
+    for (int32_t t = 0; t < n_nz && m->nzch[t] < 2 * n_qk; t++) {
+        int32_t c = m->nzch[t];
+        if (c < n_qk) { int32_t kh = c / dk; m->nzq[kh * dk + m->nq[kh]++] = c - kh * dk; }
+        else { int32_t kh = (c - n_qk) / dk; m->nzk[kh * dk + m->nk[kh]++] = c - n_qk - kh * dk; }
     }
     for (int32_t kh = 0; kh < nkh; kh++) {
-        m->nq[kh] = l2norm_head(m->qkv + kh * dk, dk, m->sqrt_dk, m->qn + kh * dk, m->nzq + kh * dk);
-        m->nk[kh] = l2norm_head(m->qkv + n_qk + kh * dk, dk, 1.0f, m->kn + kh * dk,
-                                m->nzk + kh * dk);
+        l2norm_head(m->qkv + kh * dk, dk, m->sqrt_dk, m->qn + kh * dk, m->nzq + kh * dk, m->nq[kh]);
+        l2norm_head(m->qkv + n_qk + kh * dk, dk, 1.0f, m->kn + kh * dk, m->nzk + kh * dk,
+                    m->nk[kh]);
     }
     const float *z = m->slots + n_ch, *bb = z + nh * dv, *aa = bb + nh;
     memset(m->mixed, 0, sizeof(float) * m->hidden);
@@ -291,8 +310,11 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv)
 
 static void mlp_layer(const Model *m, const Layer *L) {
     normalize(m, m->h, L->post_norm, m->x);
-    memset(m->units, 0, sizeof(float) * L->n_units);
-    csc_apply(&L->gate, m->x, m->units);
+    memset(m->forms, 0, sizeof(float) * L->n_forms);
+    csc_apply(&L->gate, m->x, m->forms);
+    const float bias_in = L->bias_col >= 0 ? m->x[L->bias_col] : 0.0f;
+    for (int32_t u = 0; u < L->n_units; u++)
+        m->units[u] = m->forms[L->unit_form[u]] + L->unit_bias[u] * bias_in;
     for (int32_t t = 0; t < L->n_down_rows; t++) m->mixed[L->down_rows[t]] = 0.0f;
     for (int32_t u = 0; u < L->n_units; u++) {
         float s = silu(m->units[u]);
@@ -336,12 +358,19 @@ static int32_t head_argmax(const Model *m, const float *x) {
     int32_t best_id = INT32_MAX;
     if (hd->first_zero_row >= 0) { best = 0.0f; best_id = hd->first_zero_row; }
     const double slack = (hd->max_row_nnz + 4) * 0x1p-23, tiny = 1e-30;
+    double xmax = 0.0;
+    for (int32_t t = 0; t < hd->n_head_cols; t++) {
+        double a = fabs((double)x[hd->head_cols[t]]);
+        if (!(a <= xmax)) xmax = a;  /* NaN propagates */
+    }
+    if (!isfinite(xmax)) return -1;
     for (int32_t g = 0; g < hd->n_groups; g++) {
-        double ub, mag;
+        double ub, mag, l1 = hd->group_l1[g] * xmax;
         bound(hd->group_col, hd->group_max, hd->group_min, hd->group_ptr[g], hd->group_ptr[g + 1],
               x, &ub, &mag);
-        if (!isfinite(ub) || !isfinite(mag)) return -1;
-        m->group_ub[g] = ub + mag * slack + tiny;
+        ub = ub + mag * slack + tiny;
+        l1 = l1 + l1 * slack + tiny;
+        m->group_ub[g] = ub < l1 ? ub : l1;
         m->group_order[g] = g;
     }
     for (int32_t i = 1; i < hd->n_groups; i++) {  /* groups by decreasing bound */
@@ -356,7 +385,8 @@ static int32_t head_argmax(const Model *m, const float *x) {
         int32_t g = m->group_order[i];
         if (m->group_ub[g] < (double)best) break;
         for (int32_t b = hd->group_block[g]; b < hd->group_block[g + 1]; b++) {
-            double ub, mag;
+            double ub, mag, l1 = hd->block_l1[b] * xmax;
+            if (l1 + l1 * slack + tiny < (double)best) continue;
             bound(hd->block_col, hd->block_max, hd->block_min, hd->block_ptr[b],
                   hd->block_ptr[b + 1], x, &ub, &mag);
             if (ub + mag * slack + tiny < (double)best) continue;

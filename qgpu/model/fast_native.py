@@ -45,7 +45,8 @@ class Layer(ctypes.Structure):
         ("n_active", I32), ("active", I32P), ("conv_w", F32P),
         ("neg_exp_a_log", F32P), ("dt_bias", F32P), ("norm_w", F32P),
         ("out", Csc), ("n_out_rows", I32), ("out_rows", I32P),
-        ("n_units", I32), ("gate", Csc), ("up_ptr", I32P), ("up_col", I32P),
+        ("n_units", I32), ("n_forms", I32), ("bias_col", I32), ("gate", Csc),
+        ("unit_form", I32P), ("unit_bias", F32P), ("up_ptr", I32P), ("up_col", I32P),
         ("up_val", F32P), ("down", Csc), ("n_down_rows", I32), ("down_rows", I32P),
     ]
 
@@ -53,7 +54,8 @@ class Layer(ctypes.Structure):
 class Head(ctypes.Structure):
     _fields_ = [
         ("n_rows", I32), ("row_ids", I32P), ("ptr", I32P), ("col", I32P), ("val", F32P),
-        ("first_zero_row", I32), ("max_row_nnz", I32),
+        ("first_zero_row", I32), ("max_row_nnz", I32), ("n_head_cols", I32),
+        ("head_cols", I32P), ("group_l1", F32P), ("block_l1", F32P),
         ("n_groups", I32), ("block_rows", I32), ("group_block", I32P), ("group_ptr", I32P),
         ("group_col", I32P), ("group_max", F32P), ("group_min", F32P),
         ("block_ptr", I32P), ("block_col", I32P), ("block_max", F32P), ("block_min", F32P),
@@ -67,8 +69,9 @@ class Model(ctypes.Structure):
         ("layers", ctypes.POINTER(Layer)), ("head", Head),
         ("h", F32P), ("x", F32P), ("mixed", F32P), ("slots", F32P), ("qkv", F32P),
         ("qn", F32P), ("kn", F32P), ("o", F32P), ("y", F32P), ("units", F32P),
-        ("head_x", F32P),
-        ("nzq", I32P), ("nzk", I32P), ("nq", I32P), ("nk", I32P), ("group_order", I32P),
+        ("forms", F32P), ("head_x", F32P),
+        ("nzq", I32P), ("nzk", I32P), ("nq", I32P), ("nk", I32P), ("nzch", I32P),
+        ("group_order", I32P),
         ("group_ub", F64P),
     ]
 

@@ -69,6 +69,44 @@ def _bounds(pos: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_rows: int, ro
     return ptr, (uniq % hidden), vmax, vmin
 
 
+def l1_empty() -> np.ndarray:
+    return np.zeros(0, np.float64)
+
+
+def _block_max(values: np.ndarray, rows_per: int) -> np.ndarray:
+    """Per block of `rows_per` consecutive rows, the max of `values`, rounded up to float32
+    (a bound must not shrink)."""
+    if not values.size:
+        return np.zeros(0, F32)
+    top = np.maximum.reduceat(values, np.arange(0, values.size, rows_per))
+    out = top.astype(F32)
+    return np.where(out.astype(np.float64) < top, np.nextafter(out, F32(np.inf)), out)
+
+
+def _gate_forms(gate: np.ndarray):
+    """Rows of `gate` grouped by their coefficients outside the column used by the most
+    rows (the constant dimension, in compiled circuits): steps come in pairs and adders
+    in sixes that differ only there. Returns (forms, unit_form, unit_bias, bias_col)."""
+    counts = np.count_nonzero(gate, axis=0)
+    bias_col = int(np.argmax(counts)) if counts.size and counts.max() > 1 else -1
+    if bias_col < 0:
+        return gate, np.arange(len(gate)), np.zeros(len(gate), F32), -1
+    rows, cols = np.nonzero(gate)
+    keep = cols != bias_col
+    rows, cols = rows[keep], cols[keep]
+    vals = gate[rows, cols]
+    ptr = np.searchsorted(rows, np.arange(len(gate) + 1))
+    index: dict[bytes, int] = {}
+    unit_form = np.array([index.setdefault(cols[a:b].tobytes() + vals[a:b].tobytes(),
+                                           len(index))
+                          for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist(), strict=True)])
+    first = np.zeros(len(index), np.int64)
+    first[unit_form[::-1]] = np.arange(len(gate))[::-1]  # the first unit of each form
+    forms = gate[first].copy()
+    forms[:, bias_col] = 0
+    return forms, unit_form, gate[:, bias_col].copy(), bias_col
+
+
 class NativePlan:
     """The model's sparse arrays and scratch, as the kernel's `Model` struct."""
 
@@ -94,10 +132,12 @@ class NativePlan:
         for name, n in (("h", h), ("x", h), ("mixed", h), ("head_x", h),
                         ("slots", sizes["slots"]), ("qkv", sizes["channels"]),
                         ("qn", sizes["key"] * dk), ("kn", sizes["key"] * dk), ("o", dv),
-                        ("y", sizes["heads"] * dv), ("units", sizes["units"])):
+                        ("y", sizes["heads"] * dv), ("units", sizes["units"]),
+                        ("forms", sizes["units"])):
             setattr(m, name, self._f(np.zeros(n, F32)))
         for name, n in (("nzq", sizes["key"] * dk), ("nzk", sizes["key"] * dk),
                         ("nq", sizes["key"]), ("nk", sizes["key"]),
+                        ("nzch", sizes["channels"]),
                         ("group_order", max(m.head.n_groups, 1))):
             setattr(m, name, self._i(np.zeros(n, np.int32)))
         ub = np.zeros(max(m.head.n_groups, 1), np.float64)
@@ -172,7 +212,10 @@ class NativePlan:
         L.n_units = len(live)
         if not live.size:
             return
-        self._csc(L.gate, np.ascontiguousarray(gate[live].T))
+        forms, unit_form, unit_bias, L.bias_col = _gate_forms(gate[live])
+        L.n_forms = len(forms)
+        L.unit_form, L.unit_bias = self._i(unit_form), self._f(unit_bias)
+        self._csc(L.gate, np.ascontiguousarray(forms.T))
         up_live = up[live]
         units, cols = np.nonzero(up_live)
         L.up_ptr = self._i(np.searchsorted(units, np.arange(len(live) + 1)))
@@ -194,6 +237,10 @@ class NativePlan:
         hd.n_rows, hd.row_ids, hd.ptr = len(rows), self._i(rows), self._i(ptr)
         hd.col, hd.val = self._i(cols), self._f(vals)
         hd.max_row_nnz = int(np.diff(ptr).max(initial=0))
+        head_cols = np.unique(cols)
+        hd.n_head_cols, hd.head_cols = len(head_cols), self._i(head_cols)
+        l1 = np.add.reduceat(np.abs(vals.astype(np.float64)), ptr[:-1]) if len(rows) else l1_empty()
+        l1 = np.where(np.diff(ptr) > 0, l1, 0.0)
         hidden = head.shape[1]
         hd.block_rows = BLOCK_ROWS
         b_ptr, b_col, b_max, b_min = _bounds(pos, cols, vals, len(rows), BLOCK_ROWS, hidden)
@@ -206,6 +253,8 @@ class NativePlan:
         hd.group_max, hd.group_min = self._f(g_max), self._f(g_min)
         hd.block_ptr, hd.block_col = self._i(b_ptr), self._i(b_col)
         hd.block_max, hd.block_min = self._f(b_max), self._f(b_min)
+        hd.block_l1 = self._f(_block_max(l1, BLOCK_ROWS))
+        hd.group_l1 = self._f(_block_max(l1, group_rows))
 
     # -- running --
     def _binding(self, state: ModelState):
