@@ -130,14 +130,14 @@ def circuit_doc(compiled) -> str:
 
 
 def generated_section() -> str:
-    """The demo circuits at a small and at the Qwen3.5-2B layer shape."""
+    """The demo circuits at the small layer shape (compiled afresh, nothing cached)."""
     from qgpu.circuit.compile import compile_circuit
     from qgpu.circuit.demos import DEMOS
     from qgpu.circuit.schedule import LayerShape
 
     parts = []
     for build in DEMOS.values():
-        parts.append(compile_circuit(build().circuit, LayerShape.small()).doc())
+        parts.append(compile_circuit(build().circuit, LayerShape.small(), cache=False).doc())
     return "\n".join(parts)
 
 

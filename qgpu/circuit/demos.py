@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from qgpu.circuit import units as U
 from qgpu.circuit.ir import Circuit
 from qgpu.circuit.outputs import default_token, output_member, output_token, output_value
@@ -75,7 +77,20 @@ class Demo:
     params: dict
 
     def answers(self, tokens: Sequence[int]) -> list[int]:
+        """The token the model must answer after each of `tokens`."""
         return ORACLES[self.circuit.name](self, list(tokens))
+
+    def continuation(self, prompt: Sequence[int], n: int) -> list[int]:
+        """Greedy generation as the oracle sees it: each answer is fed back."""
+        tokens, out = list(prompt), []
+        for _ in range(n):
+            out.append(self.answers(tokens)[-1])
+            tokens.append(out[-1])
+        return out
+
+    def stream(self, n: int, seed: int = 0) -> list[int]:
+        """A random well-formed token stream of at least n tokens."""
+        return STREAMS[self.circuit.name](self, n, np.random.default_rng(seed))
 
 
 # -- register echo --
@@ -176,7 +191,7 @@ def _adder_oracle(demo: Demo, tokens: list[int]) -> list[int]:
 
 
 # -- counter --
-def counter_record(slots: int = 8, bits: int = 4) -> Demo:
+def counter_record(slots: int = 6, bits: int = 4) -> Demo:
     v = Vocab()
     v.add("START")
     v.add("DATA", 2 ** bits)
@@ -234,3 +249,36 @@ def _counter_oracle(demo: Demo, tokens: list[int]) -> list[int]:
 
 ORACLES = {"register_echo": _echo_oracle, "adder": _adder_oracle, "counter": _counter_oracle}
 DEMOS = {"register_echo": register_echo, "adder": adder_machine, "counter": counter_record}
+
+
+def _echo_stream(demo: Demo, n: int, rng) -> list[int]:
+    v, regs, bits = demo.vocab, demo.params["registers"], demo.params["bits"]
+    return [v.id("SET", int(rng.integers(regs)), int(rng.integers(2 ** bits)))
+            if rng.random() < 0.4 else v.id("GET", int(rng.integers(regs))) for _ in range(n)]
+
+
+def _adder_stream(demo: Demo, n: int, rng) -> list[int]:
+    v, regs, out = demo.vocab, demo.params["registers"], []
+    while len(out) < n:
+        if rng.random() < 0.5:
+            out += [v.id("REG", int(rng.integers(regs))), v.id("BYTE", int(rng.integers(256))),
+                    v.id("BYTE", int(rng.integers(256)))]
+        else:
+            out += [v.id("ADD", int(rng.integers(regs)), int(rng.integers(regs))), v.id("OK")]
+    return out
+
+
+def _counter_stream(demo: Demo, n: int, rng) -> list[int]:
+    v, slots, bits, out = demo.vocab, demo.params["slots"], demo.params["bits"], []
+    while len(out) < n:
+        r = rng.random()
+        if r < 0.08:
+            out.append(v.id("START"))
+        elif r < 0.6:
+            out.append(v.id("DATA", int(rng.integers(2 ** bits))))
+        else:
+            out.append(v.id("GET", int(rng.integers(slots))))
+    return out
+
+
+STREAMS = {"register_echo": _echo_stream, "adder": _adder_stream, "counter": _counter_stream}

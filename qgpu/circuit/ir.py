@@ -379,9 +379,9 @@ class Circuit:
         return node
 
     # -- token inputs --
-    def _token_input(self, name: str, kind: str, values: np.ndarray, **extra) -> Signal:
+    def _token_input(self, name: str, kind: str, table: np.ndarray, **extra) -> Signal:
         node = self.add_node(TokenInput(name, EMBED))
-        node.values = np.asarray(values, np.float32).reshape(self.vocab_size, -1)
+        node.values = np.asarray(table, np.float32).reshape(self.vocab_size, -1)
         return self._signal(name, kind, node.values.shape[1], node, **extra)
 
     def token_bits(self, name: str, width: int, value_of: Callable[[int], int]) -> Signal:

@@ -23,9 +23,7 @@ from qgpu.circuit.primitives_mlp import (
     product,
     step,
 )
-from qgpu.circuit.primitives_mlp import (
-    compare as compare_units,
-)
+from qgpu.circuit.primitives_mlp import compare as compare_units
 
 Dims = Callable[[Ref], list[int]]
 

@@ -1,0 +1,106 @@
+"""The scheduler: earliest placement, packing into the head and unit budgets, the
+attention layer, residual dims (no two live signals share one; reuse after exact
+cancellation), and the norm ledger's sums of squares."""
+
+import pytest
+
+from qgpu.circuit import units as U
+from qgpu.circuit.demos import adder_machine, register_echo
+from qgpu.circuit.ir import Circuit
+from qgpu.circuit.outputs import output_value
+from qgpu.circuit.primitives import CircuitError
+from qgpu.circuit.schedule import FIRST_FREE_DIM, LayerShape, schedule
+
+SMALL = LayerShape.small()
+
+
+def by_name(plan):
+    return {n.name: plan.layer[n] for n in plan.order}
+
+
+def test_nodes_go_to_the_earliest_layer_their_inputs_allow():
+    plan = schedule(adder_machine().circuit, SMALL)
+    at = by_name(plan)
+    assert at["registers"] == 0 and at["previous"] == 0  # token inputs only
+    assert at["operand_a.restore"] == 0  # MLP of the read's own layer
+    assert at["sum"] == 1 and at["speak"] == 1 and at["out_byte"] == 2
+    assert plan.n_layers == 3 and plan.attention_layer == 2  # MLP-only last layer
+    assert plan.heads[plan.order[[n.name for n in plan.order].index("registers")]] == [0, 1]
+
+
+def chain_of_tables(n_tables, heads):
+    c = Circuit("tables", 4)
+    x = c.token_bits("x", 2, lambda t: t)
+    outs = []
+    for i in range(n_tables):
+        t = c.table(f"t{i}", rows=1, width=2)
+        t.write(0, x)
+        outs.append(t.read(0, name=f"r{i}").bits)
+    total = outs[0]
+    for i, o in enumerate(outs[1:]):
+        total, _ = U.add(c, total, o, name=f"s{i}")
+    output_value(c, total, [0, 1, 2, 3])
+    return schedule(c, LayerShape.small(heads=heads))
+
+
+def test_full_layers_push_tables_later():
+    plan = chain_of_tables(5, heads=4)
+    layers = sorted(plan.layer[n] for n in plan.order if n.name.startswith("t"))
+    assert layers == [0, 0, 0, 0, 1]
+    assert plan.heads_used[:2] == [4, 1]
+
+
+def test_full_mlps_push_units_later():
+    c = Circuit("units", 12)
+    x = c.token_bits("x", 2, lambda t: t % 4)
+    for i, name in enumerate("abc"):  # 2 units each
+        output_value(c, U.negate(c, x, name=name), [4 * i + v for v in range(4)])
+    plan = schedule(c, LayerShape.small(mlp=5), reuse_dims=False)  # 4 usable units
+    at = by_name(plan)
+    assert (at["a"], at["b"], at["c"]) == (0, 0, 1)
+    with pytest.raises(CircuitError, match="needs 2 MLP units, a layer has 1"):
+        schedule(c, LayerShape.small(mlp=2), reuse_dims=False)
+
+
+def test_a_table_too_wide_for_a_layer_is_refused():
+    c = Circuit("wide", 4)
+    x = c.token_bits("x", 2, lambda t: t)
+    t = c.table("t", rows=1, width=2)
+    t.write(0, x)
+    reads = [t.read(0, name=f"r{i}").bits for i in range(5)]
+    output_value(c, reads[0], [0, 1, 2, 3])
+    with pytest.raises(CircuitError, match="needs 5 heads"):
+        schedule(c, SMALL)
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_live_signals_never_share_dims(reuse):
+    plan = schedule(adder_machine().circuit, SMALL, reuse_dims=reuse)
+    for stage in range(2 * plan.n_layers + 1):
+        taken = {}
+        for sig in plan.live_at(stage + 1):
+            for d in plan.dims[sig]:
+                assert d >= FIRST_FREE_DIM
+                assert d not in taken, (stage, sig.name, taken.get(d))
+                taken[d] = sig.name
+    cancelled = [s for sigs in plan.cancels.values() for s in sigs]
+    assert bool(cancelled) == reuse
+
+
+def test_reuse_trades_units_for_dims():
+    with_reuse = schedule(adder_machine().circuit, SMALL, reuse_dims=True)
+    without = schedule(adder_machine().circuit, SMALL, reuse_dims=False)
+    assert with_reuse.hidden < without.hidden
+    assert sum(with_reuse.units) > sum(without.units)
+    for L, sigs in with_reuse.cancels.items():  # a dead signal, cancelled after its reads
+        for sig in sigs:
+            assert with_reuse.last_use[sig] <= 2 * L + 2 and with_reuse.birth[sig] < 2 * L + 2
+
+
+def test_ledger_sums_of_squares_follow_the_live_signals():
+    plan = schedule(register_echo().circuit, SMALL, reuse_dims=False)
+    # embedding: one + set.reg + set.value (4) + get.reg + is_get
+    assert plan.embed_sumsq == 1 + 1 + 4 + 1 + 1
+    # + restored bits (4) and found after layer 0, + hit and miss after layer 1
+    assert plan.sumsq_after == [8 + 5, 8 + 5 + 2]
+    assert plan.mean * plan.hidden >= max(plan.sumsq_after)
