@@ -110,7 +110,10 @@ def select(lw, ins: P.PInstr) -> None:
     elif op == "mov":
         if isinstance(ops[1], P.PVec) or isinstance(ops[0], P.PVec):
             raise _fail(ins, "vector moves (64-bit values) are not supported")
-        b.emit("mov", dst(), src(1))
+        value = src(1)
+        if _type(ins) == "pred" and isinstance(value, Imm):
+            value = Imm(int(value.value != 0))   # predicates are 0/1: `mov.pred %p, -1` is 1
+        b.emit("mov", dst(), value)
     elif op == "cvta":
         b.emit("mov", dst(), src(1))    # global and shared addresses are used unchanged
     elif op == "cvt":
