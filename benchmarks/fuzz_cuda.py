@@ -15,6 +15,7 @@ host, which checks the evaluator without qgpu).
 
   python benchmarks/fuzz_cuda.py --cases 2000 --seed 1        # prints cases, failures, rate
   python benchmarks/fuzz_cuda.py --cases 200 --host-check     # the evaluator vs native C
+  python benchmarks/fuzz_cuda.py --cases 200 --reference f.json  # for qgpu validate-gpu
 """
 
 from __future__ import annotations
@@ -198,6 +199,45 @@ def fuzz(cases: int, seed: int, runner=run_program_qgpu, progress: bool = False)
     return results
 
 
+FUZZ_PARAMS = [{"name": "in", "ctype": "const int*", "pointer": True, "unsigned": False},
+               {"name": "out", "ctype": "int*", "pointer": True, "unsigned": False}]
+
+
+def _i32_array(values) -> np.ndarray:
+    return (np.array(values, dtype=np.int64).ravel() & 0xFFFFFFFF).astype(
+        np.uint32).view(np.int32)
+
+
+def fuzz_reference(cases: int, seed: int, runner=run_program_qgpu) -> dict:
+    """A qgpu.validate reference document of fuzz programs (oracle: the C-semantics
+    evaluation; interpreter: qgpu), so that `qgpu validate-gpu --reference` checks both
+    against a real GPU. Programs that qgpu refuses are left out."""
+    from qgpu.validate.reference import FORMAT, encode_array
+
+    kernels, entries = {}, []
+    for i in range(cases):
+        case_seed = seed * 1_000_003 + i
+        program, grid, block, inputs = case_setup(case_seed)
+        result = check_program(case_seed, program, grid, block, inputs, runner)
+        if result.status not in ("ok", "mismatch"):
+            continue
+        name = f"fuzz_{case_seed}"
+        kernels[name] = {"entry": program.name, "source": program.source(),
+                         "params": FUZZ_PARAMS}
+        threads = grid * block
+        expected = [run_program_python(program, row, t) for t, row in enumerate(inputs)]
+        interp = runner(program, inputs, grid, block)
+        in_array = encode_array(_i32_array(inputs))
+        zeros = encode_array(np.zeros(threads * program.n_outputs, np.int32))
+        entries.append({"id": f"{name}[g{grid}b{block}]", "kernel": name, "launch_index": 0,
+                        "grid": grid, "block": block, "args": {"in": in_array, "out": zeros},
+                        "oracle": {"in": in_array, "out": encode_array(_i32_array(expected))},
+                        "interp": {"in": in_array, "out": encode_array(_i32_array(interp))}})
+    return {"format": FORMAT, "engine": "interp (fuzz programs)",
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+            "kernels": kernels, "cases": entries}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
@@ -207,8 +247,17 @@ def main(argv=None) -> int:
     parser.add_argument("--show", type=int, default=5, help="failures to print in full")
     parser.add_argument("--minimise", action="store_true",
                         help="also print a greedily shrunk program for each failure shown")
+    parser.add_argument("--reference", metavar="FILE",
+                        help="write the cases as a `qgpu validate-gpu --reference` file")
     args = parser.parse_args(argv)
     started = time.perf_counter()
+    if args.reference:
+        from qgpu.validate.reference import save_reference
+
+        document = fuzz_reference(args.cases, args.seed)
+        save_reference(document, args.reference)
+        print(f"{args.reference}: {len(document['cases'])} fuzz cases")
+        return 0
     if args.host_check:
         rng = random.Random(args.seed)
         failures = 0

@@ -123,3 +123,28 @@ def test_minimise_shrinks_a_failure_to_its_cause():
     out = small.program.outputs[0]
     assert isinstance(out, Binary) and out.op == "/"
     assert all(isinstance(e, Var | Const) for e in (out.left, out.right))
+
+
+def test_fuzz_reference_feeds_the_gpu_harness():
+    from fuzz_cuda import fuzz_reference
+
+    from qgpu.validate.reference import decode_outputs
+    from qgpu.validate.run import validate
+
+    def python_runner(program, inputs, grid, block):
+        return [run_program_python(program, row, t) for t, row in enumerate(inputs)]
+
+    document = fuzz_reference(4, seed=9, runner=python_runner)
+    assert len(document["cases"]) == 4 and len(document["kernels"]) == 4
+
+    class EvaluatorAsGpu:
+        def device_info(self):
+            return {"gpu": "evaluator"}
+
+        def run(self, kernel, params, case, args):
+            assert [p.name for p in params] == ["in", "out"]
+            assert kernel["source"].startswith("#define INT_MIN_")
+            return decode_outputs(case["oracle"])
+
+    report = validate(document, EvaluatorAsGpu())
+    assert report["cases_matched"] == report["cases_run"] == 4
