@@ -127,9 +127,15 @@ __QGPU_FN unsigned __brev(unsigned x) { return __builtin_bitreverse32(x); }
 __QGPU_FN int __ffs(int x) { return __builtin_ffs(x); }
 __QGPU_FN int __mulhi(int a, int b) { return __nvvm_mulhi_i(a, b); }
 __QGPU_FN unsigned __umulhi(unsigned a, unsigned b) { return __nvvm_mulhi_ui(a, b); }
-__QGPU_FN int __mul24(int a, int b) { return (a << 8 >> 8) * (b << 8 >> 8); }
+/* __mul24/__sad without signed overflow (undefined in C++): through unsigned, as the
+ * hardware's mul24.lo.s32 and sad.s32 compute them. */
+__QGPU_FN int __mul24(int a, int b) {
+  return (int)((unsigned)((int)((unsigned)a << 8) >> 8) * (unsigned)((int)((unsigned)b << 8) >> 8));
+}
 __QGPU_FN unsigned __umul24(unsigned a, unsigned b) { return (a & 0xffffffu) * (b & 0xffffffu); }
-__QGPU_FN int __sad(int a, int b, unsigned c) { return (int)((a > b ? a - b : b - a) + c); }
+__QGPU_FN int __sad(int a, int b, unsigned c) {
+  return (int)((a > b ? (unsigned)a - (unsigned)b : (unsigned)b - (unsigned)a) + c);
+}
 __QGPU_FN unsigned __usad(unsigned a, unsigned b, unsigned c) {
   return (a > b ? a - b : b - a) + c;
 }
