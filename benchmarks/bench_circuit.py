@@ -48,7 +48,7 @@ def transformers_rate(weights, tokens):
     cache = DynamicCache(config=model.config)
 
     def step(t):
-        out = model(torch.tensor([[t]]), past_key_values=cache, use_cache=True)
+        out = model(torch.tensor([[t]]), cache=cache, use_cache=True)
         return int(out.logits[0, -1].argmax())
 
     return decode_rate(step, tokens)

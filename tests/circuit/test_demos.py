@@ -99,10 +99,10 @@ def test_demo_in_transformers_from_checkpoint(name, tmp_path):
     prompt = tokens[:200]
     with torch.no_grad():
         cache = DynamicCache(config=model.config)
-        out = model(torch.tensor([prompt]), past_key_values=cache, use_cache=True)
+        out = model(torch.tensor([prompt]), cache=cache, use_cache=True)
         got = out.logits[0].argmax(-1).tolist()
         for t in tokens[200:]:
-            out = model(torch.tensor([[t]]), past_key_values=cache, use_cache=True)
+            out = model(torch.tensor([[t]]), cache=cache, use_cache=True)
             got.append(int(out.logits[0, -1].argmax()))
         ask = _asking(demo, prompt[:60])
         generated = model.generate(torch.tensor([ask]), max_new_tokens=5, do_sample=False)
