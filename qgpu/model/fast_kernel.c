@@ -19,6 +19,7 @@
 #include <string.h>
 
 typedef float v8f __attribute__((vector_size(32)));
+typedef uint32_t v8u __attribute__((vector_size(32)));
 
 /* --- numpy-compatible elementary functions --- */
 
@@ -176,7 +177,7 @@ typedef struct {
     Head head;
     /* scratch, sized by the planner */
     float *h, *x, *mixed, *slots, *qkv, *qn, *kn, *o, *y, *units, *forms, *head_x;
-    int32_t *nzq, *nzk, *nq, *nk, *nzch, *group_order;
+    int32_t *nzq, *nzk, *nq, *nk, *nzch, *newc, *proc, *group_order;
     double *group_ub;
 } Model;
 
@@ -215,23 +216,49 @@ static void l2norm_head(const float *v, int32_t d, float divisor, float *out, co
     }
 }
 
-static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv) {
+/* indices of the nonzero entries of a[0..n), ascending; blocks of 8 zeros skipped fast */
+static int32_t nonzero_entries(const float *a, int32_t n, int32_t *out) {
+    int32_t k = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8u bits;
+        memcpy(&bits, a + i, 32);
+        bits &= 0x7fffffffu;
+        if (!(bits[0] | bits[1] | bits[2] | bits[3] | bits[4] | bits[5] | bits[6] | bits[7]))
+            continue;
+        for (int32_t j = 0; j < 8; j++) if (a[i + j] != 0.0f) out[k++] = i + j;
+    }
+    for (; i < n; i++) if (a[i] != 0.0f) out[k++] = i;
+    return k;
+}
+
+/* merge two ascending index lists without duplicates */
+static int32_t merge(const int32_t *a, int32_t na, const int32_t *b, int32_t nb, int32_t *out) {
+    int32_t i = 0, j = 0, k = 0;
+    while (i < na || j < nb) {
+        if (j == nb || (i < na && a[i] < b[j])) out[k++] = a[i++];
+        else if (i == na || b[j] < a[i]) out[k++] = b[j++];
+        else { out[k++] = a[i++]; j++; }
+    }
+    return k;
+}
+
+/* win/n_win: the channels whose conv window (state) holds a nonzero, ascending; kept with
+   the state so that channels whose window and input are both zero are never visited */
+static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv, int32_t *win,
+                      int32_t *n_win) {
     const int32_t dk = m->dk, dv = m->dv, K = m->conv_k, nh = L->n_heads, nkh = L->n_key_heads;
     const int32_t n_qk = nkh * dk, n_ch = 2 * n_qk + nh * dv;
     normalize(m, m->h, L->in_norm, m->x);
-    memset(m->slots, 0, sizeof(float) * L->n_slots);
+    /* slots and qkv are all zero on entry: each layer clears what it wrote */
+    memset(m->slots + n_ch, 0, sizeof(float) * (L->n_slots - n_ch));
     csc_apply(&L->proj, m->x, m->slots);
-    memset(m->qkv, 0, sizeof(float) * n_ch);
-    int32_t n_nz = 0;
-    for (int32_t t = 0; t < L->n_active; t++) {
-        int32_t c = L->active[t];
+    const int32_t n_new = nonzero_entries(m->slots, n_ch, m->newc);
+    const int32_t n_proc = merge(m->newc, n_new, win, *n_win, m->proc);
+    int32_t n_nz = 0, kept = 0;
+    for (int32_t t = 0; t < n_proc; t++) {
+        int32_t c = m->proc[t];
         float *st = conv + (int64_t)c * K;
         float in = m->slots[c];
-        if (in == 0.0f) {  /* a zero window stays zero and outputs silu(0) = 0 */
-            int32_t j = 1;
-            while (j < K && st[j] == 0.0f) j++;
-            if (j == K) { st[0] = 0.0f; continue; }
-        }
         const float *w = L->conv_w + (int64_t)c * K;
         float acc = 0.0f;
         for (int32_t j = 0; j < K - 1; j++) acc += w[j] * st[j + 1];
@@ -241,7 +268,12 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv)
         float out = silu(acc);
         m->qkv[c] = out;
         if (out != 0.0f) m->nzch[n_nz++] = c;
+        int32_t j = 0;
+        while (j < K && st[j] == 0.0f) j++;
+        if (j < K) win[kept++] = c;
     }
+    *n_win = kept;
+    for (int32_t t = 0; t < n_new; t++) m->slots[m->newc[t]] = 0.0f;
     for (int32_t kh = 0; kh < nkh; kh++) m->nq[kh] = m->nk[kh] = 0;
     for (int32_t t = 0; t < n_nz && m->nzch[t] < 2 * n_qk; t++) {
         int32_t c = m->nzch[t];
@@ -306,6 +338,7 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv)
     }
     if (any_out)
         for (int32_t t = 0; t < L->n_out_rows; t++) m->h[L->out_rows[t]] += m->mixed[L->out_rows[t]];
+    for (int32_t t = 0; t < n_proc; t++) m->qkv[m->proc[t]] = 0.0f;
 }
 
 static void mlp_layer(const Model *m, const Layer *L) {
@@ -402,17 +435,20 @@ static int32_t head_argmax(const Model *m, const float *x) {
     return best_id;
 }
 
-/* One token through the model. states[i], convs[i]: layer i's recurrent state
-   [Hv, dk, dv] and live-channel conv state (NULL for other layers). logits (or NULL):
+/* One token through the model. states[i], convs[i], wins[i], win_counts[i]: layer i's
+   recurrent state [Hv, dk, dv], live-channel conv state, and its list of channels with
+   a nonzero window (NULL for other layers). logits (or NULL):
    the full vocabulary row, zero-filled by the caller. Returns the greedy token when
    want_argmax (computed from logits when given), else 0; -1 when the head's input is not
    finite and the caller must take the argmax of the full logits. */
-int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs, int64_t token,
+int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
+                     int32_t *const *wins, int32_t *win_counts, int64_t token,
                      float *logits, int32_t want_argmax) {
     memcpy(m->h, m->embed + token * m->hidden, sizeof(float) * m->hidden);
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
-        if (L->kind == 1 && L->n_heads) gdn_layer(m, L, states[i], convs[i]);
+        if (L->kind == 1 && L->n_heads)
+            gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i);
         if (L->n_units) mlp_layer(m, L);
     }
     normalize(m, m->h, m->final_norm, m->head_x);

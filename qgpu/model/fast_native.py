@@ -71,6 +71,7 @@ class Model(ctypes.Structure):
         ("qn", F32P), ("kn", F32P), ("o", F32P), ("y", F32P), ("units", F32P),
         ("forms", F32P), ("head_x", F32P),
         ("nzq", I32P), ("nzk", I32P), ("nq", I32P), ("nk", I32P), ("nzch", I32P),
+        ("newc", I32P), ("proc", I32P),
         ("group_order", I32P),
         ("group_ub", F64P),
     ]
@@ -117,7 +118,8 @@ def _build(cc: str) -> Path:
 def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_forward.restype = I32
     lib.qgpu_forward.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p, ctypes.c_void_p,
-                                 ctypes.c_int64, ctypes.c_void_p, I32]
+                                 ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                 ctypes.c_void_p, I32]
     lib.qgpu_head_logits.restype = None
     lib.qgpu_head_logits.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p]
     lib.qgpu_exp.restype = None

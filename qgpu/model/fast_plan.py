@@ -137,7 +137,8 @@ class NativePlan:
             setattr(m, name, self._f(np.zeros(n, F32)))
         for name, n in (("nzq", sizes["key"] * dk), ("nzk", sizes["key"] * dk),
                         ("nq", sizes["key"]), ("nk", sizes["key"]),
-                        ("nzch", sizes["channels"]),
+                        ("nzch", sizes["channels"]), ("newc", sizes["channels"]),
+                        ("proc", sizes["channels"]),
                         ("group_order", max(m.head.n_groups, 1))):
             setattr(m, name, self._i(np.zeros(n, np.int32)))
         ub = np.zeros(max(m.head.n_groups, 1), np.float64)
@@ -258,35 +259,47 @@ class NativePlan:
 
     # -- running --
     def _binding(self, state: ModelState):
-        """Pointer tables to the state's arrays, cached on the state and rebuilt when an
-        array was replaced."""
+        """Pointer tables to the state's arrays, cached per state and rebuilt when an array
+        was replaced; with them, per GDN layer, the list of conv channels whose window
+        holds a nonzero (found by a scan here, then kept up to date by the kernel: conv
+        states are changed only by the engine)."""
         arrays = [state.recurrent.get(i) for i in range(self.config.num_hidden_layers)]
         arrays += [state.conv.get(i) for i in range(self.config.num_hidden_layers)]
         cached = self._bindings.get(id(state))
         if cached is not None and cached[0]() is state and all(map(operator.is_, cached[1],
                                                                     arrays)):
-            return cached[2], cached[3]
+            return cached[2:6]
         if len(self._bindings) > 64:  # forget states that are gone
             self._bindings = {k: v for k, v in self._bindings.items() if v[0]() is not None}
         n = self.config.num_hidden_layers
-        ptrs = (ctypes.c_void_p * (2 * n))()
+        ptrs = (ctypes.c_void_p * (3 * n))()
         for k, a in enumerate(arrays):
             if a is None:
                 continue
             if a.dtype != F32 or not a.flags.c_contiguous or not a.flags.writeable:
                 raise ValueError("state arrays must be writable C-contiguous float32")
             ptrs[k] = a.ctypes.data
-        states = ctypes.cast(ptrs, ctypes.c_void_p).value
-        convs = states + n * ctypes.sizeof(ctypes.c_void_p)
-        self._bindings[id(state)] = (weakref.ref(state), arrays, states, convs, ptrs)
-        return states, convs
+        counts = np.zeros(n, np.int32)
+        windows = []
+        for i, conv in state.conv.items():
+            if i in self.live:
+                live = np.flatnonzero(np.any(conv != 0, axis=1)).astype(np.int32)
+                window = np.zeros(len(conv), np.int32)
+                window[:len(live)], counts[i] = live, len(live)
+                windows.append(window)
+                ptrs[2 * n + i] = window.ctypes.data
+        base = ctypes.cast(ptrs, ctypes.c_void_p).value
+        size = n * ctypes.sizeof(ctypes.c_void_p)
+        tables = (base, base + size, base + 2 * size, counts.ctypes.data)
+        self._bindings[id(state)] = (weakref.ref(state), arrays, *tables, ptrs, counts, windows)
+        return tables
 
     def run(self, state: ModelState, token: int, logits: np.ndarray | None,
             want_argmax: bool) -> int:
         """One token; writes the logits row when given (zero-filled by the caller).
         Returns the greedy token when want_argmax, else 0."""
-        states, convs = self._binding(state)
-        out = self.lib.qgpu_forward(self._model_ref, states, convs, token,
+        states, convs, windows, counts = self._binding(state)
+        out = self.lib.qgpu_forward(self._model_ref, states, convs, windows, counts, token,
                                     None if logits is None else logits.ctypes.data,
                                     int(want_argmax))
         if logits is not None and want_argmax:
