@@ -2,12 +2,13 @@
 
 import numpy as np
 import pytest
-from helpers import i32, u32
 
 import qgpu
 from qgpu.cuda import ENGINES
 from qgpu.errors import CompileError, LaunchError
 from qgpu.isa import machine
+
+from .helpers import i32, u32
 
 VADD = """
 __global__ void vadd(const int *a, const int *b, int *c, int n) {

@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
-from helpers import i32, launch, u32
 
 from qgpu.isa import machine
+
+from .helpers import i32, launch, u32
 
 SRC = """
 __global__ void divs(const int *a, const int *b, int *q, int *r, unsigned *uq, unsigned *ur,

@@ -2,11 +2,12 @@
 
 import numpy as np
 import pytest
-from helpers import i32, launch
 
 from qgpu.cuda import layout
 from qgpu.cuda.ir import BasicBlock, CondBr, Function, Goto, Ret, V
 from qgpu.errors import CompileError
+
+from .helpers import i32, launch
 
 
 def test_divergent_branches_reconverge_before_a_shuffle():

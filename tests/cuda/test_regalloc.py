@@ -1,10 +1,11 @@
 """cuda.regalloc: 15 registers, pressure, clear errors."""
 
 import pytest
-from helpers import i32, launch
 
 import qgpu
 from qgpu.errors import CompileError
+
+from .helpers import i32, launch
 
 
 def wide_kernel(n: int) -> str:

@@ -2,10 +2,11 @@
 ISA's reads-before-writes rule."""
 
 import numpy as np
-from helpers import i32, launch
 
 import qgpu
 from qgpu.isa import OPS, machine
+
+from .helpers import i32, launch
 
 LONG = """
 __global__ void chain(int *a) {

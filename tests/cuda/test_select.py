@@ -4,9 +4,10 @@ Hand-written PTX covers the forms clang emits rarely (bit fields, funnel shifts,
 permutes, narrow arithmetic, guarded instructions, combined setp, votes)."""
 
 import pytest
-from helpers import run_ptx
 
 from qgpu.isa import machine
+
+from .helpers import run_ptx
 
 M = 0xFFFFFFFF
 # each thread t computes %r10 from x = XS[t] (and y = YS[t]) and stores it at word t

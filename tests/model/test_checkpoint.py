@@ -6,7 +6,6 @@ import logging
 
 import numpy as np
 import pytest
-from hf_util import random_weights, tiny_config, torch
 
 from qgpu.model.checkpoint import (
     CheckpointError,
@@ -15,6 +14,8 @@ from qgpu.model.checkpoint import (
     write_safetensors,
 )
 from qgpu.model.reference import ReferenceEngine
+
+from .hf_util import random_weights, tiny_config, torch
 
 
 @pytest.mark.parametrize("tied", [False, True])

@@ -4,12 +4,13 @@ an exact (integer) workload. Exact designs are also tested through the circuit t
 
 import numpy as np
 import pytest
-from hf_util import random_weights, tiny_config
 
 from qgpu.model.fast import FastEngine
 from qgpu.model.reference import ReferenceEngine
 from qgpu.model.sparse import SparseRows
 from qgpu.model.weights import QwenWeights
+
+from .hf_util import random_weights, tiny_config
 
 
 def sparsify(weights, keep, seed):

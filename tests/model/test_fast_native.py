@@ -9,13 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hf_util import random_weights, tiny_config
 
 from qgpu.circuit.table_machine import build_table_machine
 from qgpu.model.fast import FastEngine
 from qgpu.model.fast_native import exp_probe, kernel_exp, kernel_sumsq, load_kernel
 from qgpu.model.reference import ReferenceEngine
 from qgpu.model.weights import EMBED, LM_HEAD, QwenWeights
+
+from .hf_util import random_weights, tiny_config
 
 lib = load_kernel()
 pytestmark = pytest.mark.skipif(lib is None, reason="no C compiler: native kernel unavailable")

@@ -3,10 +3,11 @@
 
 import numpy as np
 import pytest
-from hf_util import hf_model_from_weights, random_weights, tiny_config, torch
 
 from qgpu.model.engine import TokenError
 from qgpu.model.reference import ReferenceEngine
+
+from .hf_util import hf_model_from_weights, random_weights, tiny_config, torch
 
 TOL = 2e-5  # fp32 rounding level for values of order 1-10
 
