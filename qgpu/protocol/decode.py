@@ -49,7 +49,7 @@ class _Reader:
 
 def _block_row(r: _Reader) -> tuple[int, frozenset[int], object]:
     b = r.take("BLK")[0]
-    wb = r.take("WBL")[0] | (r.take("WBH")[0] << 8)
+    wb = r.take("V")[0]
     kind, cond = r.take("TRM")
     t, f = r.take("TGT")
     term = {"jmp": Jmp(t), "br": Br(Reg(cond), t, f), "bar": Bar(t), "exit": Exit()}[
@@ -67,7 +67,11 @@ def _instruction(r: _Reader, b: int, written: dict[int, int]) -> tuple[int, Inst
     spec = OPS[OP_NAMES[op_i]]
     imms = {}
     while r.peek() == "IMM":
-        j = r.take("IMM")[0]
+        at = r.pos
+        ib, ip, j = r.take("IMM")
+        if (ib, ip) != (b, p):
+            raise ProtocolError(f"prompt: position {at}: IMM of instruction ({ib}, {ip}) "
+                                f"after INS({b}, {p})")
         imms[j] = r.word()
     srcs = []
     for j in range(spec.n_srcs):

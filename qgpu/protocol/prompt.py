@@ -1,13 +1,14 @@
 """protocol.prompt: the launch prompt the host feeds (protocol v1, docs/protocol.md).
 
     LAUNCH GRID(g-1) NTID(n-1)
-    per block b:          BLK(b) WBL(m) WBH(m) TRM(kind, cond) TGT(t, f)
+    per block b:          BLK(b) V(wb) TRM(kind, cond) TGT(t, f)
       per instruction p:  INS(b, p) OPD(op, dst) SRCAB(a, b) SRCC(c)
-                          [IMM(j) V(lo) V(hi)]  per non-zero immediate operand or offset
+                          [IMM(b, p, j) V(lo) V(hi)]  per non-zero immediate operand or offset
     per non-zero global word a:  ADDR(a) V(lo) V(hi)
     GO
-Every ROM row's fields sit in one record short enough for the conv window (the circuit
-writes the row at the record's last token); IMM records follow their INS.
+Every ROM row's fields sit in one record of at most 4 tokens, the conv window (the circuit
+writes the row at the record's last token with every field in the window, no latch and no
+counting); IMM records follow their INS and name their row (b, p, j) themselves.
 
 Operand selectors (`operand_selectors`) name where an operand comes from: the register
 file (r), the result of an earlier stage's instruction p of the same block, or the
@@ -61,7 +62,7 @@ def _terminator(blk: Block) -> list[int]:
 
 def encode_block(blk: Block, b: int) -> list[int]:
     wb = sum(1 << r for r in blk.writeback)
-    out = [tok("BLK", b), tok("WBL", wb & 0xFF), tok("WBH", wb >> 8), *_terminator(blk)]
+    out = [tok("BLK", b), tok("V", wb), *_terminator(blk)]
     sels = operand_selectors(blk)
     for p, _s, ins in instruction_positions(blk):
         sel = list(sels[p]) + [0] * (3 - len(sels[p]))
@@ -69,9 +70,9 @@ def encode_block(blk: Block, b: int) -> list[int]:
                 tok("SRCAB", sel[0], sel[1]), tok("SRCC", sel[2])]
         for j, o in enumerate(ins.srcs):
             if isinstance(o, Imm) and o.value:
-                out += [tok("IMM", j), *split32(o.value)]
+                out += [tok("IMM", b, p, j), *split32(o.value)]
         if ins.offset:
-            out += [tok("IMM", IMM_FIELDS.index("offset")), *split32(ins.offset)]
+            out += [tok("IMM", b, p, IMM_FIELDS.index("offset")), *split32(ins.offset)]
     return out
 
 

@@ -22,7 +22,7 @@ N_SLOTS = M.STAGES * M.SLOTS                     # instruction positions in a bl
 SEL_FWD = M.REGS
 SEL_IMM = M.REGS + N_SLOTS
 N_SEL = SEL_IMM + 1
-IMM_FIELDS = ("a", "b", "c", "offset")          # IMM(j): operand j's immediate, or offset
+IMM_FIELDS = ("a", "b", "c", "offset")          # IMM(b, p, j): operand j's immediate, or offset
 MASKS = 1 << M.LANES
 
 
@@ -47,9 +47,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("GRID", (M.MAX_CTAS,), "GRID(g-1): g CTAs"),
     Kind("NTID", (M.MAX_THREADS_PER_CTA,), "NTID(n-1): n threads per CTA"),
     # prompt: program ROM, one record per row (fields of a row fit in the conv window)
-    Kind("BLK", (M.ROM_BLOCKS,), "BLK(b): block b's row record: BLK WBL WBH TRM TGT"),
-    Kind("WBL", (256,), "WBL(m): writeback registers r0..r7 as a bit mask"),
-    Kind("WBH", (256,), "WBH(m): writeback registers r8..r15 as a bit mask"),
+    Kind("BLK", (M.ROM_BLOCKS,), "BLK(b) V(wb) TRM TGT: block b's row record; V(wb): the "
+                                 "writeback registers as a 16-bit mask"),
     Kind("TRM", (len(TERMS), M.REGS), "TRM(kind, cond): terminator kind, br's register"),
     Kind("TGT", (M.ROM_BLOCKS, M.ROM_BLOCKS), "TGT(t, f): jmp/bar/br target, br's other"),
     Kind("INS", (M.ROM_BLOCKS, N_SLOTS), "INS(b, p): instruction p = stage*SLOTS+slot of "
@@ -57,7 +56,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("OPD", (len(OP_NAMES), M.REGS), "OPD(op, dst): operation, destination (0: none)"),
     Kind("SRCAB", (N_SEL, N_SEL), "SRCAB(a, b): selectors of operands a and b"),
     Kind("SRCC", (N_SEL,), "SRCC(c): selector of operand c"),
-    Kind("IMM", (len(IMM_FIELDS),), "IMM(j) V(lo) V(hi): an immediate of the last INS"),
+    Kind("IMM", (M.ROM_BLOCKS, N_SLOTS, len(IMM_FIELDS)),
+         "IMM(b, p, j) V(lo) V(hi): immediate j of instruction p of block b"),
     # prompt and trace: memory record
     Kind("ADDR", (M.FLAT_WORDS,), "ADDR(a) V(lo) V(hi): memory word a (flat) holds the value"),
     Kind("GO", (), "last prompt token; the model writes the trace from here"),
@@ -155,7 +155,7 @@ def name(token: int) -> str:
     if kind in ("SRCAB", "SRCC"):
         return f"{kind}({','.join(_sel(s) for s in f)})"
     if kind == "IMM":
-        return f"IMM({IMM_FIELDS[f[0]]})"
+        return f"IMM({f[0]},{f[1]},{IMM_FIELDS[f[2]]})"
     if kind in ("GRID", "NTID"):
         return f"{kind}({f[0] + 1})"
     if kind == "R":
