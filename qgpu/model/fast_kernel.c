@@ -255,6 +255,10 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
     const int32_t n_new = nonzero_entries(m->slots, n_ch, m->newc);
     const int32_t n_proc = merge(m->newc, n_new, win, *n_win, m->proc);
     int32_t n_nz = 0, kept = 0;
+    for (int32_t t = 0; t < n_proc; t++) {  /* many independent misses in flight */
+        __builtin_prefetch(conv + (int64_t)m->proc[t] * K, 1);
+        __builtin_prefetch(L->conv_w + (int64_t)m->proc[t] * K, 0);
+    }
     for (int32_t t = 0; t < n_proc; t++) {
         int32_t c = m->proc[t];
         float *st = conv + (int64_t)c * K;
@@ -284,6 +288,16 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
         l2norm_head(m->qkv + kh * dk, dk, m->sqrt_dk, m->qn + kh * dk, m->nzq + kh * dk, m->nq[kh]);
         l2norm_head(m->qkv + n_qk + kh * dk, dk, 1.0f, m->kn + kh * dk, m->nzk + kh * dk,
                     m->nk[kh]);
+    }
+    for (int32_t s = 0; s < nh; s++) {  /* prefetch the state rows to be written and read */
+        const float *S = S_all + (int64_t)L->head_ids[s] * dk * dv;
+        const int32_t ks = L->key_slot[s];
+        for (int32_t t = 0; t < m->nk[ks]; t++)
+            for (int32_t e = 0; e < dv; e += 16)
+                __builtin_prefetch(S + (int64_t)m->nzk[ks * dk + t] * dv + e, 1);
+        for (int32_t t = 0; t < m->nq[ks]; t++)
+            for (int32_t e = 0; e < dv; e += 16)
+                __builtin_prefetch(S + (int64_t)m->nzq[ks * dk + t] * dv + e, 0);
     }
     const float *z = m->slots + n_ch, *bb = z + nh * dv, *aa = bb + nh;
     memset(m->mixed, 0, sizeof(float) * m->hidden);
@@ -427,6 +441,7 @@ static int32_t head_argmax(const Model *m, const float *x) {
             if (end > hd->n_rows) end = hd->n_rows;
             for (int32_t r = b * hd->block_rows; r < end; r++) {
                 float v = head_row(hd, r, x);
+                if (v != v) return -1;  /* NaN: np.argmax picks the first NaN */
                 int32_t id = hd->row_ids[r];
                 if (v > best || (v == best && id < best_id)) { best = v; best_id = id; }
             }
