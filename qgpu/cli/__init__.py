@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("trace", "decode a launch token stream into readable records"),
     "run": ("run", "compile a CUDA file and launch one kernel"),
     "validate-gpu": ("validate_gpu", "run the kernel suite on a real NVIDIA GPU and compare"),
+    "merge": ("merge", "merge a compiled circuit into a base Qwen3.5 checkpoint"),
 }
 
 

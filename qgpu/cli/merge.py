@@ -1,0 +1,39 @@
+"""cli.merge: `qgpu merge --base DIR --out DIR [--circuit NAME]`: compile a circuit at the
+base checkpoint's per-layer shapes and write one checkpoint holding both (qgpu.merge,
+docs/merge.md): circuit layers in front, GPU tokens appended to the vocabulary and the
+tokenizer. Progress goes to stderr."""
+
+from __future__ import annotations
+
+from qgpu.merge import merge_checkpoint
+from qgpu.merge.circuits import CIRCUITS, compile_named
+from qgpu.merge.layout import NORM_MODES, layer_shape_of
+from qgpu.merge.source import CheckpointSource
+
+DEFAULT_CIRCUIT = "register_echo"  # the machine circuit replaces it once it compiles
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--base", required=True, help="base Qwen3.5 checkpoint directory")
+    parser.add_argument("--out", required=True, help="output directory (new or empty)")
+    parser.add_argument("--circuit", default=DEFAULT_CIRCUIT, choices=sorted(CIRCUITS),
+                        help=f"circuit to merge (default {DEFAULT_CIRCUIT})")
+    parser.add_argument("--norm-mode", default="exact", choices=NORM_MODES,
+                        help="base-norm compensation (exact; ratio/none only to measure)")
+    parser.add_argument("--no-neutralise", action="store_true",
+                        help="let GPU tokens decay/write the base's GDN state (to measure)")
+    parser.add_argument("--shard-gb", type=float, default=4.0, help="shard size in GiB")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def main(args) -> int:
+    base = CheckpointSource(args.base).config
+    part = compile_named(args.circuit, layer_shape_of(base), progress=not args.quiet)
+    layout = merge_checkpoint(args.base, part, args.out, shard_bytes=int(args.shard_gb * 2**30),
+                              progress=not args.quiet, norm_mode=args.norm_mode,
+                              neutralise=not args.no_neutralise)
+    print(f"{args.out}: hidden {layout.hidden} ({layout.base_hidden} base + "
+          f"{layout.circuit_hidden} circuit + {layout.hidden - layout.flag_dim} merge), "
+          f"{layout.circuit_layers} + {layout.base.num_hidden_layers} layers, GPU tokens "
+          f"{layout.gpu_token_offset}..{layout.vocab_size - 1}")
+    return 0

@@ -1,0 +1,84 @@
+"""merge.merge: the two entry points.
+
+    merged, layout = merge_weights(base_weights, part)            # in memory
+    layout = merge_checkpoint(base_dir, part, out_dir)            # directory to directory
+
+`part` is a `merge.layout.CircuitPart` (`circuit_part(compiled, names)`). The directory
+merge streams: each merged tensor is computed and written in row blocks from memory-mapped
+rows of the base, so it never holds a copy of the base or of the merged model; memory is
+the compiled circuit plus one block (merge.size estimates both for a 2B merge). The output
+is a text-only `Qwen3_5ForCausalLM` checkpoint in float32 (the circuit is exact only in
+float32): a release's vision tower and multi-token-prediction weights are not carried
+over (both read the base's hidden size). Also written: the tokenizer with the GPU tokens
+(merge.tokenizer), the base's generation/chat-template files, and `qgpu_merge.json` (the
+layout a runtime needs: GPU token offset, circuit layers and dims).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from qgpu.merge.layout import CircuitPart, MergeError, MergeLayout, make_layout
+from qgpu.merge.source import CheckpointSource, WeightsSource
+from qgpu.merge.tensors import MergedTensors
+from qgpu.merge.tokenizer import add_gpu_tokens
+from qgpu.merge.writer import DEFAULT_SHARD_BYTES, write_checkpoint_tensors
+from qgpu.model.weights import QwenWeights, expected_shapes
+
+LAYOUT_FILE = "qgpu_merge.json"
+COPIED_FILES = ("generation_config.json", "chat_template.jinja", "chat_template.json",
+                "special_tokens_map.json")
+
+
+def _tensors(source, part: CircuitPart, **options) -> tuple[MergedTensors, MergeLayout]:
+    layout = make_layout(source.config, part, **options)
+    return MergedTensors(layout, source, part.weights, part.norm_weight), layout
+
+
+def merge_weights(base: QwenWeights, part: CircuitPart, **options
+                  ) -> tuple[QwenWeights, MergeLayout]:
+    """The merged model in memory (options: norm_mode, neutralise; see MergeLayout)."""
+    tensors, layout = _tensors(WeightsSource(base), part, **options)
+    config = layout.merged_config()
+    merged = {name: tensors.rows(name, 0, shape[0])
+              for name, shape in expected_shapes(config).items()}
+    return QwenWeights(config, merged), layout
+
+
+def merge_checkpoint(base_dir: str | Path, part: CircuitPart, out_dir: str | Path, *,
+                     shard_bytes: int = DEFAULT_SHARD_BYTES, progress: bool = False,
+                     **options) -> MergeLayout:
+    base_dir, out = Path(base_dir), Path(out_dir)
+    if out.resolve() == base_dir.resolve():
+        raise MergeError("the output directory must differ from the base's")
+    if out.exists() and any(out.iterdir()):
+        raise MergeError(f"{out} exists and is not empty")
+    source = CheckpointSource(base_dir)
+    tensors, layout = _tensors(source, part, **options)
+    config = layout.merged_config()
+    if progress:
+        print(f"qgpu merge: base hidden {layout.base_hidden}, {source.config.num_hidden_layers}"
+              f" layers, vocab {layout.gpu_token_offset}; circuit {part.name}: hidden "
+              f"{layout.circuit_hidden}, {layout.circuit_layers} layers, {part.vocab_size} "
+              f"tokens -> hidden {layout.hidden}, {config.num_hidden_layers} layers, vocab "
+              f"{layout.vocab_size}", file=sys.stderr, flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    body = config.to_hf_dict()
+    body.update(source.extra_config)
+    (out / "config.json").write_text(json.dumps(body, indent=2) + "\n")
+    write_checkpoint_tensors(out, expected_shapes(config), tensors.rows,
+                             shard_bytes=shard_bytes, progress=progress)
+    for name in COPIED_FILES:
+        if (base_dir / name).is_file():
+            shutil.copyfile(base_dir / name, out / name)
+    names = part.token_names or [f"{part.name}:{t}" for t in range(part.vocab_size)]
+    has_tokenizer = add_gpu_tokens(base_dir, out, layout.gpu_token_offset, names)
+    info = {"circuit": part.name, **layout.describe(), "tokenizer": has_tokenizer}
+    (out / LAYOUT_FILE).write_text(json.dumps(info, indent=1) + "\n")
+    if progress:
+        print(f"qgpu merge: wrote {out}" + ("" if has_tokenizer else " (no tokenizer in the "
+                                             "base directory)"), file=sys.stderr, flush=True)
+    return layout

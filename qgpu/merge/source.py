@@ -1,0 +1,110 @@
+"""merge.source: the base model's weights, read lazily in row blocks.
+
+A merge never needs the whole base in memory: each merged tensor is written block by
+block from the matching rows of one base tensor. Two sources give the same interface
+(`config`, `shape(name)`, `rows(name, start, stop)` as float32, names as in
+`Qwen3_5ForCausalLM`; a tied base answers `lm_head.weight` with the embedding):
+- `WeightsSource`: a `QwenWeights` in memory (tests, benchmarks);
+- `CheckpointSource`: a model directory, ours or a Qwen3.5 release (text weights under
+  `model.language_model.*`, vision tower and `mtp.*` ignored, sharded, bf16/f16/f32);
+  each block is read through a memory map of just its bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from qgpu.model.checkpoint import (
+    _DTYPES,
+    INDEX_FILE,
+    WEIGHTS_FILE,
+    CheckpointError,
+    read_safetensors_header,
+    text_name,
+)
+from qgpu.model.config import QwenConfig
+from qgpu.model.weights import EMBED, LM_HEAD, QwenWeights, expected_shapes
+
+CARRIED_CONFIG_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
+
+
+class WeightsSource:
+    def __init__(self, weights: QwenWeights):
+        self.weights = weights
+        self.config = weights.config
+        self.extra_config: dict = {}
+
+    def _name(self, name: str) -> str:
+        return EMBED if name == LM_HEAD and self.config.tie_word_embeddings else name
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.weights[self._name(name)].shape
+
+    def rows(self, name: str, start: int, stop: int) -> np.ndarray:
+        return self.weights[self._name(name)][start:stop]
+
+
+class CheckpointSource(WeightsSource):
+    def __init__(self, directory: str | Path):
+        src = Path(directory)
+        config_path = src / "config.json"
+        if not config_path.is_file():
+            raise CheckpointError(f"{src} has no config.json")
+        body = json.loads(config_path.read_text())
+        self.config = QwenConfig.from_hf_dict(body)
+        text = body.get("text_config", {}) if body.get("model_type") != "qwen3_5_text" else {}
+        self.extra_config = {k: body.get(k, text.get(k)) for k in CARRIED_CONFIG_KEYS
+                             if body.get(k, text.get(k)) is not None}
+        if (src / INDEX_FILE).is_file():
+            weight_map = json.loads((src / INDEX_FILE).read_text())["weight_map"]
+            files = sorted({src / f for f in weight_map.values()})
+        else:
+            files = [src / WEIGHTS_FILE]
+        missing_files = [str(f) for f in files if not f.is_file()]
+        if missing_files:
+            raise CheckpointError(f"missing weight files: {missing_files}")
+        wanted = expected_shapes(self.config)
+        self.entries: dict[str, tuple[Path, dict, int]] = {}
+        for path in files:
+            header, data_start = read_safetensors_header(path)
+            for name, entry in header.items():
+                target = None if name == "__metadata__" else text_name(name)
+                if target is None or (target == LM_HEAD and self.config.tie_word_embeddings):
+                    continue
+                if target not in wanted:
+                    raise CheckpointError(f"{path.name}: unexpected tensor {name}")
+                if tuple(entry["shape"]) != wanted[target]:
+                    raise CheckpointError(f"{path.name}: {name} has shape {entry['shape']}, "
+                                          f"the config needs {list(wanted[target])}")
+                if entry["dtype"] not in _DTYPES:
+                    raise CheckpointError(f"{path.name}: {name} has dtype {entry['dtype']}")
+                self.entries[target] = (path, entry, data_start)
+        missing = sorted(set(wanted) - set(self.entries))
+        if missing:
+            raise CheckpointError(f"{src}: missing weights {missing[:5]}"
+                                  f"{' ...' if len(missing) > 5 else ''}")
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return tuple(self.entries[self._name(name)][1]["shape"])
+
+    def rows(self, name: str, start: int, stop: int) -> np.ndarray:
+        path, entry, data_start = self.entries[self._name(name)]
+        shape = entry["shape"]
+        stop = min(stop, shape[0])
+        row_items = int(np.prod(shape[1:], dtype=np.int64))
+        dtype = np.dtype(_DTYPES[entry["dtype"]]).newbyteorder("<")
+        first = entry["data_offsets"][0] + start * row_items * dtype.itemsize
+        count = (stop - start) * row_items
+        if count <= 0:
+            return np.zeros((0, *shape[1:]), np.float32)
+        values = np.memmap(path, dtype=dtype, mode="r", offset=data_start + first,
+                           shape=(count,))
+        if entry["dtype"] == "BF16":
+            out = (values.astype(np.uint32) << 16).view(np.float32)
+        else:
+            out = values.astype(np.float32)
+        del values
+        return out.reshape(stop - start, *shape[1:])

@@ -1,0 +1,93 @@
+"""merge.writer: a float32 safetensors checkpoint written tensor by tensor, block by block.
+
+The names and shapes are known before any data is computed, so every shard's header
+(byte offsets included) is written first and the data streamed after it: memory holds one
+block of rows at a time (`block_rows` keeps a block under BLOCK_BYTES), never a whole
+tensor. Shards are cut at `shard_bytes`; with more than one, `model.safetensors.index.json`
+maps each tensor to its file, as Hugging Face checkpoints do.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from qgpu.model.checkpoint import INDEX_FILE, WEIGHTS_FILE
+
+BLOCK_BYTES = 32 << 20
+DEFAULT_SHARD_BYTES = 4 << 30
+
+
+def block_rows(shape: tuple[int, ...], block_bytes: int = BLOCK_BYTES) -> int:
+    row_bytes = 4 * int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 4
+    return max(1, block_bytes // max(row_bytes, 1))
+
+
+def plan_shards(shapes: dict[str, tuple[int, ...]], shard_bytes: int) -> list[list[str]]:
+    shards: list[list[str]] = [[]]
+    size = 0
+    for name, shape in shapes.items():
+        nbytes = 4 * int(np.prod(shape, dtype=np.int64))
+        if shards[-1] and size + nbytes > shard_bytes:
+            shards.append([])
+            size = 0
+        shards[-1].append(name)
+        size += nbytes
+    return shards
+
+
+def shard_file(index: int, count: int) -> str:
+    return WEIGHTS_FILE if count == 1 else f"model-{index + 1:05d}-of-{count:05d}.safetensors"
+
+
+def write_checkpoint_tensors(directory: Path, shapes: dict[str, tuple[int, ...]],
+                             rows: Callable[[str, int, int], np.ndarray], *,
+                             shard_bytes: int = DEFAULT_SHARD_BYTES,
+                             block_bytes: int = BLOCK_BYTES, progress: bool = False) -> list[str]:
+    """Write every tensor of `shapes` (name -> shape), its data from rows(name, a, b).
+    Returns the shard file names."""
+    shards = plan_shards(shapes, shard_bytes)
+    files = [shard_file(i, len(shards)) for i in range(len(shards))]
+    total = sum(4 * int(np.prod(s, dtype=np.int64)) for s in shapes.values())
+    done, start_time, last = 0, time.perf_counter(), 0.0
+    for file, names in zip(files, shards, strict=True):
+        header: dict = {"__metadata__": {"format": "pt"}}
+        offset = 0
+        for name in names:
+            nbytes = 4 * int(np.prod(shapes[name], dtype=np.int64))
+            header[name] = {"dtype": "F32", "shape": list(shapes[name]),
+                            "data_offsets": [offset, offset + nbytes]}
+            offset += nbytes
+        blob = json.dumps(header, separators=(",", ":")).encode()
+        blob += b" " * (-len(blob) % 8)
+        with open(directory / file, "wb") as f:
+            f.write(struct.pack("<Q", len(blob)))
+            f.write(blob)
+            for name in names:
+                shape = shapes[name]
+                step = block_rows(shape, block_bytes)
+                for a in range(0, shape[0], step):
+                    b = min(shape[0], a + step)
+                    block = np.ascontiguousarray(rows(name, a, b), dtype="<f4")
+                    if block.shape != (b - a, *shape[1:]):
+                        raise ValueError(f"{name} rows {a}:{b} came back as {block.shape}")
+                    f.write(block.tobytes())
+                    done += block.nbytes
+                now = time.perf_counter()
+                if progress and (now - last > 2.0 or done == total):
+                    last = now
+                    print(f"qgpu merge: {done / 2**20:,.0f} / {total / 2**20:,.0f} MiB "
+                          f"written ({now - start_time:.0f} s), {name}",
+                          file=sys.stderr, flush=True)
+    if len(files) > 1:
+        weight_map = {name: file for file, names in zip(files, shards, strict=True)
+                      for name in names}
+        (directory / INDEX_FILE).write_text(json.dumps(
+            {"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1) + "\n")
+    return files
