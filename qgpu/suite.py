@@ -259,3 +259,50 @@ def run_case(spec: KernelSpec, launch: dict, engine: str = "interp"):
     if tokens is not None and not isinstance(tokens, int):
         tokens = len(tokens)
     return outputs, spec.oracle(launch), tokens
+
+
+# --- the suite as a table ----------------------------------------------------------------
+
+
+def suite_table(specs: list[KernelSpec], engine: str = "interp") -> list[dict]:
+    """One row per (kernel, launch): whether the outputs equal the oracle, and the
+    launch's trace tokens (None when the engine does not report them)."""
+    rows = []
+    for spec in specs:
+        for index, launch in enumerate(spec.launches):
+            row = {"case": spec.case_id(index), "ok": False, "tokens": None, "error": None}
+            try:
+                outputs, expected, tokens = run_case(spec, launch, engine)
+            except QgpuError as exc:
+                row["error"] = f"{type(exc).__name__}: {exc}"
+            else:
+                row["ok"] = all(np.array_equal(outputs[k], v) for k, v in expected.items())
+                row["tokens"] = tokens
+            rows.append(row)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m qgpu.suite [--engine E] [NAME ...]: run the suite, print one line per
+    launch (status, tokens) and a summary; exit status 1 when any launch fails."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m qgpu.suite", description=main.__doc__)
+    parser.add_argument("names", nargs="*", help="suite kernel names (default: all)")
+    parser.add_argument("--engine", default="interp")
+    args = parser.parse_args(argv)
+    specs = [s for s in load_suite() if not args.names or s.name in args.names]
+    rows = suite_table(specs, args.engine)
+    for row in rows:
+        status = "ok" if row["ok"] else ("ERROR " + row["error"] if row["error"] else "WRONG")
+        tokens = "" if row["tokens"] is None else f"{row['tokens']:7d} tokens"
+        print(f"{row['case']:48s} {tokens:14s} {status}")
+    passed = sum(r["ok"] for r in rows)
+    counted = [r["tokens"] for r in rows if r["tokens"] is not None]
+    total = f", {sum(counted)} tokens in all" if counted else ""
+    print(f"{len(specs)} kernels, {passed}/{len(rows)} launches equal to the oracle{total}")
+    return 0 if passed == len(rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
