@@ -15,10 +15,11 @@ from qgpu.circuit.schedule import LayerShape
 from qgpu.merge.layout import CircuitPart, MergeError, circuit_part
 
 
-def demo_part(name: str, shape: LayerShape, progress: bool = False) -> CircuitPart:
+def demo_part(name: str, shape: LayerShape, progress: bool = False,
+              cache: bool = True) -> CircuitPart:
     """A demo circuit compiled at `shape`, its tokens named `<demo>.<token>`."""
     demo = DEMOS[name]()
-    compiled = compile_circuit(demo.circuit, shape, progress=progress)
+    compiled = compile_circuit(demo.circuit, shape, progress=progress, cache=cache)
     names = [f"{name}.{demo.vocab.name(t)}" for t in range(demo.vocab.size)]
     return circuit_part(compiled, names)
 

@@ -103,10 +103,10 @@ def check_shapes(base: QwenConfig, circuit: QwenConfig) -> None:
 
 
 def squares(n: int, k: int) -> tuple[int, ...] | None:
-    """k positive integers whose squares sum to n, or None."""
+    """k positive integers whose squares sum to n, or None (k = 4 always succeeds, possibly
+    with zeros: Lagrange's theorem)."""
     if k == 4:
-        parts = four_squares(n)
-        return parts if all(parts) else None
+        return four_squares(n)
     if k == 1:
         r = math.isqrt(n)
         return (r,) if r > 0 and r * r == n else None
