@@ -25,7 +25,7 @@ from qgpu.merge.layout import CircuitPart, MergeError, MergeLayout, make_layout
 from qgpu.merge.source import CheckpointSource, WeightsSource
 from qgpu.merge.tensors import MergedTensors
 from qgpu.merge.tokenizer import add_gpu_tokens
-from qgpu.merge.writer import DEFAULT_SHARD_BYTES, write_checkpoint_tensors
+from qgpu.merge.writer import BLOCK_BYTES, DEFAULT_SHARD_BYTES, write_checkpoint_tensors
 from qgpu.model.weights import QwenWeights, expected_shapes
 
 LAYOUT_FILE = "qgpu_merge.json"
@@ -49,8 +49,8 @@ def merge_weights(base: QwenWeights, part: CircuitPart, **options
 
 
 def merge_checkpoint(base_dir: str | Path, part: CircuitPart, out_dir: str | Path, *,
-                     shard_bytes: int = DEFAULT_SHARD_BYTES, progress: bool = False,
-                     **options) -> MergeLayout:
+                     shard_bytes: int = DEFAULT_SHARD_BYTES, block_bytes: int = BLOCK_BYTES,
+                     progress: bool = False, **options) -> MergeLayout:
     base_dir, out = Path(base_dir), Path(out_dir)
     if out.resolve() == base_dir.resolve():
         raise MergeError("the output directory must differ from the base's")
@@ -70,7 +70,8 @@ def merge_checkpoint(base_dir: str | Path, part: CircuitPart, out_dir: str | Pat
     body.update(source.extra_config)
     (out / "config.json").write_text(json.dumps(body, indent=2) + "\n")
     write_checkpoint_tensors(out, expected_shapes(config), tensors.rows,
-                             shard_bytes=shard_bytes, progress=progress)
+                             shard_bytes=shard_bytes, block_bytes=block_bytes,
+                             progress=progress)
     for name in COPIED_FILES:
         if (base_dir / name).is_file():
             shutil.copyfile(base_dir / name, out / name)
