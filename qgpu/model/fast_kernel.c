@@ -177,7 +177,7 @@ typedef struct {
     Head head;
     /* scratch, sized by the planner */
     float *h, *x, *mixed, *slots, *qkv, *qn, *kn, *o, *y, *units, *forms, *head_x;
-    int32_t *nzq, *nzk, *nq, *nk, *nzch, *newc, *proc, *group_order;
+    int32_t *nzq, *nzk, *nq, *nk, *nzch, *newc, *proc, *unit_list, *group_order;
     double *group_ub;
 } Model;
 
@@ -360,12 +360,17 @@ static void mlp_layer(const Model *m, const Layer *L) {
     memset(m->forms, 0, sizeof(float) * L->n_forms);
     csc_apply(&L->gate, m->x, m->forms);
     const float bias_in = L->bias_col >= 0 ? m->x[L->bias_col] : 0.0f;
-    for (int32_t u = 0; u < L->n_units; u++)
-        m->units[u] = m->forms[L->unit_form[u]] + L->unit_bias[u] * bias_in;
+    for (int32_t u = 0; u < L->n_units; u++) {  /* silu(gate): saturated sides by select */
+        const float g = m->forms[L->unit_form[u]] + L->unit_bias[u] * bias_in;
+        float s = g >= 17.0f ? g : 0.0f;
+        if (__builtin_expect(g > -89.0f && g < 17.0f && g != 0.0f, 0)) s = g / (1.0f + np_expf(-g));
+        m->units[u] = s;
+    }
+    const int32_t n_on = nonzero_entries(m->units, L->n_units, m->unit_list);
     for (int32_t t = 0; t < L->n_down_rows; t++) m->mixed[L->down_rows[t]] = 0.0f;
-    for (int32_t u = 0; u < L->n_units; u++) {
-        float s = silu(m->units[u]);
-        if (s == 0.0f) continue;
+    for (int32_t t = 0; t < n_on; t++) {  /* units whose silu(gate) is +-0 add +-0 */
+        const int32_t u = m->unit_list[t];
+        const float s = m->units[u];
         float up = 0.0f;
         for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++) up += L->up_val[p] * m->x[L->up_col[p]];
         float act = s * up;

@@ -71,7 +71,7 @@ class Model(ctypes.Structure):
         ("qn", F32P), ("kn", F32P), ("o", F32P), ("y", F32P), ("units", F32P),
         ("forms", F32P), ("head_x", F32P),
         ("nzq", I32P), ("nzk", I32P), ("nq", I32P), ("nk", I32P), ("nzch", I32P),
-        ("newc", I32P), ("proc", I32P),
+        ("newc", I32P), ("proc", I32P), ("unit_list", I32P),
         ("group_order", I32P),
         ("group_ub", F64P),
     ]

@@ -138,7 +138,7 @@ class NativePlan:
         for name, n in (("nzq", sizes["key"] * dk), ("nzk", sizes["key"] * dk),
                         ("nq", sizes["key"]), ("nk", sizes["key"]),
                         ("nzch", sizes["channels"]), ("newc", sizes["channels"]),
-                        ("proc", sizes["channels"]),
+                        ("proc", sizes["channels"]), ("unit_list", sizes["units"]),
                         ("group_order", max(m.head.n_groups, 1))):
             setattr(m, name, self._i(np.zeros(n, np.int32)))
         ub = np.zeros(max(m.head.n_groups, 1), np.float64)
