@@ -360,13 +360,15 @@ static void mlp_layer(const Model *m, const Layer *L) {
     memset(m->forms, 0, sizeof(float) * L->n_forms);
     csc_apply(&L->gate, m->x, m->forms);
     const float bias_in = L->bias_col >= 0 ? m->x[L->bias_col] : 0.0f;
+    int32_t n_on = 0;
     for (int32_t u = 0; u < L->n_units; u++) {  /* silu(gate): saturated sides by select */
         const float g = m->forms[L->unit_form[u]] + L->unit_bias[u] * bias_in;
         float s = g >= 17.0f ? g : 0.0f;
         if (__builtin_expect(g > -89.0f && g < 17.0f && g != 0.0f, 0)) s = g / (1.0f + np_expf(-g));
         m->units[u] = s;
+        m->unit_list[n_on] = u;  /* branch-free append of the units that are on */
+        n_on += s != 0.0f;
     }
-    const int32_t n_on = nonzero_entries(m->units, L->n_units, m->unit_list);
     for (int32_t t = 0; t < L->n_down_rows; t++) m->mixed[L->down_rows[t]] = 0.0f;
     for (int32_t t = 0; t < n_on; t++) {  /* units whose silu(gate) is +-0 add +-0 */
         const int32_t u = m->unit_list[t];
