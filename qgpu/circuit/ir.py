@@ -232,9 +232,12 @@ class Table(Node):
                                 clear and as_ref(clear))
 
     def read(self, query: Source | int, *, lags: Sequence[int] = (0,),
-             gate: Source | None = None, name: str | None = None) -> Read:
+             gate: Source | None = None, name: str | None = None,
+             restore: bool = True) -> Read:
         """A read port (its own head per segment): row `query` as clean bits (`.bits`),
         and `.found` (+1 when the row was ever written) if the table has presence.
+        restore=False leaves only the raw read (`.raw`) for a unit of the caller's that
+        restores it (e.g. several exclusive reads combined in one step per bit).
         lags: the query is the sum of the query dims of these tokens back (0 = this one);
         the caller makes sure at most one of them names a row."""
         name = name or f"{self.name}.read{len(self.reads)}"
@@ -248,7 +251,8 @@ class Table(Node):
         read = Read(query, tuple(sorted(set(lags))), gate and as_ref(gate), raw, None, None)
         from qgpu.circuit.units import restore_bits  # units build on the IR
 
-        read.bits, read.found = restore_bits(c, raw, self.width, self.presence, name)
+        if restore:
+            read.bits, read.found = restore_bits(c, raw, self.width, self.presence, name)
         self.reads.append(read)
         return read
 

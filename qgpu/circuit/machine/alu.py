@@ -1,0 +1,144 @@
+"""machine.alu: one instruction position of one lane, as three units in three MLPs.
+
+- `operands`: a, b, c (32 bits each) = register-file read + immediate + forwarded result
+  of an earlier stage (at most one of them is non-zero: a selector names one source, a
+  register read with a none query and an immediate row never written both read 0); the
+  forwarded part is a product selector x result bit, exact;
+- `alu_low`: the low halves of add and sub (16-bit adders, sawtooth steps on exact
+  partial sums, carries out), the unsigned comparison of the low halves, `c != 0`;
+- `alu_high`: every result bit: the low halves passed on, the high halves of add/sub
+  with the carry in, and, or, xor, mov, selp, the comparisons (high halves decide,
+  the low comparison breaks ties: [D_hi + ge_lo >= 1] is A >= B), special registers.
+Every family is gated by its operation bit inside its steps (a disabled family adds
+exactly 0), so the families write the same result dims and the result is exactly one
+family's value.
+"""
+
+from __future__ import annotations
+
+from qgpu.circuit.ir import BITS, Circuit, Signal
+from qgpu.circuit.machine.bookkeeping import Bookkeeping
+from qgpu.circuit.machine.logic import WIDE, unit
+from qgpu.circuit.machine.rom import Instruction
+from qgpu.circuit.primitives import plus, scaled
+
+LO = 16
+READY = 38  # alu_low's always-on bit
+
+
+def operands(c: Circuit, ins: Instruction, lane: int, regs: list, earlier: list) -> Signal:
+    """a | b | c as 96 bits. regs: per operand the register read; earlier: the results
+    (this lane) of the positions ins.forwards index."""
+    p = ins.position
+    args = [*regs, *ins.imms] + [f for f in ins.forwards if f is not None] + list(earlier)
+
+    def body(ctx, outs):
+        (out,) = outs
+        for j in range(3):
+            for i in range(32):
+                d = out[32 * j + i]
+                ctx.linear(plus(ctx.v01(regs[j], i), ctx.v01(ins.imms[j], i)), {d: 2.0})
+                for k, res in enumerate(earlier):
+                    ctx.product(ctx.v01(ins.forwards[j], k), {ctx.d(res)[i]: 0.5,
+                                                              ctx.one: 0.5}, {d: 2.0})
+
+    (out,) = unit(c, f"operands.{p}.{lane}", args, [(f"operands.{p}.{lane}", BITS, 96)], body)
+    return out
+
+
+def _adder_low(ctx, a, b_form, carry_in: float, out, carry, en):
+    """Bits 0..15 of a + b (+ carry_in) into out, the carry into `carry`, gated by en."""
+    for j in range(LO):
+        s = plus(*(scaled(plus(ctx.v01(a, i), b_form(i)), 2.0 ** i) for i in range(j + 1)),
+                 ctx.const(carry_in))
+        for k, sign in ((1, 2.0), (2, -2.0), (3, 2.0)):
+            ctx.step(s, k * 2 ** j, {out[j]: sign}, when=[en], big=WIDE)
+        if j == LO - 1:
+            ctx.step(s, 2 ** LO, {carry: 2.0}, when=[en], big=WIDE)
+
+
+def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> Signal:
+    """add lo (16) | add carry | sub lo (16) | sub carry | ge_lo | le_lo | eq_lo | c != 0 |
+    ready (always +1: reads for the next stage gate on it, so they are placed in the
+    layer of this unit's successor instead of long before they are needed)."""
+    a, b, cc = opnd[0:32], opnd[32:64], opnd[64:96]
+
+    def body(ctx, outs):
+        (o,) = outs
+        _adder_low(ctx, a, lambda i: ctx.v01(b, i), 0, o[0:16], o[16], ctx.v01(ins.op("add")))
+        _adder_low(ctx, a, lambda i: plus(ctx.const(1), scaled(ctx.v01(b, i), -1)), 1,
+                   o[17:33], o[33], ctx.v01(ins.op("sub")))
+        d = plus(ctx.num(a, 0, LO), scaled(ctx.num(b, 0, LO), -1))
+        ctx.step(d, 0, {o[34]: 2.0}, big=WIDE)
+        ctx.step(scaled(d, -1), 0, {o[35]: 2.0}, big=WIDE)
+        ctx.step(d, 0, {o[36]: 2.0})
+        ctx.step(d, 1, {o[36]: -2.0})
+        ctx.step(ctx.sum01(cc), 1, {o[37]: 2.0})
+        ctx.constant({o[38]: 2.0})
+
+    (out,) = unit(c, f"alu_low.{ins.position}.{lane}", [opnd, ins.ops],
+                  [(f"alu_low.{ins.position}.{lane}", BITS, 39)], body)
+    return out
+
+
+SET_OPS = {  # name: (signed, kind)
+    "seteq": (False, "eq"), "setne": (False, "ne"),
+    "setlt.s": (True, "lt"), "setle.s": (True, "le"), "setgt.s": (True, "gt"),
+    "setge.s": (True, "ge"), "setlt.u": (False, "lt"), "setle.u": (False, "le"),
+    "setgt.u": (False, "gt"), "setge.u": (False, "ge"),
+}
+
+
+def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
+             bk: Bookkeeping) -> Signal:
+    """The 32 result bits of position ins.position for this lane."""
+    a, b = opnd[0:32], opnd[32:64]
+
+    def body(ctx, outs):
+        (r,) = outs
+
+        def en(name):
+            return ctx.v01(ins.op(name))
+
+        for i in range(LO):  # add / sub low halves (0 when their op is off)
+            ctx.linear(plus(ctx.v01(low, i), ctx.v01(low, 17 + i)), {r[i]: 2.0})
+        for name, carry, b_form in (
+                ("add", 16, lambda i: ctx.v01(b, i)),
+                ("sub", 33, lambda i: plus(ctx.const(1), scaled(ctx.v01(b, i), -1)))):
+            for j in range(LO, 32):
+                s = plus(*(scaled(plus(ctx.v01(a, i), b_form(i)), 2.0 ** (i - LO))
+                           for i in range(LO, j + 1)), ctx.v01(low, carry))
+                for k, sign in ((1, 2.0), (2, -2.0), (3, 2.0)):
+                    ctx.step(s, k * 2 ** (j - LO), {r[j]: sign}, when=[en(name)], big=WIDE)
+        for i in range(32):
+            ab = plus(ctx.v01(a, i), ctx.v01(b, i))
+            ctx.step(ab, 2, {r[i]: 2.0}, when=[en("and")])
+            ctx.step(ab, 1, {r[i]: 2.0}, when=[en("or")])
+            ctx.step(ab, 1, {r[i]: 2.0}, when=[en("xor")])
+            ctx.step(ab, 2, {r[i]: -2.0}, when=[en("xor")])
+            ctx.step(ctx.v01(a, i), 1, {r[i]: 2.0}, when=[en("mov")])
+            ctx.step(plus(ctx.v01(a, i), ctx.v01(low, 37)), 2, {r[i]: 2.0}, when=[en("selp")])
+            ctx.step(plus(ctx.v01(b, i), ctx.const(1), scaled(ctx.v01(low, 37), -1)), 2,
+                     {r[i]: 2.0}, when=[en("selp")])
+        ge_lo, le_lo, eq_lo = ctx.v01(low, 34), ctx.v01(low, 35), ctx.v01(low, 36)
+        for name, (signed, kind) in SET_OPS.items():
+            d = plus(ctx.num(a, LO, 32, signed), scaled(ctx.num(b, LO, 32, signed), -1))
+            e = plus(d, scaled(ctx.const(1), 2.0 ** 17), scaled(eq_lo, -(2.0 ** 17)))
+            conds = {"ge": [(plus(d, ge_lo), 1, 2.0)],
+                     "le": [(plus(scaled(d, -1), le_lo), 1, 2.0)],
+                     "lt": [(plus(scaled(d, -1), scaled(ge_lo, -1)), 0, 2.0)],
+                     "gt": [(plus(d, scaled(le_lo, -1)), 0, 2.0)],
+                     "eq": [(e, 0, 2.0), (e, 1, -2.0)],
+                     "ne": [(scaled(e, -1), 1, 2.0), (e, 1, 2.0)]}[kind]
+            for form, t, sign in conds:
+                ctx.step(form, t, {r[0]: sign}, when=[en(name)], big=4 * WIDE)
+        for i in range(2):  # tid and laneid: the lane (one warp); ctaid, warpid: 0
+            if lane >> i & 1:
+                ctx.linear(plus(en("tid"), en("laneid")), {r[i]: 2.0})
+        for name, value in (("ntid", bk.ntid), ("nctaid", bk.nctaid)):
+            for i in range(len(value)):
+                ctx.step(ctx.v01(value, i), 1, {r[i]: 2.0}, when=[en(name)])
+
+    (out,) = unit(c, f"alu_high.{ins.position}.{lane}", [opnd, low, ins.ops, bk.ntid, bk.nctaid],
+                  [(f"result.{ins.position}.{lane}", BITS, 32)], body)
+    return out

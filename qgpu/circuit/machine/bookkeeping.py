@@ -1,0 +1,176 @@
+"""machine.bookkeeping: what every position knows early: the token's own fields (the
+embedding), the latches (current block and active mask written at EXEC; the last non-V
+token's kind and register, written at every non-V token; the launch configuration), the
+count of V tokens since the last non-V token, and the lane order of the active mask.
+
+Lane order: the n-th value token after R(r) (n = 1, 2, ...) belongs to the
+((n-1) // 2)-th active lane, half (n-1) % 2. `lane_order` gives e[L, j] = "lane L is the
+j-th active lane" and popc[k] = "k lanes are active"; `value_slots` turns the counter into
+which (lane, half) the *next* value token carries and whether the record is done.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from qgpu.circuit.ir import BITS, Circuit, Signal
+from qgpu.circuit.machine.logic import true_bit, unit
+from qgpu.circuit.primitives import plus, scaled
+from qgpu.isa import machine as M
+from qgpu.protocol.vocab import VOCAB_SIZE, fields_of
+
+LANES = M.LANES
+COUNT_LIMIT = 2 * LANES  # value tokens in one R record at most
+
+
+def _parsed() -> list[tuple[str, tuple[int, ...]]]:
+    return [fields_of(t) for t in range(VOCAB_SIZE)]
+
+
+class TokenTable:
+    """Builds embedding inputs from the parsed vocabulary with numpy (73k tokens)."""
+
+    def __init__(self, c: Circuit):
+        self.c = c
+        self.parsed = _parsed()
+        self.kinds = np.array([k for k, _ in self.parsed])
+
+    def _ids(self, kind: str) -> np.ndarray:
+        return np.flatnonzero(self.kinds == kind)
+
+    def flag(self, name: str, *kinds: str) -> Signal:
+        on = set(kinds)
+        return self.c.token_flag(name, lambda t: self.parsed[t][0] in on)
+
+    def not_flag(self, name: str, kind: str) -> Signal:
+        return self.c.token_flag(name, lambda t: self.parsed[t][0] != kind)
+
+    def field_bits(self, name: str, kind: str, index: int, width: int, offset: int = 0,
+                   ) -> Signal:
+        """Bits of field `index` (+ offset) of tokens of `kind`; 0 for other tokens."""
+        def value(t):
+            k, f = self.parsed[t]
+            return f[index] + offset if k == kind else 0
+        return self.c.token_bits(name, width, value)
+
+    def field_onehot(self, name: str, kind: str, members: int, index: int = 0,
+                     where: dict[int, int] | None = None) -> Signal:
+        """One-hot of field `index` for tokens of `kind` whose other fields match `where`
+        (field -> value); the none member for every other token."""
+        where = where or {}
+
+        def member(t):
+            k, f = self.parsed[t]
+            if k != kind or any(f[i] != v for i, v in where.items()):
+                return None
+            return f[index]
+        return self.c.token_onehot(name, members, member)
+
+
+@dataclass
+class Bookkeeping:
+    is_v: Signal
+    is_nonv: Signal
+    is_exec: Signal
+    is_r: Signal
+    is_end: Signal
+    is_go: Signal
+    v_bits: Signal
+    exec_block: Signal  # one-hot, EXEC tokens only
+    end_taken: Signal  # END(t)'s t
+    cur_block: Signal  # latch: block of the last EXEC (bits)
+    cur_mask: Signal  # latch: its active mask (bits)
+    rec_is_r: Signal  # latch: the last non-V token was R
+    rec_reg: Signal  # latch: its register (0 for other tokens)
+    ntid: Signal  # latch: threads per CTA (the value n, bits)
+    nctaid: Signal  # latch: CTAs (the value g, bits)
+    count: Signal  # one-hot 0..COUNT_LIMIT: V tokens since the last non-V token
+    cur_block_onehot: Signal
+    rec_reg_onehot: Signal
+    lane_rank: Signal  # bits e[L * LANES + j]: lane L is the j-th active lane
+    popc: Signal  # bits popc[k - 1]: k lanes active (k = 1..LANES)
+    present: Signal  # bits: lane L exists (one warp: L < ntid)
+
+
+def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
+    from qgpu.circuit import units as U
+
+    is_v = tt.flag("is_v", "V")
+    is_nonv = tt.not_flag("is_nonv", "V")
+    is_exec = tt.flag("is_exec", "EXEC")
+    is_r = tt.flag("is_r", "R")
+    is_end = tt.flag("is_end", "END")
+    is_go = tt.flag("is_go", "GO")
+    is_ntid = tt.flag("is_ntid", "NTID")
+    v_bits = tt.field_bits("v", "V", 0, 16)
+    exec_block = tt.field_onehot("exec.block", "EXEC", M.ROM_BLOCKS)
+    exec_bits = tt.field_bits("exec.block_bits", "EXEC", 0, 5)
+    exec_mask = tt.field_bits("exec.mask", "EXEC", 2, LANES)
+    r_reg = tt.field_bits("r.reg", "R", 0, 4)
+    end_taken = tt.field_bits("end.taken", "END", 0, LANES)
+    ntid_value = tt.field_bits("ntid.value", "NTID", 0, 5, offset=1)
+    grid_value = tt.field_bits("grid.value", "GRID", 0, 3, offset=1)
+
+    cur = c.table("latch.exec", rows=1, width=5 + LANES)
+    cur.write(0, [(exec_bits, 0), (exec_mask, 0)], enable=is_exec)
+    cur_read = cur.read(0, name="cur").bits
+    rec = c.table("latch.record", rows=1, width=5)
+    rec.write(0, [(is_r, 0), (r_reg, 0)], enable=is_nonv)
+    rec_read = rec.read(0, name="rec").bits
+    launch = c.table("latch.launch", rows=1, width=8)
+    launch.write(0, [(ntid_value, 0), (grid_value, 1)], enable=is_ntid)
+    launch_read = launch.read(0, name="launch").bits
+    count = c.counter("count", reset=is_nonv, tick=is_v, limit=COUNT_LIMIT)
+
+    cur_block, cur_mask = cur_read[0:5], cur_read[5:5 + LANES]
+    ntid, nctaid = launch_read[0:5], launch_read[5:8]
+    cur_block_onehot = U.decode(c, cur_block, name="cur.block_onehot")
+    rec_reg_onehot = U.decode(c, rec_read[1:5], name="rec.reg_onehot")
+
+    def rank(ctx, outs):
+        (e, pc) = outs
+        for lane in range(LANES):  # [4 m_L + c_L >= j + 4] - [... >= j + 5] = [m_L, c_L == j]
+            form = plus(ctx.sum01(cur_mask, range(lane)), scaled(ctx.v01(cur_mask, lane), 4))
+            for j in range(LANES):
+                ctx.step(form, j + 4, true_bit(e[lane * LANES + j]))
+                ctx.step(form, j + 5, {e[lane * LANES + j]: -2.0})
+        total = ctx.sum01(cur_mask)
+        for k in range(1, LANES + 1):
+            ctx.step(total, k, true_bit(pc[k - 1]))
+            ctx.step(total, k + 1, {pc[k - 1]: -2.0})
+
+    lane_rank, popc = unit(c, "lanes", [cur_mask], [("lane_rank", BITS, LANES * LANES),
+                                                    ("popc", BITS, LANES)], rank)
+
+    def presence(ctx, outs):
+        (p,) = outs
+        for lane in range(LANES):
+            ctx.step(ctx.num(ntid), lane + 1, true_bit(p[lane]))
+
+    (present,) = unit(c, "present", [ntid], [("present", BITS, LANES)], presence)
+    return Bookkeeping(is_v, is_nonv, is_exec, is_r, is_end, is_go, v_bits, exec_block,
+                       end_taken, cur_block, cur_mask, rec_read[0:1], rec_read[1:5], ntid,
+                       nctaid, count, cur_block_onehot, rec_reg_onehot, lane_rank, popc,
+                       present)
+
+
+def value_slots(c: Circuit, bk: Bookkeeping) -> tuple[Signal, Signal]:
+    """(next, done): next[L * 2 + h] = the next value token is lane L's half h (from the
+    count n since R: index n + 1, active lane n // 2, half n % 2); done = this is the last
+    value token of the record (n = 2 * active lanes)."""
+
+    def body(ctx, outs):
+        nxt, done = outs
+        for lane in range(LANES):
+            for h in range(2):
+                for j in range(LANES):
+                    ctx.step(ctx.v01(bk.count.member(2 * j + h)), 1, true_bit(nxt[2 * lane + h]),
+                             when=[ctx.v01(bk.lane_rank, lane * LANES + j)])
+        for k in range(1, LANES + 1):
+            ctx.step(ctx.v01(bk.count.member(2 * k)), 1, true_bit(done[0]),
+                     when=[ctx.v01(bk.popc, k - 1)])
+
+    return tuple(unit(c, "value_slots", [bk.count, bk.lane_rank, bk.popc],
+                      [("value.next", BITS, 2 * LANES), ("value.done", BITS, 1)], body))

@@ -1,0 +1,82 @@
+"""machine.build: the whole machine circuit from a `MachineSpec`, and its compilation for
+a layer shape (cached on disk by the compiler; progress on stderr).
+
+    compiled = compile_machine(LayerShape.qwen35_2b(), MachineSpec(slots=1), progress=True)
+    compiled.weights   # FastEngine(compiled.weights) runs launches (qgpu.runtime)
+
+Output rules (the token the model writes after each trace position): V(value) while an R
+record has values left; R(next writeback register) or END(t) at EXEC and at a record's
+last value; EXEC(b, w, m) or HALT at GO and END. Prompt positions fall to the default
+(LAUNCH), which the host never reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from qgpu.circuit.compile import Compiled, compile_circuit
+from qgpu.circuit.ir import Circuit
+from qgpu.circuit.machine.alu import READY, alu_high, alu_low, operands
+from qgpu.circuit.machine.bookkeeping import LANES, TokenTable, bookkeeping, value_slots
+from qgpu.circuit.machine.emission import emission
+from qgpu.circuit.machine.registers import RegisterFile, write_keys
+from qgpu.circuit.machine.rom import block_row, immediates, rom
+from qgpu.circuit.machine.schedule_pcs import scheduler
+from qgpu.circuit.machine.spec import MachineSpec
+from qgpu.circuit.outputs import default_token, output_member, output_token, output_value
+from qgpu.circuit.schedule import LayerShape
+from qgpu.protocol.vocab import VOCAB_SIZE, base, count, tok
+
+
+def _source_digest() -> str:
+    """The machine's own sources (the compiler's cache key covers qgpu/circuit/*.py only)."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def build_machine(spec: MachineSpec | None = None) -> Circuit:
+    spec = spec or MachineSpec()
+    c = Circuit(f"qgpu_machine_s{spec.slots}_{_source_digest()}", VOCAB_SIZE)
+    tt = TokenTable(c)
+    bk = bookkeeping(c, tt)
+    value_next, value_done = value_slots(c, bk)
+    ins = rom(c, tt, bk, spec)
+    block = block_row(c, tt, bk)
+    rf = RegisterFile(c, bk, write_keys(c, bk))
+    results, ready = {}, None
+    for k in range(spec.stages):
+        stage = [i for i in ins if spec.stage_of(i.position) == k]
+        regs = rf.stage_reads(k, stage, ready)
+        for i in stage:
+            immediates(c, tt, bk, i, ready)
+        lows = []
+        for i in stage:
+            for lane in range(LANES):
+                earlier = [results[(q, lane)] for q in spec.earlier(i.position)]
+                opnd = operands(c, i, lane, [regs[(i.position, j, lane)] for j in range(3)],
+                                earlier)
+                low = alu_low(c, i, lane, opnd)
+                lows.append(low)
+                results[(i.position, lane)] = alu_high(c, i, lane, opnd, low, bk)
+        ready = lows[0][READY]
+    conds = rf.condition_reads(block, ready)
+    em = emission(c, bk, ins, block, results, conds, value_next, value_done)
+    sch = scheduler(c, bk, block)
+    output_value(c, em.value, list(range(1 << 16)), when=em.emit_value)
+    output_member(c, em.next_reg, [tok("R", r) for r in range(16)], when=em.emit_r)
+    output_member(c, em.taken_onehot, [tok("END", t) for t in range(1 << LANES)],
+                  when=em.emit_end)
+    output_value(c, sch.next_exec, list(range(base("EXEC"), base("EXEC") + count("EXEC"))),
+                 when=sch.emit_exec)
+    output_token(c, tok("HALT"), when=sch.halt)
+    default_token(c, tok("LAUNCH"))
+    return c
+
+
+def compile_machine(shape: LayerShape | None = None, spec: MachineSpec | None = None, *,
+                    cache: bool | str | Path = True, progress: bool = False) -> Compiled:
+    shape = shape or LayerShape.qwen35_2b()
+    return compile_circuit(build_machine(spec), shape, cache=cache, progress=progress)

@@ -1,0 +1,193 @@
+"""machine.emission: from a block's results to the trace tokens that carry them.
+
+- Result queue: a table per instruction position P, rows = registers, one row of all
+  lanes' 32-bit results (128 bits, two heads). At EXEC the table is cleared and row
+  dst(P) written when P is the last writer of a writeback register (so exactly one table
+  holds each writeback register's final value). Every later position reads row r of
+  every table (r from the record latch); the reads of tables that do not hold r are 0,
+  so one step per output bit restores their sum directly, gated by which (lane, half)
+  comes next.
+- Branch outcome: the condition register's value after the block (the result of its
+  last writer in the block, else the register file), tested != 0 per active lane; latched
+  at EXEC and emitted as END(t).
+- Next token at EXEC and at the last value of an R record: R(next writeback register
+  after r) or END(t).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qgpu.circuit import units as U
+from qgpu.circuit.ir import BITS, ONEHOT, READ_SCALE, Circuit, Signal
+from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping
+from qgpu.circuit.machine.logic import true_bit, true_member, unit
+from qgpu.circuit.machine.rom import BlockRow, Instruction
+from qgpu.circuit.primitives import plus, scaled
+from qgpu.isa import machine as M
+
+
+@dataclass
+class Emission:
+    value: Signal  # 16 bits of the next value token
+    emit_value: Signal
+    next_reg: Signal  # one-hot register of the next R
+    emit_r: Signal
+    taken_onehot: Signal  # one-hot END(t)
+    emit_end: Signal
+
+
+def queue_keys(c: Circuit, ins: list[Instruction], block: BlockRow) -> list[Signal]:
+    """Per position: one-hot row dst(P) when P writes back its destination's final value."""
+    n = len(ins)
+
+    def pre(ctx, outs):
+        wbsel, same = outs
+        for a, i in enumerate(ins):
+            for q in range(1, M.REGS):
+                ctx.step(ctx.v01(i.dst_onehot.member(q)), 1, true_bit(wbsel[a]),
+                         when=[ctx.v01(block.wb, q)])
+        k = 0
+        for a in range(n):
+            for b in range(a + 1, n):
+                d = plus(ctx.num(ins[a].dst), scaled(ctx.num(ins[b].dst), -1))
+                ctx.step(d, 0, true_bit(same[k]))
+                ctx.step(d, 1, {same[k]: -2.0})
+                k += 1
+
+    pairs = n * (n - 1) // 2
+    wbsel, same = unit(c, "queue.wbsel", [block.wb, *(i.dst_onehot for i in ins),
+                                          *(i.dst for i in ins)],
+                       [("queue.wbsel", BITS, n), ("queue.same", BITS, max(pairs, 1))], pre)
+    keys = []
+    index = {}
+    k = 0
+    for a in range(n):
+        for b in range(a + 1, n):
+            index[(a, b)] = k
+            k += 1
+    for a, i in enumerate(ins):
+        def body(ctx, outs, a=a, i=i):
+            (key,) = outs
+            later = plus(*(ctx.v01(same, index[(a, b)]) for b in range(a + 1, n)))
+            for q in range(1, M.REGS):
+                ctx.step(plus(ctx.v01(i.dst_onehot.member(q)), ctx.v01(wbsel, a),
+                              scaled(later, -1)), 2, true_member(key, q))
+
+        (key,) = unit(c, f"queue.key.{i.position}", [i.dst_onehot, wbsel, same],
+                      [(f"queue.key.{i.position}", ONEHOT, M.REGS)], body)
+        keys.append(key)
+    return keys
+
+
+def branch_taken(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRow,
+                 results: dict, conds: list) -> Signal:
+    """Bits: lane L is active, the block ends in br and L's condition is non-zero."""
+    n = len(ins)
+
+    def writers(ctx, outs):
+        (eqc,) = outs
+        for a, i in enumerate(ins):
+            d = plus(ctx.num(i.dst), scaled(ctx.num(block.cond), -1))
+            ctx.step(d, 0, true_bit(eqc[a]))
+            ctx.step(d, 1, {eqc[a]: -2.0})
+
+    (eqc,) = unit(c, "cond.writers", [block.cond, *(i.dst for i in ins)],
+                  [("cond.writers", BITS, n)], writers)
+
+    def last(ctx, outs):
+        (lw,) = outs
+        for a in range(n):
+            later = plus(*(ctx.v01(eqc, b) for b in range(a + 1, n)))
+            ctx.step(plus(ctx.v01(eqc, a), scaled(later, -1)), 1, true_bit(lw[a]))
+        ctx.step(scaled(ctx.sum01(eqc), -1), 0, true_bit(lw[n]))
+
+    (lw,) = unit(c, "cond.last_writer", [eqc], [("cond.last_writer", BITS, n + 1)], last)
+
+    def nonzero(ctx, outs):
+        (nz,) = outs
+        for lane in range(LANES):
+            for a, i in enumerate(ins):
+                ctx.step(ctx.sum01(results[(i.position, lane)]), 1,
+                         true_bit(nz[lane * (n + 1) + a]))
+            ctx.step(ctx.sum01(conds[lane]), 1, true_bit(nz[lane * (n + 1) + n]))
+
+    (nz,) = unit(c, "cond.nonzero", [*results.values(), *conds],
+                 [("cond.nonzero", BITS, LANES * (n + 1))], nonzero)
+
+    def taken(ctx, outs):
+        (t,) = outs
+        for lane in range(LANES):
+            for a in range(n + 1):
+                ctx.step(plus(ctx.v01(lw, a), ctx.v01(nz, lane * (n + 1) + a)), 2,
+                         true_bit(t[lane]), when=[ctx.v01(block.kinds, 1),
+                                                  ctx.v01(bk.cur_mask, lane)])
+
+    (t,) = unit(c, "branch.taken", [lw, nz, block.kinds, bk.cur_mask],
+                [("branch.taken", BITS, LANES)], taken)
+    return t
+
+
+def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRow,
+             results: dict, conds: list, value_next: Signal, value_done: Signal) -> Emission:
+    keys = queue_keys(c, ins, block)
+    raws = []
+    for i, key in zip(ins, keys, strict=True):
+        q = c.table(f"queue.{i.position}", rows=M.REGS, width=32 * LANES)
+        q.write(key, [(results[(i.position, lane)], 0) for lane in range(LANES)],
+                enable=bk.is_exec, clear=bk.is_exec)
+        raws.append(q.read(bk.rec_reg_onehot, name=f"queue.{i.position}", restore=False).raw)
+
+    def value(ctx, outs):
+        (v,) = outs
+        for lane in range(LANES):
+            for h in range(2):
+                for b in range(16):
+                    form = plus(*({ctx.d(raw)[lane * 32 + h * 16 + b]: 1.0 / READ_SCALE}
+                                  for raw in raws))
+                    ctx.step(form, 1, true_bit(v[b]), when=[ctx.v01(value_next, 2 * lane + h)])
+
+    (v,) = unit(c, "emit.value", [*raws, value_next], [("emit.value", BITS, 16)], value)
+
+    taken = branch_taken(c, bk, ins, block, results, conds)
+    latch = c.table("latch.taken", rows=1, width=LANES)
+    latch.write(0, taken, enable=bk.is_exec)
+    taken_now = latch.read(0, name="taken").bits
+    taken_onehot = U.decode(c, taken_now, name="taken.onehot")
+
+    def after(ctx, outs):
+        (x,) = outs
+        for q in range(1, M.REGS):
+            ctx.step(ctx.sum01(bk.rec_reg_onehot, range(q)), 1, true_bit(x[q]),
+                     when=[ctx.v01(block.wb, q)])
+
+    (x,) = unit(c, "wb.after", [bk.rec_reg_onehot, block.wb], [("wb.after", BITS, M.REGS)],
+                after)
+
+    def first(ctx, outs):
+        nxt, has = outs
+        for q in range(1, M.REGS):
+            ctx.step(plus(ctx.v01(x, q), scaled(ctx.sum01(x, range(q)), -1)), 1,
+                     true_member(nxt, q))
+        ctx.step(ctx.sum01(x), 1, true_bit(has[0]))
+
+    nxt, has = unit(c, "wb.next", [x], [("wb.next", ONEHOT, M.REGS), ("wb.has_next", BITS, 1)],
+                    first)
+
+    def flags(ctx, outs):
+        ev, er, ee = outs
+        in_rec = [ctx.v01(bk.is_v), ctx.v01(bk.rec_is_r)]
+        done, more = ctx.v01(value_done), ctx.v01(has)
+        not_done = plus(ctx.const(1), scaled(done, -1))
+        no_more = plus(ctx.const(1), scaled(more, -1))
+        ctx.step(ctx.v01(bk.is_r), 1, true_bit(ev[0]))
+        ctx.step(not_done, 1, true_bit(ev[0]), when=in_rec)
+        ctx.step(ctx.v01(bk.is_exec), 1, true_bit(er[0]), when=[more])
+        ctx.step(done, 1, true_bit(er[0]), when=[*in_rec, more])
+        ctx.step(ctx.v01(bk.is_exec), 1, true_bit(ee[0]), when=[no_more])
+        ctx.step(done, 1, true_bit(ee[0]), when=[*in_rec, no_more])
+
+    ev, er, ee = unit(c, "emit.flags", [bk.is_v, bk.rec_is_r, bk.is_r, bk.is_exec, value_done,
+                                        has],
+                      [("emit.v", BITS, 1), ("emit.r", BITS, 1), ("emit.end", BITS, 1)], flags)
+    return Emission(v, ev, nxt, er, taken_onehot, ee)

@@ -1,0 +1,75 @@
+"""machine.registers: the register file, one warp: per lane a table of 16 rows (register
+r) x 32 bits (lo, hi), written when a block's results come back as tokens and read at
+EXEC for every operand.
+
+Write: the n-th value token after R(r) (n = 1..8) is half (n-1) % 2 of the
+((n-1) // 2)-th active lane. The row is written at the hi token (n even) with the lo
+token one position back (conv lag 1): key (r, lane) from the record latch, the count and
+the lane order (bookkeeping); every other token's key is the none member (no write).
+A lane's row never written reads 0, the interpreter's initial register value, and the
+lanes live in separate heads, so a read is always a whole written row or nothing
+(docs/circuit-plan.md wanted one head for 4 lanes, but a row shared by lanes is written
+lane by lane, which one delta-rule write per position cannot do without clobbering the
+other lanes' columns).
+
+Reads: a copy per (lane, stage) holding that stage's operand reads (3 per position), and
+a copy per lane for the branch condition.
+"""
+
+from __future__ import annotations
+
+from qgpu.circuit.ir import ONEHOT, Circuit, Signal
+from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping
+from qgpu.circuit.machine.logic import true_member, unit
+from qgpu.circuit.machine.rom import BlockRow, Instruction
+from qgpu.isa import machine as M
+
+
+def write_keys(c: Circuit, bk: Bookkeeping) -> list[Signal]:
+    """Per lane: one-hot register row written at this token (none: no write)."""
+    keys = []
+    for lane in range(LANES):
+        def body(ctx, outs, lane=lane):
+            (key,) = outs
+            for r in range(1, M.REGS):
+                for j in range(LANES):
+                    ctx.step(ctx.v01(bk.rec_reg_onehot.member(r)), 1, true_member(key, r),
+                             when=[ctx.v01(bk.count.member(2 * j + 2)),
+                                   ctx.v01(bk.lane_rank, lane * LANES + j),
+                                   ctx.v01(bk.rec_is_r)])
+
+        (key,) = unit(c, f"rf.key.{lane}", [bk.rec_reg_onehot, bk.count, bk.lane_rank,
+                                             bk.rec_is_r],
+                      [(f"rf.key.{lane}", ONEHOT, M.REGS)], body)
+        keys.append(key)
+    return keys
+
+
+class RegisterFile:
+    """The per-lane tables; `stage_reads` and `condition_reads` add read copies."""
+
+    def __init__(self, c: Circuit, bk: Bookkeeping, keys: list[Signal]):
+        self.c, self.bk, self.keys = c, bk, keys
+
+    def _table(self, lane: int, name: str):
+        t = self.c.table(name, rows=M.REGS, width=32)
+        t.write(self.keys[lane], [(self.bk.v_bits, 1), (self.bk.v_bits, 0)])
+        return t
+
+    def stage_reads(self, k: int, ins: list[Instruction], gate: Signal | None) -> dict:
+        """{(p, j, lane): bits} for the operands of stage k's positions (0 when an operand
+        is not a register). gate: a bit that exists only when the stage is about to run,
+        so the reads and their dims wait for it."""
+        out = {}
+        for lane in range(LANES):
+            t = self._table(lane, f"rf.{lane}.stage{k}")
+            for i in ins:
+                for j in range(3):
+                    out[(i.position, j, lane)] = t.read(
+                        i.queries[j], gate=gate, name=f"rf.{lane}.{i.position}.{j}").bits
+        return out
+
+    def condition_reads(self, block: BlockRow, gate: Signal | None) -> list[Signal]:
+        """Per lane: the bits of br's condition register as the block began."""
+        return [self._table(lane, f"rf.{lane}.cond").read(
+            block.cond_query, gate=gate, name=f"rf.{lane}.cond").bits for lane in range(LANES)]

@@ -1,0 +1,138 @@
+"""machine.rom: the program ROM, written from the prompt's records and fetched at EXEC.
+
+Tables (rows = blocks, every row written at its record's last token with all fields in
+the conv window, keys straight from the embedding; docs/protocol.md):
+- `rom.ins.P`: instruction position P of each block: op (7 bits), dst (4), operand
+  selectors a, b, c (6 each); written at SRCC (INS 3 back, OPD 2, SRCAB 1);
+- `rom.imm.P.J`: operand J's immediate (32 bits), written at the second V of
+  IMM(b, P, J) V V; a row never written reads 0, the value of an absent immediate;
+- `rom.block`: writeback mask (16), terminator kind (2) and register (4), targets
+  (5 + 5); written at TGT of BLK V(wb) TRM TGT.
+Instruction rows are read with the EXEC token's own block one-hot (layer 0); the block
+row with the latched current block (read at every position: R/V need the writeback
+mask, END the targets).
+
+Decoders turn the fetched fields into what later units gate on: one bit per supported
+operation, the destination one-hot, per operand a register query (one-hot over the 16
+registers; none for an immediate or a forwarded operand) and forward bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Signal
+from qgpu.circuit.machine.bookkeeping import Bookkeeping, TokenTable
+from qgpu.circuit.machine.logic import true_bit, true_member, unit
+from qgpu.circuit.machine.spec import IMM_OPERANDS, SUPPORTED_OPS, MachineSpec
+from qgpu.isa import machine as M
+from qgpu.protocol.vocab import OP_NAMES, SEL_FWD, TERMS
+
+OP_BITS, REG_BITS, SEL_BITS = 7, 4, 6
+
+
+@dataclass
+class Instruction:
+    """Instruction position P as fetched and decoded at EXEC."""
+
+    position: int
+    ops: Signal  # bits, one per SUPPORTED_OPS entry
+    dst: Signal  # dst bits
+    dst_onehot: Signal
+    queries: list[Signal]  # per operand: register query one-hot (none: not a register)
+    forwards: list[Signal | None]  # per operand: bits, one per earlier position
+    imms: list[Signal]  # per operand: immediate bits (0 when absent); set by `immediates`
+
+    def op(self, name: str):
+        return self.ops[SUPPORTED_OPS.index(name)]
+
+
+@dataclass
+class BlockRow:
+    wb: Signal  # writeback mask bits
+    kinds: Signal  # bits: jmp, br, bar, exit
+    cond_query: Signal  # one-hot over registers: br's condition register
+    cond: Signal  # its bits
+    taken: Signal  # target bits (jmp/bar/br taken)
+    not_taken: Signal
+
+
+def rom(c: Circuit, tt: TokenTable, bk: Bookkeeping, spec: MachineSpec) -> list[Instruction]:
+    op_bits = tt.field_bits("opd.op", "OPD", 0, OP_BITS)
+    dst_bits = tt.field_bits("opd.dst", "OPD", 1, REG_BITS)
+    sel_a = tt.field_bits("srcab.a", "SRCAB", 0, SEL_BITS)
+    sel_b = tt.field_bits("srcab.b", "SRCAB", 1, SEL_BITS)
+    sel_c = tt.field_bits("srcc.c", "SRCC", 0, SEL_BITS)
+    out = []
+    for p in spec.positions:
+        key = tt.field_onehot(f"ins.key.{p}", "INS", M.ROM_BLOCKS, 0, where={1: p})
+        table = c.table(f"rom.ins.{p}", rows=M.ROM_BLOCKS, width=OP_BITS + REG_BITS + 3 * SEL_BITS)
+        table.write(key, [(op_bits, 2), (dst_bits, 2), (sel_a, 1), (sel_b, 1), (sel_c, 0)],
+                    key_lag=3)
+        row = table.read(bk.exec_block, name=f"ins.{p}").bits
+        out.append(_decode(c, spec, p, row))
+    return out
+
+
+def immediates(c: Circuit, tt: TokenTable, bk: Bookkeeping, ins: Instruction,
+               gate: Signal | None) -> None:
+    """Fetch the immediates of `ins` (sets ins.imms). gate: a bit that exists only when
+    the stage is about to run, so the read (and its dims) waits for it."""
+    p = ins.position
+    for j in range(IMM_OPERANDS):
+        key = tt.field_onehot(f"imm.key.{p}.{j}", "IMM", M.ROM_BLOCKS, 0, where={1: p, 2: j})
+        table = c.table(f"rom.imm.{p}.{j}", rows=M.ROM_BLOCKS, width=32)
+        table.write(key, [(bk.v_bits, 1), (bk.v_bits, 0)], key_lag=2)
+        ins.imms.append(table.read(bk.exec_block, gate=gate, name=f"imm.{p}.{j}").bits)
+
+
+def _decode(c: Circuit, spec: MachineSpec, p: int, row) -> Instruction:
+    op, dst = row[0:OP_BITS], row[OP_BITS:OP_BITS + REG_BITS]
+    sels = [row[OP_BITS + REG_BITS + SEL_BITS * j:OP_BITS + REG_BITS + SEL_BITS * (j + 1)]
+            for j in range(3)]
+    earlier = spec.earlier(p)
+    outputs = [(f"ins.{p}.ops", BITS, len(SUPPORTED_OPS)),
+               (f"ins.{p}.dst_onehot", ONEHOT, M.REGS)]
+    outputs += [(f"ins.{p}.query.{j}", ONEHOT, M.REGS) for j in range(3)]
+    if earlier:
+        outputs += [(f"ins.{p}.forward.{j}", BITS, len(earlier)) for j in range(3)]
+
+    def body(ctx, outs):
+        for k, name in enumerate(SUPPORTED_OPS):
+            ctx.step(*ctx.equals(op, OP_NAMES.index(name)), true_bit(outs[0][k]))
+        for q in range(M.REGS):
+            ctx.step(*ctx.equals(dst, q), true_member(outs[1], q))
+        for j, sel in enumerate(sels):
+            for q in range(1, M.REGS):  # r0 reads 0: no query
+                ctx.step(*ctx.equals(sel, q), true_member(outs[2 + j], q))
+            for i, src in enumerate(earlier):
+                ctx.step(*ctx.equals(sel, SEL_FWD + src), true_bit(outs[5 + j][i]))
+
+    sigs = unit(c, f"decode.ins.{p}", [op, dst, *sels], outputs, body)
+    forwards = sigs[5:8] if earlier else [None, None, None]
+    return Instruction(p, sigs[0], dst, sigs[1], sigs[2:5], forwards, [])
+
+
+def block_row(c: Circuit, tt: TokenTable, bk: Bookkeeping) -> BlockRow:
+    key = tt.field_onehot("blk.key", "BLK", M.ROM_BLOCKS)
+    kind = tt.field_bits("trm.kind", "TRM", 0, 2)
+    cond = tt.field_bits("trm.cond", "TRM", 1, REG_BITS)
+    taken = tt.field_bits("tgt.taken", "TGT", 0, 5)
+    other = tt.field_bits("tgt.other", "TGT", 1, 5)
+    table = c.table("rom.block", rows=M.ROM_BLOCKS, width=16 + 2 + REG_BITS + 10)
+    table.write(key, [(bk.v_bits, 2), (kind, 1), (cond, 1), (taken, 0), (other, 0)],
+                key_lag=3)
+    row = table.read(bk.cur_block_onehot, name="block").bits
+    kind_r, cond_r = row[16:18], row[18:22]
+
+    def body(ctx, outs):
+        kinds, query = outs
+        for k in range(len(TERMS)):
+            ctx.step(*ctx.equals(kind_r, k), true_bit(kinds[k]))
+        for q in range(1, M.REGS):
+            ctx.step(*ctx.equals(cond_r, q), true_member(query, q))
+
+    kinds, cond_query = unit(c, "decode.block", [kind_r, cond_r],
+                             [("block.kinds", BITS, len(TERMS)),
+                              ("block.cond_query", ONEHOT, M.REGS)], body)
+    return BlockRow(row[0:16], kinds, cond_query, cond_r, row[22:27], row[27:32])
