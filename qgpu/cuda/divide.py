@@ -1,32 +1,52 @@
 """cuda.divide: div and rem (signed and unsigned 32-bit) as native code.
 
-The machine has no divider. Unsigned division is a shift-subtract loop that fits one
-machine block (4 stages) and runs only as many times as the quotient has bits: the
-quotient register starts as a sentinel bit at position 31 - s, where s = clz(d) - clz(n),
-so clz(q) is the current bit index, the sentinel reaching bit 31 marks the last step, and
-it falls off the top exactly when the last quotient bit enters at the bottom:
+The machine has no divider. Unsigned division is a shift-subtract loop that runs only as
+many times as the quotient has bits. Its quotient register starts as a sentinel bit at
+position 31 - s, where s = clz(d) - clz(n): the sentinel reaching bit 31 marks the last
+step, and it falls off the top exactly when the last quotient bit enters at the bottom.
+Two loop bodies, chosen by the machine's shape:
 
-    i = clz q ; q2 = q << 1 ; more = q >s 0          (q <= 0: last step, or nothing to do)
-    t = r >> i ; ds = d << i
-    c = t >=u d ; diff = r - ds                      (c: d << i fits under r)
-    r = c ? diff : r ; q = q2 | c
-    br more, loop, done
+  * wide machines (SLOTS >= 3, STAGES >= 4): 9 operations in 4 stages, one machine block
+    per iteration, only r and q written back (clz(q) is the current bit index i):
 
-Division by zero gives what a real NVIDIA GPU gives (measured on an H200 through the
-driver's PTX JIT, tests/cuda/device_divrem.py): x / 0 and x % 0 are 0xffffffff, signed
-and unsigned alike (the loop already yields ~0 for the unsigned quotient; one select
-fixes the others). Signed division works on magnitudes and fixes the signs afterwards
-(truncation toward zero; INT_MIN / -1 wraps to INT_MIN, INT_MIN % -1 is 0).
+        i = clz q ; q2 = q << 1 ; more = q >s 0        (q <= 0: last step, or nothing to do)
+        t = r >> i ; ds = d << i
+        c = t >=u d ; diff = r - ds                    (c: d << i fits under r)
+        r = c ? diff : r ; q = q2 | c                  ; br more, loop, done
+
+  * narrow machines: 7 operations in 2 stages, the shifted divisor ds = d << i carried as
+    a third loop value (more write-back, far fewer stages: one block per iteration at
+    SLOTS = 2 and STAGES = 4, two at SLOTS = 1):
+
+        c = r >=u ds ; diff = r - ds ; q2 = q << 1 ; more = q >s 0 ; ds = ds >> 1
+        r = min.u(r, diff) ; q = q2 | c                ; br more, loop, done
+
+    (r - ds wraps above r exactly when ds > r, so the unsigned minimum is the restoring
+    step.) Here s is clamped at 0: n < d runs one step with ds = d > r, which sets no bit.
+
+Either loop spans several machine blocks when one does not hold its body; the scheduler
+cuts it like any other basic block. Division by zero gives what a real NVIDIA GPU gives
+(measured on an H200 through the driver's PTX JIT, tests/cuda/device_divrem.py): x / 0
+and x % 0 are 0xffffffff, signed and unsigned alike (the loop already yields ~0 for the
+unsigned quotient; one select fixes the others). Signed division works on magnitudes and
+fixes the signs afterwards (truncation toward zero; INT_MIN / -1 wraps to INT_MIN,
+INT_MIN % -1 is 0).
 """
 
 from __future__ import annotations
 
 from qgpu.cuda.ir import CondBr, Goto, V
-from qgpu.isa import Imm
+from qgpu.isa import Imm, machine
+
+
+def wide_loop() -> bool:
+    """Whether the 4-stage loop body (fewer write-backs) fits one machine block."""
+    return machine.SLOTS >= 3 and machine.STAGES >= 4
 
 
 def _unsigned_divmod(b, n, d) -> tuple[V, V]:
     """Emit the loop for n / d and n % d (unsigned) through builder b; returns (q, r)."""
+    wide = wide_loop()
     q, r = b.tmp(), b.tmp()
     a_clz, n_clz, n_clz2, s = b.tmp(), b.tmp(), b.tmp(), b.tmp()
     b.emit("clz", a_clz, d)
@@ -34,23 +54,40 @@ def _unsigned_divmod(b, n, d) -> tuple[V, V]:
     # d == 0: pretend clz(n) = 1, so s = 31 and 32 steps that all succeed: q = ~0, r = n
     b.emit("selp", n_clz2, n_clz, Imm(1), d)
     b.emit("sub", s, a_clz, n_clz2)
-    # s < 0 (n < d): the shift amount is huge as unsigned, q = 0, and one harmless step runs
+    if not wide:
+        s0 = s
+        s = b.tmp()
+        b.emit("max.s", s, s0, Imm(0))
+        ds = b.tmp()
+        b.emit("shl", ds, d, s)
+    # (wide) s < 0 (n < d): the shift amount is huge as unsigned, q = 0, and one harmless
+    # step runs
     b.emit("shr.u", q, Imm(0x80000000), s)
     b.emit("mov", r, n)
-    loop = b.new_block("div_loop", single_block=True)
+    loop = b.new_block("div_loop", keep_whole=True)
     done = b.new_block("div_done")
     b.finish(Goto(loop.name))
     b.start(loop)
-    i, q2, more, t, ds, c, diff = (b.tmp() for _ in range(7))
-    b.emit("clz", i, q)
-    b.emit("shl", q2, q, Imm(1))
-    b.emit("setgt.s", more, q, Imm(0))
-    b.emit("shr.u", t, r, i)
-    b.emit("shl", ds, d, i)
-    b.emit("setge.u", c, t, d)
-    b.emit("sub", diff, r, ds)
-    b.emit("selp", r, diff, r, c)
-    b.emit("or", q, q2, c)
+    if wide:
+        i, q2, more, t, dsi, c, diff = (b.tmp() for _ in range(7))
+        b.emit("clz", i, q)
+        b.emit("shl", q2, q, Imm(1))
+        b.emit("setgt.s", more, q, Imm(0))
+        b.emit("shr.u", t, r, i)
+        b.emit("shl", dsi, d, i)
+        b.emit("setge.u", c, t, d)
+        b.emit("sub", diff, r, dsi)
+        b.emit("selp", r, diff, r, c)
+        b.emit("or", q, q2, c)
+    else:
+        c, diff, q2, more = (b.tmp() for _ in range(4))
+        b.emit("setge.u", c, r, ds)
+        b.emit("sub", diff, r, ds)
+        b.emit("shl", q2, q, Imm(1))
+        b.emit("setgt.s", more, q, Imm(0))
+        b.emit("shr.u", ds, ds, Imm(1))
+        b.emit("min.u", r, r, diff)
+        b.emit("or", q, q2, c)
     b.finish(CondBr(more, loop.name, done.name))
     b.start(done)
     return q, r

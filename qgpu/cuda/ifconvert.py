@@ -32,7 +32,7 @@ _SPECULATABLE = ("alu", "sreg", "load")
 
 def _speculatable(b: BasicBlock, limit: int = MAX_OPS, loads: bool = True) -> bool:
     kinds = _SPECULATABLE if loads else ("alu", "sreg")
-    return (not b.single_block and len(b.ops) <= limit
+    return (not b.keep_whole and len(b.ops) <= limit
             and all(op.kind in kinds for op in b.ops))
 
 
@@ -129,7 +129,7 @@ def if_convert(fn: Function) -> bool:
         preds = fn.predecessors()
         for name in list(fn.blocks):
             b = fn.blocks.get(name)
-            if b is None or not isinstance(b.term, CondBr) or b.single_block:
+            if b is None or not isinstance(b.term, CondBr) or b.keep_whole:
                 continue
             if not isinstance(b.term.cond, V):
                 continue

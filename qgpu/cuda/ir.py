@@ -109,8 +109,8 @@ class BasicBlock:
     name: str
     ops: list[Op] = field(default_factory=list)
     term: Terminator = field(default_factory=Ret)
-    # a loop that must fit one machine block (the div/rem kernels): scheduling keeps it whole
-    single_block: bool = False
+    # a loop kept as its own basic block (div/rem): never merged into a chain or if-converted
+    keep_whole: bool = False
 
 
 @dataclass

@@ -43,9 +43,9 @@ class Builder:
     def emit(self, op: str, dst, *srcs, offset: int = 0) -> None:
         self.cur.ops.append(Op(op, dst, tuple(srcs), offset, self.origin))
 
-    def new_block(self, hint: str, single_block: bool = False) -> BasicBlock:
+    def new_block(self, hint: str, keep_whole: bool = False) -> BasicBlock:
         self._count += 1
-        blk = BasicBlock(f"{hint}.{self._count}", single_block=single_block)
+        blk = BasicBlock(f"{hint}.{self._count}", keep_whole=keep_whole)
         self.fn.blocks[blk.name] = blk
         return blk
 

@@ -364,10 +364,10 @@ def simplify_cfg(fn: Function) -> bool:
     preds = fn.predecessors()
     for name in list(fn.blocks):
         b = fn.blocks.get(name)
-        while b is not None and isinstance(b.term, Goto) and not b.single_block:
+        while b is not None and isinstance(b.term, Goto) and not b.keep_whole:
             nxt = b.term.target
             c = fn.blocks[nxt]
-            if nxt == fn.entry or nxt == name or len(preds[nxt]) != 1 or c.single_block:
+            if nxt == fn.entry or nxt == name or len(preds[nxt]) != 1 or c.keep_whole:
                 break
             b.ops += c.ops
             b.term = c.term

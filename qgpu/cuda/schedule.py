@@ -144,6 +144,7 @@ def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
     special-register value still needed later is re-read by a clone of its op instead of
     being carried across the cut."""
     ops = list(ops)
+    originals = len(ops)        # ops from here on are clones made at cuts
     preds, height = _dependences(ops)
     stage_of: dict[int, int] = {}
     left = set(range(len(ops)))
@@ -176,9 +177,12 @@ def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
             raise CompileError("internal error: the scheduler made no progress")
         if left and (len(piece) == machine.STAGES or not cur):
             pieces.append(piece)
+            progress = any(j < originals for st in piece for j in st)
             piece, wrote = [], False
             s += 1          # a new block: results of the last one are visible
-            _recompute_cheap_after_cut(fn, ops, preds, height, stage_of, left, pressure)
+            if progress:    # a block of clones alone carries its values (no endless cuts)
+                _recompute_cheap_after_cut(fn, ops, preds, height, stage_of, left,
+                                           pressure)
     if piece or not pieces:
         pieces.append(piece)
     return [[[ops[j] for j in st] for st in p] for p in pieces]
@@ -249,8 +253,6 @@ def schedule_block(fn: Function, b: BasicBlock, live_in: set[V], live_out: set[V
     rename_locals(fn, b, live_out)
     pinned = set(live_out) | ({b.term.cond} if isinstance(b.term, CondBr) else set())
     pieces = _list_schedule(fn, b.ops, Pressure(b.ops, live_in, pinned))
-    if b.single_block and len(pieces) > 1:
-        raise CompileError(f"internal error: loop {b.name} does not fit one machine block")
     names = [b.name] + [f"{b.name}#{k}" for k in range(1, len(pieces))]
     return [MBlock(name, pieces[k], Goto(names[k + 1]) if k + 1 < len(names) else b.term,
                    b.name) for k, name in enumerate(names)]
