@@ -4,7 +4,9 @@ The key hashes the circuit's canonical description (`Circuit.describe()`: every 
 input's values, every table, unit and output rule), the layer shape, the compile options
 and the source of the compiler itself (qgpu/circuit/*.py), so a change to any of them
 compiles afresh. Entries hold the nonzero entries of every tensor (compiled weights are
-nearly all zeros) and the thresholds for the margin report.
+nearly all zeros: flat positions ascending and values, taken from a sparse tensor's own
+entries without densifying it) and the thresholds for the margin report; a load builds
+the large matrices straight back as sparse tensors.
 
 Where: $QGPU_CACHE_DIR, else $XDG_CACHE_HOME/qgpu, else .cache/qgpu in the checkout.
 """
@@ -20,7 +22,8 @@ import numpy as np
 
 from qgpu.circuit.primitives import Threshold
 from qgpu.model.config import QwenConfig
-from qgpu.model.weights import QwenWeights, expected_shapes
+from qgpu.model.sparse_tensor import SparseTensor
+from qgpu.model.weights import QwenWeights, expected_shapes, sparse_shape
 
 _SOURCES = Path(__file__).resolve().parent
 _CHECKOUT = _SOURCES.parent.parent
@@ -53,10 +56,8 @@ def save(key: str, weights: QwenWeights, thresholds: list[Threshold],
     directory = directory or cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
     arrays = {}
-    for i, (_, tensor) in enumerate(sorted(weights.tensors.items())):
-        flat = tensor.reshape(-1)
-        where = np.flatnonzero(flat)
-        arrays[f"i{i}"], arrays[f"v{i}"] = where.astype(np.int64), flat[where]
+    for i, name in enumerate(sorted(weights.tensors)):
+        arrays[f"i{i}"], arrays[f"v{i}"] = _nonzero_entries(weights, name)
     meta = {"config": weights.config.to_hf_dict(), "names": sorted(weights.tensors),
             "thresholds": [[t.layer, t.unit, sorted(t.form.items()), t.threshold, t.gain,
                             t.offset, t.name] for t in thresholds]}
@@ -65,6 +66,25 @@ def save(key: str, weights: QwenWeights, thresholds: list[Threshold],
     np.savez(tmp, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)
     os.replace(tmp, path)  # atomic: a concurrent reader sees all or nothing
     return path
+
+
+def _nonzero_entries(weights: QwenWeights, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(flat positions ascending, values) of a tensor's nonzero entries."""
+    tensor = weights[name]
+    if isinstance(tensor, SparseTensor):
+        csr = weights.csr(name)
+        return csr.row_ids() * tensor.shape[1] + csr.cols, csr.vals
+    flat = tensor.reshape(-1)
+    where = np.flatnonzero(flat)
+    return where.astype(np.int64), flat[where]
+
+
+def _tensor(shape: tuple[int, ...], where: np.ndarray, values: np.ndarray):
+    if sparse_shape(shape):
+        return SparseTensor.from_flat(shape, where, values)
+    t = np.zeros(int(np.prod(shape)), np.float32)
+    t[where] = values
+    return t.reshape(shape)
 
 
 def load(key: str, directory: Path | None = None):
@@ -78,9 +98,7 @@ def load(key: str, directory: Path | None = None):
         shapes = expected_shapes(config)
         tensors = {}
         for i, name in enumerate(meta["names"]):
-            t = np.zeros(int(np.prod(shapes[name])), np.float32)
-            t[data[f"i{i}"]] = data[f"v{i}"]
-            tensors[name] = t.reshape(shapes[name])
+            tensors[name] = _tensor(shapes[name], data[f"i{i}"], data[f"v{i}"])
     thresholds = [Threshold(layer, unit, {int(d): c for d, c in form}, th, gain, off, name)
                   for layer, unit, form, th, gain, off, name in meta["thresholds"]]
     return QwenWeights(config, tensors), thresholds

@@ -1,6 +1,10 @@
 """circuit.emit: a `Plan` -> `QwenWeights` (a stack of Qwen3.5 layers, the embedding and
 an untied output head), through the primitives.
 
+The weights are written sparse: `QwenWeights.zeros` holds every large matrix as a
+`SparseTensor` (model.sparse_tensor), which the primitives index-assign into as they would
+into a numpy array; the embedding and the output head are built sparse too.
+
 Order per layer: the mixer's tables and counters (emit_tables), then the MLP: the units
 placed there (in topological order), the cancellations of dead signals, and the norm
 ledger's rebalancing unit, so that after every MLP the residual's mean square is again
@@ -22,6 +26,7 @@ from qgpu.circuit.primitives import CircuitError, MlpWriter, Threshold
 from qgpu.circuit.primitives_norm import NormLedger
 from qgpu.circuit.schedule import Plan
 from qgpu.model.config import FULL, LINEAR, QwenConfig
+from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.weights import EMBED, LM_HEAD, QwenWeights
 
 
@@ -52,14 +57,17 @@ def dims_of(plan: Plan):
     return dims
 
 
-def embedding(plan: Plan, ledger: NormLedger) -> np.ndarray:
+def embedding(plan: Plan, ledger: NormLedger) -> SparseTensor:
+    """The token embeddings [vocab, hidden], built sparse (token inputs, `one`, ballast)."""
     c = plan.circuit
-    emb = np.zeros((c.vocab_size, plan.hidden), np.float32)
+    emb = SparseTensor.zeros((c.vocab_size, plan.hidden))
     emb[:, plan.one] = 1.0
     for node in plan.order:
         if isinstance(node, TokenInput):
             emb[:, plan.dims[node.outputs[0]]] = node.values
-    sumsq = np.sum(emb.astype(np.float64) ** 2, axis=1)
+    entries = emb.csr()
+    sumsq = np.bincount(entries.row_ids(), weights=entries.vals.astype(np.float64) ** 2,
+                        minlength=c.vocab_size)
     if not np.all(sumsq == plan.embed_sumsq):
         raise CircuitError("token embeddings do not all have the same sum of squares")
     first = ledger.embedding_row({d: float(v) for d, v in enumerate(emb[0]) if v and

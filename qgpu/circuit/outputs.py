@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Ref, Source, _ref_id, as_ref
 from qgpu.circuit.primitives import CircuitError
+from qgpu.model.sparse_tensor import SparseTensor
 
 ENABLE_WEIGHT = 5.0
 DEFAULT_LEAD = 2.0
@@ -110,9 +109,10 @@ def default_token(c: Circuit, token: int) -> None:
     c.default_token = token
 
 
-def output_head(c: Circuit, hidden: int, dims, one: int) -> np.ndarray:
-    """The lm_head matrix [vocab, hidden] of the rules."""
-    head = np.zeros((c.vocab_size, hidden), np.float32)
+def output_head(c: Circuit, hidden: int, dims, one: int) -> SparseTensor:
+    """The lm_head matrix [vocab, hidden] of the rules, built sparse (np.asarray(head)
+    gives it dense)."""
+    head = SparseTensor.zeros((c.vocab_size, hidden))
     top = max([r.best for r in c.rules], default=0.0)
     for rule in c.rules:
         for index, token in enumerate(rule.tokens):

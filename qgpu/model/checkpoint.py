@@ -9,7 +9,9 @@ are read (memory-mapped), converted to float32.
 
 The safetensors format is small enough to read and write here directly: an 8-byte
 little-endian header length, a JSON header (dtype, shape, byte offsets per tensor), then
-the raw little-endian data.
+the raw little-endian data. Tensors are written in row blocks of about WRITE_BLOCK_BYTES,
+a sparse tensor densified one block at a time, so the model is never held dense; read
+tensors are put in QwenWeights' form one by one (compiled matrices become sparse).
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ import numpy as np
 
 from qgpu.errors import QgpuError
 from qgpu.model.config import QwenConfig
-from qgpu.model.weights import LM_HEAD, QwenWeights, expected_shapes
+from qgpu.model.weights import LM_HEAD, QwenWeights, expected_shapes, stored_form
 
 WEIGHTS_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 _DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16, "F64": np.float64,
            "I64": np.int64, "I32": np.int32}
+WRITE_BLOCK_BYTES = 16 << 20
 
 
 class CheckpointError(QgpuError):
@@ -44,7 +47,19 @@ def save_checkpoint(weights: QwenWeights, directory: str | Path) -> Path:
     return out
 
 
-def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+def row_blocks(tensor, block_bytes: int = WRITE_BLOCK_BYTES):
+    """A tensor (numpy array or SparseTensor) as dense float32 blocks of whole rows."""
+    if tensor.ndim < 2:
+        yield np.asarray(tensor, dtype=np.float32)
+        return
+    row_bytes = 4 * int(np.prod(tensor.shape[1:]))
+    step = max(1, block_bytes // max(row_bytes, 1))
+    for start in range(0, tensor.shape[0], step):
+        yield np.asarray(tensor[start:start + step], dtype=np.float32)
+
+
+def write_safetensors(path: Path, tensors: dict) -> None:
+    """float32 safetensors of numpy arrays or SparseTensors, streamed in row blocks."""
     header: dict = {"__metadata__": {"format": "pt"}}
     offset = 0
     names = sorted(tensors)
@@ -59,7 +74,8 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
         f.write(struct.pack("<Q", len(blob)))
         f.write(blob)
         for name in names:
-            f.write(np.ascontiguousarray(tensors[name], dtype="<f4").tobytes())
+            for block in row_blocks(tensors[name]):
+                f.write(np.ascontiguousarray(block, dtype="<f4").data)
 
 
 def read_safetensors_header(path: Path) -> tuple[dict, int]:
@@ -126,7 +142,7 @@ def load_checkpoint(directory: str | Path) -> QwenWeights:
                 continue  # tied: the head is the embedding
             if target not in wanted:
                 raise CheckpointError(f"{path.name}: unexpected tensor {name}")
-            tensors[target] = read_tensor(path, entry, data_start)
+            tensors[target] = stored_form(read_tensor(path, entry, data_start))
     missing = sorted(set(wanted) - set(tensors))
     if missing:
         raise CheckpointError(f"{src}: missing weights {missing[:5]}"

@@ -5,7 +5,9 @@ by both.
 
 It computes the reference's function (same layers.py formulas, float32) but only on what
 can be nonzero:
-- projections, MLPs and the output head are `SparseRows` (zero rows never computed);
+- projections, MLPs and the output head are `SparseRows` (zero rows never computed),
+  built from the weights' nonzero entries (`QwenWeights.csr`: sparse tensors are not
+  scanned densely);
 - a GDN value head whose value projection is all zero keeps an all-zero state and reads
   0, so it is skipped; a full-attention layer whose o_proj is zero adds exactly 0 and is
   skipped (its KV cache is not kept);
@@ -29,6 +31,7 @@ import numpy as np
 
 from qgpu.model import layers as L
 from qgpu.model.config import LINEAR
+from qgpu.model.csr import Csr
 from qgpu.model.engine import Engine
 from qgpu.model.reference import ReferenceEngine
 from qgpu.model.sparse import SparseRows
@@ -53,15 +56,25 @@ class LiveHeads:
 def live_gdn_heads(weights: QwenWeights, i: int) -> LiveHeads:
     c = weights.config
     dk, dv, rep = c.linear_key_head_dim, c.linear_value_head_dim, c.value_heads_per_key_head
-    qkv = weights.layer(i, "linear_attn.in_proj_qkv.weight")
-    v_rows = qkv[2 * c.key_dim:].reshape(c.linear_num_value_heads, dv, -1)
-    heads = np.flatnonzero(np.any(v_rows != 0, axis=(1, 2)))
+    qkv = weights.layer_csr(i, "linear_attn.in_proj_qkv.weight")
+    v_rows = qkv.counts[2 * c.key_dim:].reshape(c.linear_num_value_heads, dv)
+    heads = np.flatnonzero(v_rows.sum(axis=1))
     key_heads, key_slot = np.unique(heads // rep, return_inverse=True)
     q_ch = (key_heads[:, None] * dk + np.arange(dk)).ravel()
     v_ch = (2 * c.key_dim + heads[:, None] * dv + np.arange(dv)).ravel()
     channels = np.concatenate([q_ch, c.key_dim + q_ch, v_ch])
     z_rows = (heads[:, None] * dv + np.arange(dv)).ravel()
     return LiveHeads(heads, key_slot.reshape(-1), key_heads, channels, len(q_ch), z_rows)
+
+
+def live_mlp_units(weights: QwenWeights, i: int):
+    """(units whose gate row, up row and down column are all nonzero; gate, up, down as
+    `Csr`)."""
+    gate = weights.layer_csr(i, "mlp.gate_proj.weight")
+    up = weights.layer_csr(i, "mlp.up_proj.weight")
+    down = weights.layer_csr(i, "mlp.down_proj.weight")
+    live = np.flatnonzero((gate.counts > 0) & (up.counts > 0) & (down.col_counts() > 0))
+    return live, gate, up, down
 
 
 @dataclass
@@ -100,37 +113,36 @@ class NumpyFastEngine(Engine):
             elif not weights.layer_is_zero_attention(i):
                 self.attention_layers.append(i)
             self.mlp.append(self._compile_mlp(i))
-        self.in_norm = [F32(1) + weights.layer(i, "input_layernorm.weight")
+        self.in_norm = [F32(1) + weights.layer_dense(i, "input_layernorm.weight")
                         for i in range(c.num_hidden_layers)]
-        self.post_norm = [F32(1) + weights.layer(i, "post_attention_layernorm.weight")
+        self.post_norm = [F32(1) + weights.layer_dense(i, "post_attention_layernorm.weight")
                           for i in range(c.num_hidden_layers)]
-        self.final_norm = F32(1) + weights[FINAL_NORM]
-        self.embed = weights[EMBED]
-        self.head = SparseRows(weights.output_head)
+        self.final_norm = F32(1) + weights.dense(FINAL_NORM)
+        self.embed = weights[EMBED]  # rows are read by token ids: never densified whole
+        self.head = SparseRows(weights.csr(weights.head_name))
 
     # -- compilation of the sparse structure --
     def _compile_gdn(self, i: int) -> _Gdn:
         w = self.weights
         live = live_gdn_heads(w, i)
         heads, key_slot, channels, z_rows = live.heads, live.key_slot, live.channels, live.z_rows
-        qkv = w.layer(i, "linear_attn.in_proj_qkv.weight")
-        stacked = np.concatenate([qkv[channels], w.layer(i, "linear_attn.in_proj_z.weight")[z_rows],
-                                  w.layer(i, "linear_attn.in_proj_b.weight")[heads],
-                                  w.layer(i, "linear_attn.in_proj_a.weight")[heads]])
-        out_w = w.layer(i, "linear_attn.out_proj.weight")[:, z_rows]
+        stacked = Csr.vstack([
+            w.layer_csr(i, "linear_attn.in_proj_qkv.weight").take_rows(channels),
+            w.layer_csr(i, "linear_attn.in_proj_z.weight").take_rows(z_rows),
+            w.layer_csr(i, "linear_attn.in_proj_b.weight").take_rows(heads),
+            w.layer_csr(i, "linear_attn.in_proj_a.weight").take_rows(heads)])
+        out_w = w.layer_csr(i, "linear_attn.out_proj.weight").take_cols(z_rows)
         return _Gdn(heads, key_slot, channels, live.n_qk, SparseRows(stacked),
-                    len(stacked), w.layer(i, "linear_attn.conv1d.weight")[channels, 0, :],
-                    w.layer(i, "linear_attn.A_log")[heads],
-                    w.layer(i, "linear_attn.dt_bias")[heads],
-                    w.layer(i, "linear_attn.norm.weight"), SparseRows(out_w))
+                    stacked.shape[0],
+                    w.layer_dense(i, "linear_attn.conv1d.weight")[channels, 0, :],
+                    w.layer_dense(i, "linear_attn.A_log")[heads],
+                    w.layer_dense(i, "linear_attn.dt_bias")[heads],
+                    w.layer_dense(i, "linear_attn.norm.weight"), SparseRows(out_w))
 
     def _compile_mlp(self, i: int) -> _Mlp:
-        w = self.weights
-        gate, up = w.layer(i, "mlp.gate_proj.weight"), w.layer(i, "mlp.up_proj.weight")
-        down = w.layer(i, "mlp.down_proj.weight")
-        live = np.flatnonzero(np.any(gate != 0, 1) & np.any(up != 0, 1) & np.any(down != 0, 0))
-        return _Mlp(SparseRows(np.concatenate([gate[live], up[live]])), len(live),
-                    SparseRows(down[:, live]))
+        live, gate, up, down = live_mlp_units(self.weights, i)
+        return _Mlp(SparseRows(Csr.vstack([gate.take_rows(live), up.take_rows(live)])),
+                    len(live), SparseRows(down.take_cols(live)))
 
     def conv_channels(self, layer: int) -> np.ndarray:
         """Which conv channels (rows of the reference's conv state) this engine keeps."""

@@ -1,7 +1,9 @@
 """model.fast_plan: `NativePlan`, a compiled model laid out for the native kernel.
 
 It turns `QwenWeights` into the sparse arrays `fast_kernel.c` reads (see its `Layer`,
-`Head` and `Model` structs) and runs tokens through it:
+`Head` and `Model` structs) and runs tokens through it. The arrays are built from each
+matrix's nonzero entries (`QwenWeights.csr`: a sparse tensor is never densified; only the
+embedding, which the kernel reads by row, is):
 - per GDN layer: the projections of the live heads (q, k of live key heads, v, z, b, a of
   live value heads: `live_gdn_heads`) as one column-sparse matrix over the hidden input;
   the conv channels whose projection row is nonzero; out_proj by head column;
@@ -24,8 +26,9 @@ import weakref
 import numpy as np
 
 from qgpu.model.config import LINEAR
+from qgpu.model.csr import Csr
 from qgpu.model.fast_native import F32P, I32P, Csc, Head, Layer, Model
-from qgpu.model.fast_numpy import LiveHeads, live_gdn_heads
+from qgpu.model.fast_numpy import LiveHeads, live_gdn_heads, live_mlp_units
 from qgpu.model.state import ModelState
 from qgpu.model.weights import EMBED, FINAL_NORM, QwenWeights
 
@@ -34,18 +37,14 @@ BLOCK_ROWS = 32
 GROUP_BLOCKS = 32
 
 
-def _columns(matrix_t: np.ndarray, all_columns: bool = False):
-    """Column-sparse form of M given M^T ([inputs, outputs]): (col, ptr, row, val), rows
-    ascending within a column; only nonzero columns unless all_columns."""
-    cols, rows = np.nonzero(matrix_t)
-    vals = matrix_t[cols, rows]
+def _columns(matrix: Csr, all_columns: bool = False):
+    """Column-sparse form of M: (col, ptr, row, val), rows ascending within a column; only
+    nonzero columns unless all_columns."""
+    t = matrix.transpose()
     if all_columns:
-        live = np.arange(matrix_t.shape[0])
-    else:
-        live = np.unique(cols)
-    ptr = np.searchsorted(cols, np.append(live, matrix_t.shape[0]))
-    ptr[-1] = len(cols)
-    return live, ptr, rows, vals
+        return np.arange(t.shape[0]), t.indptr, t.cols, t.vals
+    live = t.live_rows()
+    return live, np.append(t.indptr[live], t.nnz), t.cols, t.vals
 
 
 def _bounds(pos: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_rows: int, rows_per: int,
@@ -83,28 +82,24 @@ def _block_max(values: np.ndarray, rows_per: int) -> np.ndarray:
     return np.where(out.astype(np.float64) < top, np.nextafter(out, F32(np.inf)), out)
 
 
-def _gate_forms(gate: np.ndarray):
+def _gate_forms(gate: Csr):
     """Rows of `gate` grouped by their coefficients outside the column used by the most
     rows (the constant dimension, in compiled circuits): steps come in pairs and adders
     in sixes that differ only there. Returns (forms, unit_form, unit_bias, bias_col)."""
-    counts = np.count_nonzero(gate, axis=0)
+    n = gate.shape[0]
+    counts = gate.col_counts()
     bias_col = int(np.argmax(counts)) if counts.size and counts.max() > 1 else -1
     if bias_col < 0:
-        return gate, np.arange(len(gate)), np.zeros(len(gate), F32), -1
-    rows, cols = np.nonzero(gate)
-    keep = cols != bias_col
-    rows, cols = rows[keep], cols[keep]
-    vals = gate[rows, cols]
-    ptr = np.searchsorted(rows, np.arange(len(gate) + 1))
+        return gate, np.arange(n), np.zeros(n, F32), -1
+    rest = gate.without_col(bias_col)
+    cols, vals, ptr = rest.cols, rest.vals, rest.indptr
     index: dict[bytes, int] = {}
     unit_form = np.array([index.setdefault(cols[a:b].tobytes() + vals[a:b].tobytes(),
                                            len(index))
                           for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist(), strict=True)])
     first = np.zeros(len(index), np.int64)
-    first[unit_form[::-1]] = np.arange(len(gate))[::-1]  # the first unit of each form
-    forms = gate[first].copy()
-    forms[:, bias_col] = 0
-    return forms, unit_form, gate[:, bias_col].copy(), bias_col
+    first[unit_form[::-1]] = np.arange(n)[::-1]  # the first unit of each form
+    return rest.take_rows(first), unit_form, gate.col_values(bias_col), bias_col
 
 
 class NativePlan:
@@ -125,10 +120,10 @@ class NativePlan:
         m = self.model = Model()
         m.hidden, m.n_layers, m.conv_k = h, c.num_hidden_layers, c.linear_conv_kernel_dim
         m.dk, m.dv, m.eps, m.sqrt_dk = dk, dv, F32(c.rms_norm_eps), F32(dk ** 0.5)
-        m.embed = self._f(weights[EMBED])
-        m.final_norm = self._f(F32(1) + weights[FINAL_NORM])
+        m.embed = self._f(weights.dense(EMBED))
+        m.final_norm = self._f(F32(1) + weights.dense(FINAL_NORM))
         m.layers = layers
-        self._head(m.head, weights.output_head)
+        self._head(m.head, weights.csr(weights.head_name))
         for name, n in (("h", h), ("x", h), ("mixed", h), ("head_x", h),
                         ("slots", sizes["slots"]), ("qkv", sizes["channels"]),
                         ("qn", sizes["key"] * dk), ("kn", sizes["key"] * dk), ("o", dv),
@@ -157,16 +152,16 @@ class NativePlan:
         self._keep.append(a)
         return a.ctypes.data_as(I32P)
 
-    def _csc(self, target: Csc, matrix_t: np.ndarray, all_columns: bool = False) -> None:
-        col, ptr, row, val = _columns(matrix_t, all_columns)
+    def _csc(self, target: Csc, matrix: Csr, all_columns: bool = False) -> None:
+        col, ptr, row, val = _columns(matrix, all_columns)
         target.n_cols, target.col, target.ptr = len(col), self._i(col), self._i(ptr)
         target.row, target.val = self._i(row), self._f(val)
 
     # -- layers --
     def _layer(self, i: int, L: Layer, sizes: dict) -> None:
         c, w = self.config, self.weights
-        L.in_norm = self._f(F32(1) + w.layer(i, "input_layernorm.weight"))
-        L.post_norm = self._f(F32(1) + w.layer(i, "post_attention_layernorm.weight"))
+        L.in_norm = self._f(F32(1) + w.layer_dense(i, "input_layernorm.weight"))
+        L.post_norm = self._f(F32(1) + w.layer_dense(i, "post_attention_layernorm.weight"))
         if c.layer_types[i] == LINEAR:
             self._gdn(i, L, sizes)
         elif not w.layer_is_zero_attention(i):
@@ -181,24 +176,24 @@ class NativePlan:
         if not live.heads.size:
             return
         p = "linear_attn."
-        stacked = np.concatenate([
-            w.layer(i, p + "in_proj_qkv.weight")[live.channels],
-            w.layer(i, p + "in_proj_z.weight")[live.z_rows],
-            w.layer(i, p + "in_proj_b.weight")[live.heads],
-            w.layer(i, p + "in_proj_a.weight")[live.heads]])
+        stacked = Csr.vstack([
+            w.layer_csr(i, p + "in_proj_qkv.weight").take_rows(live.channels),
+            w.layer_csr(i, p + "in_proj_z.weight").take_rows(live.z_rows),
+            w.layer_csr(i, p + "in_proj_b.weight").take_rows(live.heads),
+            w.layer_csr(i, p + "in_proj_a.weight").take_rows(live.heads)])
         n_ch = len(live.channels)
-        L.n_slots = len(stacked)
-        self._csc(L.proj, np.ascontiguousarray(stacked.T))
-        active = np.flatnonzero(np.any(stacked[:n_ch] != 0, axis=1))
+        L.n_slots = stacked.shape[0]
+        self._csc(L.proj, stacked)
+        active = np.flatnonzero(stacked.counts[:n_ch])
         L.n_active, L.active = len(active), self._i(active)
         L.head_ids, L.key_slot = self._i(live.heads), self._i(live.key_slot)
-        L.conv_w = self._f(w.layer(i, p + "conv1d.weight")[live.channels, 0, :])
-        L.neg_exp_a_log = self._f(-np.exp(w.layer(i, p + "A_log"))[live.heads])
-        L.dt_bias = self._f(w.layer(i, p + "dt_bias")[live.heads])
-        L.norm_w = self._f(w.layer(i, p + "norm.weight"))
-        out_w = w.layer(i, p + "out_proj.weight")[:, live.z_rows]
-        self._csc(L.out, np.ascontiguousarray(out_w.T), all_columns=True)
-        out_rows = np.flatnonzero(np.any(out_w != 0, axis=1))
+        L.conv_w = self._f(w.layer_dense(i, p + "conv1d.weight")[live.channels, 0, :])
+        L.neg_exp_a_log = self._f(-np.exp(w.layer_dense(i, p + "A_log"))[live.heads])
+        L.dt_bias = self._f(w.layer_dense(i, p + "dt_bias")[live.heads])
+        L.norm_w = self._f(w.layer_dense(i, p + "norm.weight"))
+        out_w = w.layer_csr(i, p + "out_proj.weight").take_cols(live.z_rows)
+        self._csc(L.out, out_w, all_columns=True)
+        out_rows = out_w.live_rows()
         L.n_out_rows, L.out_rows = len(out_rows), self._i(out_rows)
         sizes["slots"] = max(sizes["slots"], L.n_slots)
         sizes["channels"] = max(sizes["channels"], n_ch)
@@ -206,35 +201,29 @@ class NativePlan:
         sizes["heads"] = max(sizes["heads"], len(live.heads))
 
     def _mlp(self, i: int, L: Layer, sizes: dict) -> None:
-        w = self.weights
-        gate, up = w.layer(i, "mlp.gate_proj.weight"), w.layer(i, "mlp.up_proj.weight")
-        down = w.layer(i, "mlp.down_proj.weight")
-        live = np.flatnonzero(np.any(gate != 0, 1) & np.any(up != 0, 1) & np.any(down != 0, 0))
+        live, gate, up, down = live_mlp_units(self.weights, i)
         L.n_units = len(live)
         if not live.size:
             return
-        forms, unit_form, unit_bias, L.bias_col = _gate_forms(gate[live])
-        L.n_forms = len(forms)
+        forms, unit_form, unit_bias, L.bias_col = _gate_forms(gate.take_rows(live))
+        L.n_forms = forms.shape[0]
         L.unit_form, L.unit_bias = self._i(unit_form), self._f(unit_bias)
-        self._csc(L.gate, np.ascontiguousarray(forms.T))
-        up_live = up[live]
-        units, cols = np.nonzero(up_live)
-        L.up_ptr = self._i(np.searchsorted(units, np.arange(len(live) + 1)))
-        L.up_col, L.up_val = self._i(cols), self._f(up_live[units, cols])
-        down_live = down[:, live]
-        self._csc(L.down, np.ascontiguousarray(down_live.T), all_columns=True)
-        rows = np.flatnonzero(np.any(down_live != 0, axis=1))
+        self._csc(L.gate, forms)
+        up_live = up.take_rows(live)
+        L.up_ptr = self._i(up_live.indptr)
+        L.up_col, L.up_val = self._i(up_live.cols), self._f(up_live.vals)
+        down_live = down.take_cols(live)
+        self._csc(L.down, down_live, all_columns=True)
+        rows = down_live.live_rows()
         L.n_down_rows, L.down_rows = len(rows), self._i(rows)
         sizes["units"] = max(sizes["units"], len(live))
 
-    def _head(self, hd: Head, head: np.ndarray) -> None:
-        rows = np.flatnonzero(np.any(head != 0, axis=1))
-        zero = np.setdiff1d(np.arange(head.shape[0]), rows, assume_unique=True)
+    def _head(self, hd: Head, head: Csr) -> None:
+        rows = head.live_rows()
+        zero = np.flatnonzero(head.counts == 0)
         hd.first_zero_row = int(zero[0]) if zero.size else -1
-        block = head[rows]
-        pos, cols = np.nonzero(block)
-        vals = block[pos, cols]
-        ptr = np.searchsorted(pos, np.arange(len(rows) + 1))
+        block = head.take_rows(rows)
+        pos, cols, vals, ptr = block.row_ids(), block.cols, block.vals, block.indptr
         hd.n_rows, hd.row_ids, hd.ptr = len(rows), self._i(rows), self._i(ptr)
         hd.col, hd.val = self._i(cols), self._f(vals)
         hd.max_row_nnz = int(np.diff(ptr).max(initial=0))

@@ -5,6 +5,10 @@ circuit primitives; speed is not its concern.
 An optional `observer(layer, site, array)` sees every layer's intermediate values
 (sites: "residual_in", "mixer_out", "mlp_in", "mlp_gate", "mlp_up", "mlp_out"), which is
 how instrumented runs (the circuit's margin report) look inside.
+
+Sparse weights (model.weights) are densified here, tensor by tensor, when a forward pass
+first needs them; dense copies are kept up to `dense_cache_bytes` (default 2 GiB) and
+rebuilt when the tensor changed, the rest densified again on every pass.
 """
 
 from __future__ import annotations
@@ -15,16 +19,39 @@ import numpy as np
 
 from qgpu.model import layers as L
 from qgpu.model.engine import Engine
+from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.state import ModelState
-from qgpu.model.weights import EMBED, FINAL_NORM, QwenWeights
+from qgpu.model.weights import EMBED, FINAL_NORM, QwenWeights, layer_prefix
 
 Observer = Callable[[int, str, np.ndarray], None]
+DENSE_CACHE_BYTES = 2 << 30
 
 
 class ReferenceEngine(Engine):
-    def __init__(self, weights: QwenWeights, observer: Observer | None = None):
+    def __init__(self, weights: QwenWeights, observer: Observer | None = None,
+                 dense_cache_bytes: int = DENSE_CACHE_BYTES):
         super().__init__(weights)
         self.observer = observer
+        self.dense_cache_bytes = dense_cache_bytes
+        self._dense: dict[str, tuple[SparseTensor, int, np.ndarray]] = {}
+
+    def _tensor(self, name: str) -> np.ndarray:
+        """A weight as a dense array (sparse ones densified, cached within the budget)."""
+        t = self.weights[name]
+        if not isinstance(t, SparseTensor):
+            return t
+        hit = self._dense.get(name)
+        if hit is not None and hit[0] is t and hit[1] == t.version:
+            return hit[2]
+        dense = t.todense()
+        self._dense.pop(name, None)
+        if sum(v[2].nbytes for v in self._dense.values()) + dense.nbytes \
+                <= self.dense_cache_bytes:
+            self._dense[name] = (t, t.version, dense)
+        return dense
+
+    def _layer(self, i: int, name: str) -> np.ndarray:
+        return self._tensor(layer_prefix(i) + name)
 
     def _see(self, layer: int, site: str, value: np.ndarray) -> None:
         if self.observer is not None:
@@ -36,63 +63,64 @@ class ReferenceEngine(Engine):
         positions = np.arange(state.position, state.position + ids.size)
         for i in range(c.num_hidden_layers):
             self._see(i, "residual_in", h)
-            x = L.rms_norm(h, w.layer(i, "input_layernorm.weight"), c.rms_norm_eps)
+            x = L.rms_norm(h, self._layer(i, "input_layernorm.weight"), c.rms_norm_eps)
             if w.layer_is_linear(i):
                 mixed = self.gdn_mixer(i, x, state, mode)
             else:
                 mixed = self.attention_mixer(i, x, state, positions)
             self._see(i, "mixer_out", mixed)
             h = h + mixed
-            u = L.rms_norm(h, w.layer(i, "post_attention_layernorm.weight"), c.rms_norm_eps)
-            gate = u @ w.layer(i, "mlp.gate_proj.weight").T
-            up = u @ w.layer(i, "mlp.up_proj.weight").T
+            u = L.rms_norm(h, self._layer(i, "post_attention_layernorm.weight"), c.rms_norm_eps)
+            gate = u @ self._layer(i, "mlp.gate_proj.weight").T
+            up = u @ self._layer(i, "mlp.up_proj.weight").T
             self._see(i, "mlp_in", u)
             self._see(i, "mlp_gate", gate)
             self._see(i, "mlp_up", up)
-            out = (L.silu(gate) * up) @ w.layer(i, "mlp.down_proj.weight").T
+            out = (L.silu(gate) * up) @ self._layer(i, "mlp.down_proj.weight").T
             self._see(i, "mlp_out", out)
             h = h + out
         state.position += ids.size
-        final = L.rms_norm(h, w[FINAL_NORM], c.rms_norm_eps)
-        return final @ w.output_head.T
+        final = L.rms_norm(h, self._tensor(FINAL_NORM), c.rms_norm_eps)
+        return final @ self._tensor(w.head_name).T
 
     def gdn_mixer(self, i: int, x: np.ndarray, state: ModelState, mode: str) -> np.ndarray:
-        c, w = self.config, self.weights
+        c = self.config
         t = x.shape[0]
         hk, hv = c.linear_num_key_heads, c.linear_num_value_heads
         dk, dv = c.linear_key_head_dim, c.linear_value_head_dim
-        mixed_qkv = x @ w.layer(i, "linear_attn.in_proj_qkv.weight").T
-        z = (x @ w.layer(i, "linear_attn.in_proj_z.weight").T).reshape(t, hv, dv)
-        b = x @ w.layer(i, "linear_attn.in_proj_b.weight").T
-        a = x @ w.layer(i, "linear_attn.in_proj_a.weight").T
+        mixed_qkv = x @ self._layer(i, "linear_attn.in_proj_qkv.weight").T
+        z = (x @ self._layer(i, "linear_attn.in_proj_z.weight").T).reshape(t, hv, dv)
+        b = x @ self._layer(i, "linear_attn.in_proj_b.weight").T
+        a = x @ self._layer(i, "linear_attn.in_proj_a.weight").T
         qkv, state.conv[i] = L.causal_conv(state.conv[i], mixed_qkv,
-                                           w.layer(i, "linear_attn.conv1d.weight"))
+                                           self._layer(i, "linear_attn.conv1d.weight"))
         q = qkv[:, :c.key_dim].reshape(t, hk, dk)
         k = qkv[:, c.key_dim:2 * c.key_dim].reshape(t, hk, dk)
         v = qkv[:, 2 * c.key_dim:].reshape(t, hv, dv)
         beta = L.sigmoid(b)
-        g = L.decay_log(a, w.layer(i, "linear_attn.A_log"), w.layer(i, "linear_attn.dt_bias"))
+        g = L.decay_log(a, self._layer(i, "linear_attn.A_log"),
+                        self._layer(i, "linear_attn.dt_bias"))
         rep = c.value_heads_per_key_head
         q, k = L.repeat_key_heads(q, rep), L.repeat_key_heads(k, rep)
         rule = L.gdn_chunked if mode == "chunked" else L.gdn_recurrent
         o = rule(q, k, v, g, beta, state.recurrent[i])
-        y = L.rms_norm_gated(o, z, w.layer(i, "linear_attn.norm.weight"), c.rms_norm_eps)
-        return y.reshape(t, c.value_dim) @ w.layer(i, "linear_attn.out_proj.weight").T
+        y = L.rms_norm_gated(o, z, self._layer(i, "linear_attn.norm.weight"), c.rms_norm_eps)
+        return y.reshape(t, c.value_dim) @ self._layer(i, "linear_attn.out_proj.weight").T
 
     def attention_mixer(self, i: int, x: np.ndarray, state: ModelState,
                         positions: np.ndarray) -> np.ndarray:
-        c, w = self.config, self.weights
+        c = self.config
         t, nh, nkv, hd = x.shape[0], c.num_attention_heads, c.num_key_value_heads, c.head_dim
-        q_and_gate = (x @ w.layer(i, "self_attn.q_proj.weight").T).reshape(t, nh, 2 * hd)
+        q_and_gate = (x @ self._layer(i, "self_attn.q_proj.weight").T).reshape(t, nh, 2 * hd)
         q, gate = q_and_gate[..., :hd], q_and_gate[..., hd:].reshape(t, nh * hd)
-        q = L.rms_norm(q, w.layer(i, "self_attn.q_norm.weight"), c.rms_norm_eps)
-        k = (x @ w.layer(i, "self_attn.k_proj.weight").T).reshape(t, nkv, hd)
-        k = L.rms_norm(k, w.layer(i, "self_attn.k_norm.weight"), c.rms_norm_eps)
-        v = (x @ w.layer(i, "self_attn.v_proj.weight").T).reshape(t, nkv, hd)
+        q = L.rms_norm(q, self._layer(i, "self_attn.q_norm.weight"), c.rms_norm_eps)
+        k = (x @ self._layer(i, "self_attn.k_proj.weight").T).reshape(t, nkv, hd)
+        k = L.rms_norm(k, self._layer(i, "self_attn.k_norm.weight"), c.rms_norm_eps)
+        v = (x @ self._layer(i, "self_attn.v_proj.weight").T).reshape(t, nkv, hd)
         cos, sin = L.rope_tables(positions, c.rotary_dim, c.rope_theta)
         q, k = L.apply_rope(q, cos, sin), L.apply_rope(k, cos, sin)
         state.keys[i] = np.concatenate([state.keys[i], k])
         state.values[i] = np.concatenate([state.values[i], v])
         out = L.attention(q, state.keys[i], state.values[i], positions, hd ** -0.5)
         out = out.reshape(t, nh * hd) * L.sigmoid(gate)
-        return out @ w.layer(i, "self_attn.o_proj.weight").T
+        return out @ self._layer(i, "self_attn.o_proj.weight").T

@@ -5,11 +5,15 @@ and, among their columns, only those that hold a nonzero. Small or dense-enough 
 are kept as a compact dense block (one BLAS call on the gathered inputs); large sparse
 ones as CSR products (gather, multiply, segment sum). Rows that are all zero are never
 computed: the caller gets the list of live rows and scatters results where it needs them.
+It is built from the matrix's nonzero entries (a `Csr`; a dense matrix is scanned once
+into one): the same arrays either way.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from qgpu.model.csr import Csr
 
 F32 = np.float32
 DENSE_FILL = 0.25  # above this fill of the compact block, dense BLAS beats gathering
@@ -19,22 +23,23 @@ DENSE_SMALL = 4096  # compact blocks this small are dense regardless of fill
 class SparseRows:
     """W restricted to its nonzero rows: `matvec(x)` returns W[rows] @ x."""
 
-    def __init__(self, matrix: np.ndarray):
-        matrix = np.asarray(matrix, dtype=F32)
-        self.shape = matrix.shape
-        self.rows = np.flatnonzero(np.any(matrix != 0, axis=1))
-        self.cols = np.flatnonzero(np.any(matrix != 0, axis=0))
-        block = matrix[np.ix_(self.rows, self.cols)]
-        self.nnz = int(np.count_nonzero(block))
-        self.dense = block.size <= DENSE_SMALL or self.nnz >= DENSE_FILL * block.size
+    def __init__(self, matrix: np.ndarray | Csr):
+        csr = matrix.nonzero() if isinstance(matrix, Csr) else Csr.from_dense(matrix)
+        self.shape = csr.shape
+        self.rows = csr.live_rows()
+        self.cols = np.unique(csr.cols)
+        live = csr.take_rows(self.rows)
+        self.nnz = live.nnz
+        size = self.rows.size * self.cols.size
+        self.dense = size <= DENSE_SMALL or self.nnz >= DENSE_FILL * size
         if self.dense:
-            self.block_t = np.ascontiguousarray(block.T)  # x[cols] @ block_t
+            block_t = np.zeros((self.cols.size, self.rows.size), F32)  # x[cols] @ block_t
+            block_t[np.searchsorted(self.cols, live.cols), live.row_ids()] = live.vals
+            self.block_t = block_t
         else:
-            r, c = np.nonzero(block)  # row-major, so rows come sorted
-            self.data = block[r, c]
-            self.gather = self.cols[c]  # columns in the full input vector
-            counts = np.bincount(r, minlength=len(self.rows))
-            self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
+            self.data = live.vals
+            self.gather = live.cols  # columns in the full input vector
+            self.starts = live.indptr[:-1].astype(np.intp)
 
     @property
     def empty(self) -> bool:

@@ -1,9 +1,19 @@
-"""model.weights: `QwenWeights`, the plain-numpy container every other part consumes.
+"""model.weights: `QwenWeights`, the container every other part consumes.
 
-A model is its `QwenConfig` plus float32 arrays named exactly as in the state dict of
+A model is its `QwenConfig` plus float32 tensors named exactly as in the state dict of
 transformers' `Qwen3_5ForCausalLM` ("model.layers.3.linear_attn.in_proj_qkv.weight", ...),
 with the same shapes. The circuit compiler fills one, the reference and fast engines run
 it, and the checkpoint writer saves it unchanged.
+
+Each tensor is held in one of two forms (`stored_form` decides, on every assignment):
+- a numpy array: vectors, the conv weights, small matrices, and matrices with more than
+  SPARSE_MAX_FILL of their entries nonzero (random test weights, a real base model);
+- a `SparseTensor` (model.sparse_tensor): the other matrices of SPARSE_MIN_SIZE entries or
+  more, i.e. compiled weights, which are >99.8% zeros. It takes the same numpy indexing
+  for writes (`w.layer(i, "mlp.up_proj.weight")[u, d] = c`) and returns dense copies for
+  reads; `np.asarray` densifies it.
+Readers that want one form ask for it: `dense(name)` / `layer_dense(i, name)` (a dense
+array), `csr(name)` (the nonzero entries as a `Csr`, without scanning a sparse tensor).
 """
 
 from __future__ import annotations
@@ -13,10 +23,33 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qgpu.model.config import FULL, LINEAR, ModelConfigError, QwenConfig
+from qgpu.model.csr import Csr
+from qgpu.model.sparse_tensor import SparseTensor
 
 EMBED = "model.embed_tokens.weight"
 FINAL_NORM = "model.norm.weight"
 LM_HEAD = "lm_head.weight"
+SPARSE_MIN_SIZE = 1 << 16  # matrices with fewer entries are always dense arrays
+SPARSE_MAX_FILL = 0.25  # denser matrices are dense arrays (and so are random weights)
+
+Tensor = np.ndarray | SparseTensor
+
+
+def sparse_shape(shape: tuple[int, ...]) -> bool:
+    """Is a tensor of this shape held as a SparseTensor when it is sparse enough?"""
+    return len(shape) == 2 and shape[0] * shape[1] >= SPARSE_MIN_SIZE
+
+
+def stored_form(value) -> Tensor:
+    """The form QwenWeights holds `value` in: a SparseTensor for a large matrix with at
+    most SPARSE_MAX_FILL nonzeros (or one given as a SparseTensor), else a float32 array."""
+    if isinstance(value, SparseTensor):
+        return value if sparse_shape(value.shape) else value.todense()
+    value = np.ascontiguousarray(value, dtype=np.float32)
+    if sparse_shape(value.shape) and (np.count_nonzero(value)
+                                      <= SPARSE_MAX_FILL * value.size):
+        return SparseTensor.from_dense(value)
+    return value
 
 
 def layer_prefix(index: int) -> str:
@@ -72,14 +105,13 @@ def expected_shapes(config: QwenConfig) -> dict[str, tuple[int, ...]]:
 
 @dataclass
 class QwenWeights:
-    """A Qwen3.5 text model as numpy arrays (float32, HF names and shapes)."""
+    """A Qwen3.5 text model (float32, HF names and shapes; dense or sparse tensors)."""
 
     config: QwenConfig
-    tensors: dict[str, np.ndarray] = field(default_factory=dict)
+    tensors: dict[str, Tensor] = field(default_factory=dict)
 
     def __post_init__(self):
-        self.tensors = {k: np.ascontiguousarray(v, dtype=np.float32)
-                        for k, v in self.tensors.items()}
+        self.tensors = {k: stored_form(v) for k, v in self.tensors.items()}
         self.validate()
 
     def validate(self) -> None:
@@ -101,8 +133,11 @@ class QwenWeights:
     @classmethod
     def zeros(cls, config: QwenConfig) -> QwenWeights:
         """All-zero weights (norm weights 0 mean scale 1: Qwen3.5 norms are zero-centred).
-        A full-attention layer with zero weights adds exactly 0 to the residual."""
-        return cls(config, {k: np.zeros(s, np.float32) for k, s in expected_shapes(config).items()})
+        A full-attention layer with zero weights adds exactly 0 to the residual. Large
+        matrices start as empty SparseTensors (what the compiler writes into)."""
+        return cls(config, {k: SparseTensor.zeros(s) if sparse_shape(s)
+                            else np.zeros(s, np.float32)
+                            for k, s in expected_shapes(config).items()})
 
     @classmethod
     def random(cls, config: QwenConfig, seed: int = 0, scale: float = 0.05) -> QwenWeights:
@@ -121,26 +156,54 @@ class QwenWeights:
         return cls(config, tensors)
 
     # -- access --
-    def __getitem__(self, name: str) -> np.ndarray:
+    def __getitem__(self, name: str) -> Tensor:
         return self.tensors[name]
 
-    def __setitem__(self, name: str, value: np.ndarray) -> None:
+    def __setitem__(self, name: str, value) -> None:
         want = expected_shapes(self.config).get(name)
         if want is None:
             raise ModelConfigError(f"{name} is not a parameter of this model")
-        value = np.ascontiguousarray(value, dtype=np.float32)
+        value = stored_form(value)
         if value.shape != want:
             raise ModelConfigError(f"{name} needs shape {want}, got {value.shape}")
         self.tensors[name] = value
 
-    def layer(self, index: int, name: str) -> np.ndarray:
+    def layer(self, index: int, name: str) -> Tensor:
         """A parameter of layer `index` by its short name, e.g. "mlp.up_proj.weight"."""
         return self.tensors[layer_prefix(index) + name]
 
     @property
-    def output_head(self) -> np.ndarray:
+    def head_name(self) -> str:
+        """The tensor holding the output head: the embedding when tied, else lm_head."""
+        return EMBED if self.config.tie_word_embeddings else LM_HEAD
+
+    @property
+    def output_head(self) -> Tensor:
         """[vocab, hidden]: the embedding when tied, else lm_head.weight."""
-        return self.tensors[EMBED if self.config.tie_word_embeddings else LM_HEAD]
+        return self.tensors[self.head_name]
+
+    def is_sparse(self, name: str) -> bool:
+        return isinstance(self.tensors[name], SparseTensor)
+
+    def dense(self, name: str) -> np.ndarray:
+        """The tensor as a dense array (the stored array itself when it is dense)."""
+        t = self.tensors[name]
+        return t.todense() if isinstance(t, SparseTensor) else t
+
+    def layer_dense(self, index: int, name: str) -> np.ndarray:
+        return self.dense(layer_prefix(index) + name)
+
+    def csr(self, name: str) -> Csr:
+        """The nonzero entries of a matrix (sparse tensors are not scanned densely)."""
+        t = self.tensors[name]
+        return t.csr().nonzero() if isinstance(t, SparseTensor) else Csr.from_dense(t)
+
+    def layer_csr(self, index: int, name: str) -> Csr:
+        return self.csr(layer_prefix(index) + name)
+
+    def any_nonzero(self, name: str) -> bool:
+        t = self.tensors[name]
+        return t.any() if isinstance(t, SparseTensor) else bool(np.any(t))
 
     def layer_is_linear(self, index: int) -> bool:
         return self.config.layer_types[index] == LINEAR
@@ -148,10 +211,16 @@ class QwenWeights:
     def layer_is_zero_attention(self, index: int) -> bool:
         """True for a full-attention layer whose attention adds exactly 0 (o_proj zero)."""
         return (self.config.layer_types[index] == FULL
-                and not np.any(self.layer(index, "self_attn.o_proj.weight")))
+                and not self.any_nonzero(layer_prefix(index) + "self_attn.o_proj.weight"))
 
     def nonzero_count(self) -> int:
-        return int(sum(np.count_nonzero(v) for v in self.tensors.values()))
+        return int(sum(v.count_nonzero() if isinstance(v, SparseTensor) else np.count_nonzero(v)
+                       for v in self.tensors.values()))
+
+    @property
+    def nbytes(self) -> int:
+        """Memory the tensors take as held (dense arrays and sparse storage)."""
+        return int(sum(v.nbytes for v in self.tensors.values()))
 
     def copy(self) -> QwenWeights:
         return QwenWeights(self.config, {k: v.copy() for k, v in self.tensors.items()})

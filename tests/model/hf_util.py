@@ -31,7 +31,7 @@ def hf_model_from_weights(weights: QwenWeights):
     hf_config = Qwen3_5TextConfig(**{k: v for k, v in weights.config.to_hf_dict().items()
                                      if k not in ("architectures", "model_type", "dtype")})
     model = Qwen3_5ForCausalLM(hf_config).float().eval()
-    state = {k: torch.from_numpy(v.copy()) for k, v in weights.tensors.items()}
+    state = {k: torch.from_numpy(np.array(v, np.float32)) for k, v in weights.tensors.items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
     allowed = {"lm_head.weight"} if weights.config.tie_word_embeddings else set()
     assert set(missing) <= allowed and not unexpected, (missing, unexpected)
