@@ -1,0 +1,50 @@
+"""runtime.generate: one launch on the compiled model. The host encodes the prompt
+(program, launch configuration, initial memory), feeds it, and then only feeds back what
+the model writes, greedily, until the model writes HALT; nothing of the kernel is
+computed here and nothing is run elsewhere in the model's place."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from qgpu.circuit.machine.spec import check_launch
+from qgpu.errors import LaunchError
+from qgpu.isa.program import Program
+from qgpu.model.state import ModelState
+from qgpu.protocol import encode_prompt, tok
+from qgpu.runtime.machine import ModelMachine
+
+HALT = tok("HALT")
+DEFAULT_MAX_TOKENS = 1_000_000
+
+
+@dataclass
+class ModelRun:
+    prompt: list[int]
+    trace: list[int]  # the model's tokens, first EXEC .. HALT
+    state: ModelState  # after HALT: the results live here
+    seconds: float
+
+    @property
+    def tokens_per_second(self) -> float:
+        return len(self.trace) / self.seconds if self.seconds else 0.0
+
+
+def generate_launch(machine: ModelMachine, program: Program, grid: int, block: int,
+                    memory=(), max_tokens: int = DEFAULT_MAX_TOKENS) -> ModelRun:
+    check_launch(machine.spec, program, grid, block)
+    prompt = encode_prompt(program, grid, block, memory)
+    engine = machine.engine
+    state = engine.new_state()
+    start = time.perf_counter()
+    engine.consume(state, prompt[:-1]) if hasattr(engine, "consume") else \
+        engine.prefill(state, prompt[:-1], mode="recurrent")
+    token = engine.step_greedy(state, prompt[-1])
+    trace = [token]
+    while token != HALT:
+        if len(trace) >= max_tokens:
+            raise LaunchError(f"the model wrote {max_tokens} tokens without HALT")
+        token = engine.step_greedy(state, token)
+        trace.append(token)
+    return ModelRun(prompt, trace, state, time.perf_counter() - start)

@@ -1,0 +1,42 @@
+"""runtime.machine: the compiled machine a process runs launches on: compiled once per
+(layer shape, machine spec) and kept (the compiler caches the weights on disk; progress
+goes to stderr), with the engine that runs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qgpu.circuit.compile import Compiled
+from qgpu.circuit.machine.build import compile_machine
+from qgpu.circuit.machine.spec import MachineSpec
+from qgpu.circuit.schedule import LayerShape
+from qgpu.model.engine import Engine
+from qgpu.model.fast import FastEngine
+
+DEFAULT_SPEC = MachineSpec(slots=1)
+# The native kernel breaks this model since commit 2991b42 (a table row overwritten on
+# consecutive tokens reads back wrong; tests/runtime/test_backends.py shows it, strict
+# xfail): launches run on the fast engine's numpy backend until that is fixed.
+DEFAULT_BACKEND = "numpy"
+
+
+@dataclass
+class ModelMachine:
+    compiled: Compiled
+    spec: MachineSpec
+    engine: Engine
+
+
+_loaded: dict[tuple, ModelMachine] = {}
+
+
+def load_machine(shape: LayerShape | None = None, spec: MachineSpec | None = None, *,
+                 backend: str = DEFAULT_BACKEND, progress: bool = True) -> ModelMachine:
+    """The compiled machine and a FastEngine over it (once per process and arguments)."""
+    shape = shape or LayerShape.qwen35_2b()
+    spec = spec or DEFAULT_SPEC
+    key = (shape, spec, backend)
+    if key not in _loaded:
+        compiled = compile_machine(shape, spec, progress=progress)
+        _loaded[key] = ModelMachine(compiled, spec, FastEngine(compiled.weights, backend))
+    return _loaded[key]

@@ -1,0 +1,49 @@
+"""End to end: small one-warp programs run on the compiled model (fast engine) write
+exactly the interpreter's trace; --check reports the first mismatch."""
+
+import pytest
+
+from qgpu.errors import CheckMismatch, LaunchError, ProgramError
+from qgpu.interp import run_launch
+from qgpu.isa.asm import assemble
+from qgpu.protocol import expected_trace, tok
+from qgpu.runtime.check import check_trace
+from qgpu.runtime.generate import generate_launch
+from qgpu.runtime.machine import load_machine
+from tests.runtime.programs import PROGRAMS
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def machine():
+    return load_machine(progress=False)
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+@pytest.mark.parametrize("block", [4, 3])
+def test_program_is_token_exact(machine, program, block):
+    prog = assemble(PROGRAMS[program])
+    want = expected_trace(run_launch(prog, 1, block).events)
+    run = generate_launch(machine, prog, 1, block)
+    assert run.trace == want
+
+
+def test_check_reports_the_first_mismatch(machine):
+    prog = assemble(PROGRAMS["straight"])
+    run = generate_launch(machine, prog, 1, 4)
+    bad = list(run.trace)
+    bad[3] = tok("V", 0x4242)
+    with pytest.raises(CheckMismatch, match=r"token 3 .*interpreter V\(0x0000\), "
+                       r"model V\(0x4242\)"):
+        check_trace(prog, 1, 4, [], run.prompt, bad)
+    assert check_trace(prog, 1, 4, [], run.prompt, run.trace) == run.trace
+
+
+def test_programs_outside_the_circuit_are_rejected(machine):
+    with pytest.raises(ProgramError, match="operation 'mul'"):
+        generate_launch(machine, assemble("block 0:\n  mul r1, r0, 3\n  exit\n"), 1, 4)
+    with pytest.raises(ProgramError, match="per stage"):
+        generate_launch(machine, assemble("block 0:\n  tid r1 ; tid r2\n  exit\n"), 1, 4)
+    with pytest.raises(LaunchError, match="warp"):
+        generate_launch(machine, assemble("block 0:\n  exit\n"), 1, 8)
