@@ -44,20 +44,66 @@ def wide_loop() -> bool:
     return machine.SLOTS >= 3 and machine.STAGES >= 4
 
 
+def _normalise(b, n, d, clamp: bool) -> V:
+    """s = clz(d) - clz(n), the index of the quotient's top bit (clamped at 0 if asked);
+    d == 0 pretends clz(n) = 1, so s = 31 and 32 steps that all succeed: q = ~0, r = n."""
+    a_clz, n_clz, n_clz2, s = b.tmp(), b.tmp(), b.tmp(), b.tmp()
+    b.emit("clz", a_clz, d)
+    b.emit("clz", n_clz, n)
+    b.emit("selp", n_clz2, n_clz, Imm(1), d)
+    b.emit("sub", s, a_clz, n_clz2)
+    if clamp:
+        s0, s = s, b.tmp()
+        b.emit("max.s", s, s0, Imm(0))
+    return s
+
+
+def rem_steps() -> int:
+    """Restoring steps per iteration of the remainder loop: two where they fit one
+    machine block (4 stages, 2 slots), else one."""
+    return 2 if machine.SLOTS >= 2 and machine.STAGES >= 4 else 1
+
+
+def _unsigned_rem(b, n, d) -> V:
+    """Emit the remainder-only loop for n % d (unsigned) through builder b; returns r.
+
+    No quotient: r and the shifted divisor ds are the loop's only values, each step is
+    two operations deep (diff = r - ds ; r = min.u(r, diff)), and the loop runs while
+    ds > d. Two steps per iteration when they fit: the second uses max.u(ds >> 1, d),
+    and repeating the step at d is harmless (r < d already), so an odd count needs no
+    care. d == 0 runs one step with ds = 0 (r = n; the caller's select gives ~0)."""
+    s = _normalise(b, n, d, clamp=True)
+    ds, r = b.tmp(), b.tmp()
+    b.emit("shl", ds, d, s)
+    b.emit("mov", r, n)
+    loop = b.new_block("rem_loop", keep_whole=True)
+    done = b.new_block("rem_done")
+    b.finish(Goto(loop.name))
+    b.start(loop)
+    cur = ds
+    for k in range(rem_steps()):
+        if k:
+            half, nxt = b.tmp(), b.tmp()
+            b.emit("shr.u", half, cur, Imm(1))
+            b.emit("max.u", nxt, half, d)
+            cur = nxt
+        diff = b.tmp()
+        b.emit("sub", diff, r, cur)
+        b.emit("min.u", r, r, diff)
+    more = b.tmp()
+    b.emit("setgt.u", more, cur, d)
+    b.emit("shr.u", ds, cur, Imm(1))
+    b.finish(CondBr(more, loop.name, done.name))
+    b.start(done)
+    return r
+
+
 def _unsigned_divmod(b, n, d) -> tuple[V, V]:
     """Emit the loop for n / d and n % d (unsigned) through builder b; returns (q, r)."""
     wide = wide_loop()
     q, r = b.tmp(), b.tmp()
-    a_clz, n_clz, n_clz2, s = b.tmp(), b.tmp(), b.tmp(), b.tmp()
-    b.emit("clz", a_clz, d)
-    b.emit("clz", n_clz, n)
-    # d == 0: pretend clz(n) = 1, so s = 31 and 32 steps that all succeed: q = ~0, r = n
-    b.emit("selp", n_clz2, n_clz, Imm(1), d)
-    b.emit("sub", s, a_clz, n_clz2)
+    s = _normalise(b, n, d, clamp=not wide)
     if not wide:
-        s0 = s
-        s = b.tmp()
-        b.emit("max.s", s, s0, Imm(0))
         ds = b.tmp()
         b.emit("shl", ds, d, s)
     # (wide) s < 0 (n < d): the shift amount is huge as unsigned, q = 0, and one harmless
@@ -105,20 +151,21 @@ def _magnitude(b, x) -> tuple[V, V]:
 def emit_divrem(b, kind: str, signed: bool, dst: V, n, d) -> None:
     """dst <- n / d (kind 'div') or n % d (kind 'rem'), 32-bit, PTX semantics."""
     if not signed:
-        q, r = _unsigned_divmod(b, n, d)
         if kind == "div":
-            b.emit("mov", dst, q)
+            b.emit("mov", dst, _unsigned_divmod(b, n, d)[0])
         else:
-            b.emit("selp", dst, r, Imm(0xFFFFFFFF), d)
+            b.emit("selp", dst, _unsigned_rem(b, n, d), Imm(0xFFFFFFFF), d)
         return
     n_sign, n_mag = _magnitude(b, n)
     d_sign, d_mag = _magnitude(b, d)
     if kind == "div":
         q_sign = b.tmp()
         b.emit("xor", q_sign, n_sign, d_sign)
-    q, r = _unsigned_divmod(b, n_mag, d_mag)
+    if kind == "div":
+        x, m = _unsigned_divmod(b, n_mag, d_mag)[0], q_sign
+    else:
+        x, m = _unsigned_rem(b, n_mag, d_mag), n_sign
     # apply a sign mask m (0 or -1): (x ^ m) - m
-    x, m = (q, q_sign) if kind == "div" else (r, n_sign)
     flipped, signed_result = b.tmp(), b.tmp()
     b.emit("xor", flipped, x, m)
     b.emit("sub", signed_result, flipped, m)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from qgpu.cuda.divide import rem_steps
 from qgpu.isa import machine
 
 from .helpers import i32, launch, u32
@@ -63,12 +64,22 @@ def test_random_operands_follow_c(seed):
         assert uq == machine.u32(a) // machine.u32(b) and ur == machine.u32(a) % machine.u32(b)
 
 
-def test_division_loop_runs_once_per_quotient_bit():
-    small, _ = launch(SRC, "divs", 1, 1, i32([100]), i32([7]), *[np.zeros(1, t) for t in
-                      (np.int32, np.int32, np.uint32, np.uint32)], 1)
-    large, _ = launch(SRC, "divs", 1, 1, i32([0x7FFFFFFF]), i32([1]), *[np.zeros(1, t) for t
-                      in (np.int32, np.int32, np.uint32, np.uint32)], 1)
-    assert small.blocks_executed + 3 * 27 <= large.blocks_executed
+ONE = """
+__global__ void one(const unsigned *a, const unsigned *b, unsigned *q) {
+  q[0] = a[0] OP b[0];
+}
+"""
+
+
+@pytest.mark.parametrize(("op", "bits_per_iteration"), [("/", 1), ("%", rem_steps())])
+def test_division_loop_runs_once_per_quotient_bit(op, bits_per_iteration):
+    def blocks(x, y):
+        res, _ = launch(ONE.replace("OP", op), "one", 1, 1, u32([x]), u32([y]),
+                        np.zeros(1, np.uint32))
+        return res.blocks_executed
+    # restoring steps: 100 / 7 from bit 4 (5 steps), 0x7fffffff / 1 from bit 30 (31)
+    iterations = [-(-steps // bits_per_iteration) for steps in (31, 5)]
+    assert blocks(0x7FFFFFFF, 1) - blocks(100, 7) == iterations[0] - iterations[1]
 
 
 def test_unsigned_extremes():
