@@ -1,7 +1,7 @@
 """cuda.codegen: the back-end driver, one PTX kernel to a KernelTemplate.
 
     lower (PTX -> IR) -> optimize + if-convert -> layout (ROM order) -> schedule (stages, blocks)
-    -> regalloc -> emit (machine Program with relocations for launch-time values)
+    -> exits threaded -> regalloc -> emit (machine Program with relocations for launch-time values)
 
 and the ROM-size check, whose error names the kernel and the count.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from qgpu.cuda import ptx as P
 from qgpu.cuda.ifconvert import if_convert
-from qgpu.cuda.ir import Barrier, CondBr, Goto, Ret, Sym, V
+from qgpu.cuda.ir import Barrier, CondBr, Goto, Ret, Sym, V, successors
 from qgpu.cuda.layout import block_order
 from qgpu.cuda.link import KernelTemplate, Reloc
 from qgpu.cuda.lower import lower
@@ -28,7 +28,7 @@ def compile_kernel(module: P.PModule, ptx_name: str, display_name: str) -> Kerne
         optimize(fn, predicates)
     order = block_order(fn)
     fn.blocks = {n: fn.blocks[n] for n in order}
-    mblocks = schedule(fn)
+    mblocks = thread_exits(schedule(fn))
     if len(mblocks) > machine.ROM_BLOCKS:
         raise CompileError(f"kernel {display_name}: needs {len(mblocks)} machine blocks; the "
                            f"program ROM holds {machine.ROM_BLOCKS} (simplify the kernel: "
@@ -39,6 +39,24 @@ def compile_kernel(module: P.PModule, ptx_name: str, display_name: str) -> Kerne
              "pressure": pressure}
     return KernelTemplate(display_name, program, relocs, fn.n_params, fn.shared_bytes,
                           pressure, stats)
+
+
+def thread_exits(mblocks: list[MBlock]) -> list[MBlock]:
+    """A block that jumps to an empty `exit` block exits itself (its EXEC and END tokens
+    are saved, and nothing is live after it, so its write-back shrinks); blocks no longer
+    reached are dropped, the others keep their order (the layout's reconvergence)."""
+    empty_exits = {mb.name for mb in mblocks if not mb.stages and isinstance(mb.term, Ret)}
+    for mb in mblocks:
+        if isinstance(mb.term, Goto) and mb.term.target in empty_exits:
+            mb.term = Ret()
+    by_name = {mb.name: mb for mb in mblocks}
+    seen, todo = set(), [mblocks[0].name]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += successors(by_name[name].term)
+    return [mb for mb in mblocks if mb.name in seen]
 
 
 def _operand(x, regs: dict[V, int]):
