@@ -42,3 +42,18 @@ def test_cache_off_writes_nothing(tmp_path, monkeypatch):
     assert not list(tmp_path.iterdir())
     compile_circuit(register_echo().circuit, LayerShape.small())
     assert len(list(tmp_path.glob("*.npz"))) == 1
+
+
+def test_cache_round_trip_keeps_matrices_sparse(tmp_path):
+    """Entries are read from and rebuilt into sparse tensors (never densified whole)."""
+    from qgpu.model.sparse_tensor import SparseTensor
+
+    demo = adder_machine()
+    first = compile_circuit(demo.circuit, LayerShape.qwen35_2b(), cache=tmp_path)
+    second = compile_circuit(adder_machine().circuit, LayerShape.qwen35_2b(), cache=tmp_path)
+    assert second.from_cache
+    sparse = [n for n, t in first.weights.tensors.items() if isinstance(t, SparseTensor)]
+    assert sparse and all(isinstance(second.weights[n], SparseTensor) for n in sparse)
+    for name in first.weights.tensors:
+        np.testing.assert_array_equal(np.asarray(second.weights[name]),
+                                      np.asarray(first.weights[name]))

@@ -105,3 +105,28 @@ def test_missing_weights_are_named(tmp_path):
         load_checkpoint(tmp_path)
     with pytest.raises(CheckpointError, match="no config.json"):
         load_checkpoint(tmp_path / "nowhere")
+
+
+def test_sparse_weights_write_the_dense_bytes_in_row_blocks(tmp_path, monkeypatch):
+    """A model held sparse writes the same file as held dense, in blocks smaller than a
+    tensor, and reads back with its large sparse matrices sparse again."""
+    from qgpu.model import checkpoint
+    from qgpu.model.sparse_tensor import SparseTensor
+    from qgpu.model.weights import EMBED, QwenWeights
+
+    config = tiny_config(vocab_size=2048)
+    weights = QwenWeights.zeros(config)
+    rng = np.random.default_rng(0)
+    weights[EMBED][rng.integers(0, 2048, 300), rng.integers(0, 64, 300)] = 1.5
+    weights["model.layers.0.mlp.up_proj.weight"][3, 5] = -2.0
+    assert weights.is_sparse(EMBED)
+    dense = {k: np.asarray(v) for k, v in weights.tensors.items()}
+    monkeypatch.setattr(checkpoint, "WRITE_BLOCK_BYTES", 4096)
+    save_checkpoint(weights, tmp_path / "sparse")
+    write_safetensors(tmp_path / "dense.safetensors", dense)
+    assert (tmp_path / "sparse" / "model.safetensors").read_bytes() == \
+        (tmp_path / "dense.safetensors").read_bytes()
+    back = load_checkpoint(tmp_path / "sparse")
+    assert isinstance(back[EMBED], SparseTensor)
+    for name, value in dense.items():
+        np.testing.assert_array_equal(np.asarray(back[name]), value, err_msg=name)
