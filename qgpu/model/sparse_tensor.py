@@ -32,6 +32,8 @@ from qgpu.model.csr import Csr, indptr_of, row_ranges
 F32 = np.float32
 PENDING_LIMIT = 1 << 18  # pending writes merged in beyond this many
 SMALL_REGION = 4096  # assignments to at most this many positions are pending writes
+_HOT_INDEX = (int, np.int64, np.int32)  # index types of the scalar fast paths
+_HOT_VALUE = (float, int, np.float32, np.float64)
 
 
 def _int_index(i) -> bool:
@@ -196,10 +198,13 @@ class SparseTensor(np.lib.mixins.NDArrayOperatorsMixin):
 
     # -- reading --
     def __getitem__(self, index):
-        if type(index) is tuple and len(index) == 2 and _int_index(index[0]) \
-                and _int_index(index[1]):
-            return self._scalar(_position(index[0], self.shape[0]),
-                                _position(index[1], self.shape[1]))
+        if type(index) is tuple and len(index) == 2:
+            i, j = index
+            if type(i) in _HOT_INDEX and type(j) in _HOT_INDEX \
+                    and 0 <= i < self.shape[0] and 0 <= j < self.shape[1]:
+                return self._scalar(int(i), int(j))
+            if _int_index(i) and _int_index(j):
+                return self._scalar(_position(i, self.shape[0]), _position(j, self.shape[1]))
         parsed = self._parse(index)
         if parsed is None:
             return self.todense()[index]
@@ -207,11 +212,13 @@ class SparseTensor(np.lib.mixins.NDArrayOperatorsMixin):
         return self._block(rows, cols)[local]
 
     def _scalar(self, i: int, j: int):
-        key = i * self.shape[1] + j
-        if key in self._pending:
-            return F32(self._pending[key])
-        a, b = self._indptr[i], self._indptr[i + 1]
-        k = a + int(np.searchsorted(self._cols[a:b], j))
+        value = self._pending.get(i * self.shape[1] + j)
+        if value is not None:
+            return F32(value)
+        a, b = int(self._indptr[i]), int(self._indptr[i + 1])
+        if a == b:
+            return F32(0)
+        k = a + int(self._cols[a:b].searchsorted(j))
         return self._vals[k] if k < b and self._cols[k] == j else F32(0)
 
     def _parse(self, index):
@@ -250,28 +257,38 @@ class SparseTensor(np.lib.mixins.NDArrayOperatorsMixin):
     # -- writing --
     def __setitem__(self, index, value):
         self.version += 1
-        if type(index) is tuple and len(index) == 2 and _int_index(index[0]) \
-                and _int_index(index[1]) and isinstance(value, (int, float, np.number)) \
-                and not isinstance(value, (bool, np.bool_, complex, np.complexfloating)):
-            i, j = _position(index[0], self.shape[0]), _position(index[1], self.shape[1])
-            self._pending[i * self.shape[1] + j] = float(value)
-            if len(self._pending) > PENDING_LIMIT:
-                self._flush()
-            return
+        if type(index) is tuple and len(index) == 2:  # t[i, j] = number: the hot path
+            i, j = index
+            if type(i) in _HOT_INDEX and type(j) in _HOT_INDEX and type(value) in _HOT_VALUE \
+                    and 0 <= i < self.shape[0] and 0 <= j < self.shape[1]:
+                self._pending[int(i) * self.shape[1] + int(j)] = float(value)
+                if len(self._pending) > PENDING_LIMIT:
+                    self._flush()
+                return
+            if _int_index(i) and _int_index(j) and isinstance(value, (float, int, np.number)) \
+                    and not isinstance(value, (bool, np.bool_, complex, np.complexfloating)):
+                i, j = _position(i, self.shape[0]), _position(j, self.shape[1])
+                self._pending[i * self.shape[1] + j] = float(value)
+                if len(self._pending) > PENDING_LIMIT:
+                    self._flush()
+                return
         parsed = self._parse(index)
         if parsed is None:
             dense = self.todense()
             dense[index] = value
-            self._replace(np.arange(self.shape[0]), np.arange(self.shape[1]),
-                          np.ones(self.shape, bool), dense)
+            self._replace(np.arange(self.shape[0]), np.arange(self.shape[1]), None, dense)
             return
         rows, cols, local = parsed
-        selected = np.zeros((rows.size, cols.size), bool)
-        selected[local] = True
         new = np.zeros((rows.size, cols.size), F32)
         new[local] = value
-        if selected.size <= SMALL_REGION:
-            r, c = np.nonzero(selected)
+        if isinstance(local[0], slice) and isinstance(local[1], slice):
+            selected = None  # the whole block rows x cols
+        else:
+            selected = np.zeros((rows.size, cols.size), bool)
+            selected[local] = True
+        if new.size <= SMALL_REGION:
+            r, c = np.nonzero(selected) if selected is not None else np.divmod(
+                np.arange(new.size), cols.size)
             keys = rows[r] * self.shape[1] + cols[c]
             self._pending.update(zip(keys.tolist(), new[r, c].tolist(), strict=True))
             if len(self._pending) > PENDING_LIMIT:
@@ -299,18 +316,22 @@ class SparseTensor(np.lib.mixins.NDArrayOperatorsMixin):
         order = np.argsort(merged, kind="stable")
         self._splice(rows, merged[order], merged_vals[order])
 
-    def _replace(self, rows, cols, selected: np.ndarray, new: np.ndarray) -> None:
-        """Set the `selected` positions of the block rows x cols to `new` (the caller has
-        flushed the pending writes)."""
+    def _replace(self, rows, cols, selected: np.ndarray | None, new: np.ndarray) -> None:
+        """Set the `selected` positions (None: all) of the block rows x cols to `new`
+        (the caller has flushed the pending writes)."""
         width = self.shape[1]
         idx, row_pos = self._entries(rows)
         where = np.full(width, -1, np.int64)
         where[cols] = np.arange(cols.size)
         col_pos = where[self._cols[idx]]
         hit = col_pos >= 0
-        overwritten = np.zeros(idx.size, bool)
-        overwritten[hit] = selected[row_pos[hit], col_pos[hit]]
-        r, c = np.nonzero(selected)
+        if selected is None:
+            overwritten = hit
+            r, c = np.nonzero(new.view(np.uint32))
+        else:
+            overwritten = np.zeros(idx.size, bool)
+            overwritten[hit] = selected[row_pos[hit], col_pos[hit]]
+            r, c = np.nonzero(selected & (new.view(np.uint32) != 0))
         old_keys = rows[row_pos[~overwritten]] * width + self._cols[idx[~overwritten]]
         merged = np.concatenate([old_keys, rows[r] * width + cols[c]])
         merged_vals = np.concatenate([self._vals[idx[~overwritten]], new[r, c]])
