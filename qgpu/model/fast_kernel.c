@@ -249,8 +249,8 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
     const int32_t dk = m->dk, dv = m->dv, K = m->conv_k, nh = L->n_heads, nkh = L->n_key_heads;
     const int32_t n_qk = nkh * dk, n_ch = 2 * n_qk + nh * dv;
     normalize(m, m->h, L->in_norm, m->x);
-    /* slots and qkv are all zero on entry: each layer clears what it wrote */
-    memset(m->slots + n_ch, 0, sizeof(float) * (L->n_slots - n_ch));
+    /* slots and qkv are all zero on entry (the scratch is shared by every layer, whose
+       channel counts differ): each layer clears all it wrote before it returns */
     csc_apply(&L->proj, m->x, m->slots);
     const int32_t n_new = nonzero_entries(m->slots, n_ch, m->newc);
     const int32_t n_proc = merge(m->newc, n_new, win, *n_win, m->proc);
@@ -353,6 +353,7 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
     if (any_out)
         for (int32_t t = 0; t < L->n_out_rows; t++) m->h[L->out_rows[t]] += m->mixed[L->out_rows[t]];
     for (int32_t t = 0; t < n_proc; t++) m->qkv[m->proc[t]] = 0.0f;
+    memset(m->slots + n_ch, 0, sizeof(float) * (L->n_slots - n_ch));  /* z, b, a */
 }
 
 static void mlp_layer(const Model *m, const Layer *L) {
