@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from qgpu.circuit.machine.memory import read_memory
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.errors import LaunchError
 from qgpu.isa.program import Program
@@ -25,6 +26,7 @@ class ModelRun:
     trace: list[int]  # the model's tokens, first EXEC .. HALT
     state: ModelState  # after HALT: the results live here
     seconds: float
+    memory: list[int]  # global memory read back from `state` (the memory table's rows)
 
     @property
     def tokens_per_second(self) -> float:
@@ -47,4 +49,5 @@ def generate_launch(machine: ModelMachine, program: Program, grid: int, block: i
             raise LaunchError(f"the model wrote {max_tokens} tokens without HALT")
         token = engine.step_greedy(state, token)
         trace.append(token)
-    return ModelRun(prompt, trace, state, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return ModelRun(prompt, trace, state, seconds, read_memory(machine.compiled, state))

@@ -104,3 +104,43 @@ block 2:
 PROGRAMS = {"straight": STRAIGHT, "logic_and_compare": LOGIC_AND_COMPARE,
             "special": SPECIAL, "divergent": DIVERGENT, "loop": LOOP,
             "early_exit": EARLY_EXIT}
+
+MEMORY = """
+block 0:
+  tid r1
+  add r2, r1, r1
+  add r2, r2, r2
+  ld.global r3, [r2+4]
+  .writeback r2, r3
+  jmp 1
+block 1:
+  add r4, r3, 1
+  st.global [r2+64], r4
+  exit
+"""
+
+SAME_WORD = """
+block 0:
+  tid r1
+  add r2, r1, 10
+  st.global [r0+8], r2
+  st.global [r0+12], r1
+  exit
+"""
+
+NEGATIVE_OFFSET = """
+block 0:
+  tid r1
+  add r2, r1, 1
+  add r2, r2, r2
+  add r2, r2, r2
+  .writeback r2
+  jmp 1
+block 1:
+  ld.global r3, [r2-4]
+  st.global [r0+200], r3
+  exit
+"""
+
+MEMORY_PROGRAMS = {"memory": MEMORY, "same_word": SAME_WORD,
+                   "negative_offset": NEGATIVE_OFFSET}

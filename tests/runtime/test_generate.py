@@ -10,7 +10,7 @@ from qgpu.protocol import expected_trace, tok
 from qgpu.runtime.check import check_trace
 from qgpu.runtime.generate import generate_launch
 from qgpu.runtime.machine import load_machine
-from tests.runtime.programs import PROGRAMS
+from tests.runtime.programs import MEMORY_PROGRAMS, PROGRAMS
 
 pytestmark = pytest.mark.slow
 
@@ -27,6 +27,16 @@ def test_program_is_token_exact(machine, program, block):
     want = expected_trace(run_launch(prog, 1, block).events)
     run = generate_launch(machine, prog, 1, block)
     assert run.trace == want
+
+
+@pytest.mark.parametrize("program", sorted(MEMORY_PROGRAMS))
+def test_memory_program_is_token_exact_and_read_from_the_state(machine, program):
+    prog = assemble(MEMORY_PROGRAMS[program])
+    memory = [(7 * a + 3) * (-1) ** a & 0xFFFFFFFF for a in range(20)]
+    res = run_launch(prog, 1, 4, memory=memory)
+    run = generate_launch(machine, prog, 1, 4, memory)
+    assert run.trace == expected_trace(res.events)
+    assert run.memory == res.memory
 
 
 def test_check_reports_the_first_mismatch(machine):

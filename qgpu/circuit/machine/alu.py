@@ -16,19 +16,23 @@ family's value.
 
 from __future__ import annotations
 
-from qgpu.circuit.ir import BITS, Circuit, Signal
+from qgpu.circuit.ir import BITS, ONEHOT, READ_SCALE, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import Bookkeeping
 from qgpu.circuit.machine.logic import WIDE, unit
 from qgpu.circuit.machine.rom import Instruction
 from qgpu.circuit.primitives import plus, scaled
+from qgpu.isa import machine as M
 
 LO = 16
 READY = 38  # alu_low's always-on bit
+OPERANDS_READY = 96  # operands' always-on bit
 
 
 def operands(c: Circuit, ins: Instruction, lane: int, regs: list, earlier: list) -> Signal:
-    """a | b | c as 96 bits. regs: per operand the register read; earlier: the results
-    (this lane) of the positions ins.forwards index."""
+    """a | b | c as 96 bits, then an always-on bit (the next stage's immediates gate on
+    it, so their reads come one layer before that stage needs them). regs: per operand
+    the register read; earlier: the results (this lane) of the positions ins.forwards
+    index."""
     p = ins.position
     args = [*regs, *ins.imms] + [f for f in ins.forwards if f is not None] + list(earlier)
 
@@ -41,8 +45,9 @@ def operands(c: Circuit, ins: Instruction, lane: int, regs: list, earlier: list)
                 for k, res in enumerate(earlier):
                     ctx.product(ctx.v01(ins.forwards[j], k), {ctx.d(res)[i]: 0.5,
                                                               ctx.one: 0.5}, {d: 2.0})
+        ctx.constant({out[96]: 2.0})
 
-    (out,) = unit(c, f"operands.{p}.{lane}", args, [(f"operands.{p}.{lane}", BITS, 96)], body)
+    (out,) = unit(c, f"operands.{p}.{lane}", args, [(f"operands.{p}.{lane}", BITS, 97)], body)
     return out
 
 
@@ -57,14 +62,16 @@ def _adder_low(ctx, a, b_form, carry_in: float, out, carry, en):
             ctx.step(s, 2 ** LO, {carry: 2.0}, when=[en], big=WIDE)
 
 
-def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> Signal:
+def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> tuple[Signal, Signal]:
     """add lo (16) | add carry | sub lo (16) | sub carry | ge_lo | le_lo | eq_lo | c != 0 |
     ready (always +1: reads for the next stage gate on it, so they are placed in the
-    layer of this unit's successor instead of long before they are needed)."""
+    layer of this unit's successor instead of long before they are needed); and the
+    memory word one-hot of a load or store (none otherwise): word w <=> the low 16 bits
+    of a + offset lie in [4w, 4w + 4)."""
     a, b, cc = opnd[0:32], opnd[32:64], opnd[64:96]
 
     def body(ctx, outs):
-        (o,) = outs
+        o, word = outs
         _adder_low(ctx, a, lambda i: ctx.v01(b, i), 0, o[0:16], o[16], ctx.v01(ins.op("add")))
         _adder_low(ctx, a, lambda i: plus(ctx.const(1), scaled(ctx.v01(b, i), -1)), 1,
                    o[17:33], o[33], ctx.v01(ins.op("sub")))
@@ -75,10 +82,24 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> Signal:
         ctx.step(d, 1, {o[36]: -2.0})
         ctx.step(ctx.sum01(cc), 1, {o[37]: 2.0})
         ctx.constant({o[38]: 2.0})
+        s = plus(ctx.num(a, 0, LO), ctx.num(ins.offset, 0, LO))
+        mem = [plus(ctx.v01(ins.op("ld.global")), ctx.v01(ins.op("st.global")))]
+        words = M.GLOBAL_WORDS
+        for base in (0, 1 << LO):  # S < 2^16, or S wrapped past 2^16 (negative offsets)
+            for w in range(words + 1):  # thermometer T_w = [S >= base + 4w]: member w is
+                out = {}                # T_w - T_(w+1), none 1 - T_0 + T_words
+                if w < words:
+                    out[word[w]] = 1.0
+                if w > 0:
+                    out[word[w - 1]] = -1.0
+                if w in (0, words):
+                    out[word[-1]] = -1.0 if w == 0 else 1.0
+                ctx.step(s, base + 4 * w, out, when=mem, big=WIDE)
 
-    (out,) = unit(c, f"alu_low.{ins.position}.{lane}", [opnd, ins.ops],
-                  [(f"alu_low.{ins.position}.{lane}", BITS, 39)], body)
-    return out
+    out, word = unit(c, f"alu_low.{ins.position}.{lane}", [opnd, ins.ops, ins.offset],
+                     [(f"alu_low.{ins.position}.{lane}", BITS, 39),
+                      (f"word.{ins.position}.{lane}", ONEHOT, M.GLOBAL_WORDS)], body)
+    return out, word
 
 
 SET_OPS = {  # name: (signed, kind)
@@ -90,8 +111,9 @@ SET_OPS = {  # name: (signed, kind)
 
 
 def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
-             bk: Bookkeeping) -> Signal:
-    """The 32 result bits of position ins.position for this lane."""
+             bk: Bookkeeping, loaded: Signal) -> Signal:
+    """The 32 result bits of position ins.position for this lane. loaded: the raw read of
+    the memory word (0 unless a load)."""
     a, b = opnd[0:32], opnd[32:64]
 
     def body(ctx, outs):
@@ -138,7 +160,11 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
         for name, value in (("ntid", bk.ntid), ("nctaid", bk.nctaid)):
             for i in range(len(value)):
                 ctx.step(ctx.v01(value, i), 1, {r[i]: 2.0}, when=[en(name)])
+        for i in range(32):
+            ctx.step({ctx.d(loaded)[i]: 1.0 / READ_SCALE}, 1, {r[i]: 2.0},
+                     when=[en("ld.global")])
 
-    (out,) = unit(c, f"alu_high.{ins.position}.{lane}", [opnd, low, ins.ops, bk.ntid, bk.nctaid],
+    (out,) = unit(c, f"alu_high.{ins.position}.{lane}", [opnd, low, ins.ops, bk.ntid, bk.nctaid,
+                                                         loaded],
                   [(f"result.{ins.position}.{lane}", BITS, 32)], body)
     return out

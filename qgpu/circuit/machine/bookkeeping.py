@@ -17,6 +17,7 @@ import numpy as np
 
 from qgpu.circuit.ir import BITS, Circuit, Signal
 from qgpu.circuit.machine.logic import true_bit, unit
+from qgpu.circuit.machine.spec import MAX_RECORDS
 from qgpu.circuit.primitives import plus, scaled
 from qgpu.isa import machine as M
 from qgpu.protocol.vocab import VOCAB_SIZE, fields_of
@@ -58,12 +59,13 @@ class TokenTable:
     def field_onehot(self, name: str, kind: str, members: int, index: int = 0,
                      where: dict[int, int] | None = None) -> Signal:
         """One-hot of field `index` for tokens of `kind` whose other fields match `where`
-        (field -> value); the none member for every other token."""
+        (field -> value); the none member for every other token and for field values
+        beyond the members (ADDR of a shared word for the global memory table)."""
         where = where or {}
 
         def member(t):
             k, f = self.parsed[t]
-            if k != kind or any(f[i] != v for i, v in where.items()):
+            if k != kind or any(f[i] != v for i, v in where.items()) or f[index] >= members:
                 return None
             return f[index]
         return self.c.token_onehot(name, members, member)
@@ -77,6 +79,7 @@ class Bookkeeping:
     is_r: Signal
     is_end: Signal
     is_go: Signal
+    is_addr: Signal
     v_bits: Signal
     exec_block: Signal  # one-hot, EXEC tokens only
     end_taken: Signal  # END(t)'s t
@@ -84,9 +87,11 @@ class Bookkeeping:
     cur_mask: Signal  # latch: its active mask (bits)
     rec_is_r: Signal  # latch: the last non-V token was R
     rec_reg: Signal  # latch: its register (0 for other tokens)
+    rec_is_addr: Signal  # latch: the last non-V token was ADDR
     ntid: Signal  # latch: threads per CTA (the value n, bits)
     nctaid: Signal  # latch: CTAs (the value g, bits)
     count: Signal  # one-hot 0..COUNT_LIMIT: V tokens since the last non-V token
+    records: Signal  # one-hot 0..MAX_RECORDS: ADDR tokens since the last EXEC
     cur_block_onehot: Signal
     rec_reg_onehot: Signal
     lane_rank: Signal  # bits e[L * LANES + j]: lane L is the j-th active lane
@@ -104,6 +109,7 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     is_end = tt.flag("is_end", "END")
     is_go = tt.flag("is_go", "GO")
     is_ntid = tt.flag("is_ntid", "NTID")
+    is_addr = tt.flag("is_addr", "ADDR")
     v_bits = tt.field_bits("v", "V", 0, 16)
     exec_block = tt.field_onehot("exec.block", "EXEC", M.ROM_BLOCKS)
     exec_bits = tt.field_bits("exec.block_bits", "EXEC", 0, 5)
@@ -116,13 +122,14 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     cur = c.table("latch.exec", rows=1, width=5 + LANES)
     cur.write(0, [(exec_bits, 0), (exec_mask, 0)], enable=is_exec)
     cur_read = cur.read(0, name="cur").bits
-    rec = c.table("latch.record", rows=1, width=5)
-    rec.write(0, [(is_r, 0), (r_reg, 0)], enable=is_nonv)
+    rec = c.table("latch.record", rows=1, width=6)
+    rec.write(0, [(is_r, 0), (r_reg, 0), (is_addr, 0)], enable=is_nonv)
     rec_read = rec.read(0, name="rec").bits
     launch = c.table("latch.launch", rows=1, width=8)
     launch.write(0, [(ntid_value, 0), (grid_value, 1)], enable=is_ntid)
     launch_read = launch.read(0, name="launch").bits
     count = c.counter("count", reset=is_nonv, tick=is_v, limit=COUNT_LIMIT)
+    records = c.counter("records", reset=is_exec, tick=is_addr, limit=MAX_RECORDS)
 
     cur_block, cur_mask = cur_read[0:5], cur_read[5:5 + LANES]
     ntid, nctaid = launch_read[0:5], launch_read[5:8]
@@ -150,10 +157,10 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
             ctx.step(ctx.num(ntid), lane + 1, true_bit(p[lane]))
 
     (present,) = unit(c, "present", [ntid], [("present", BITS, LANES)], presence)
-    return Bookkeeping(is_v, is_nonv, is_exec, is_r, is_end, is_go, v_bits, exec_block,
-                       end_taken, cur_block, cur_mask, rec_read[0:1], rec_read[1:5], ntid,
-                       nctaid, count, cur_block_onehot, rec_reg_onehot, lane_rank, popc,
-                       present)
+    return Bookkeeping(is_v, is_nonv, is_exec, is_r, is_end, is_go, is_addr, v_bits,
+                       exec_block, end_taken, cur_block, cur_mask, rec_read[0:1],
+                       rec_read[1:5], rec_read[5:6], ntid, nctaid, count, records,
+                       cur_block_onehot, rec_reg_onehot, lane_rank, popc, present)
 
 
 def value_slots(c: Circuit, bk: Bookkeeping) -> tuple[Signal, Signal]:

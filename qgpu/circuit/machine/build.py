@@ -17,15 +17,17 @@ from pathlib import Path
 
 from qgpu.circuit.compile import Compiled, compile_circuit
 from qgpu.circuit.ir import Circuit
-from qgpu.circuit.machine.alu import READY, alu_high, alu_low, operands
+from qgpu.circuit.machine.alu import OPERANDS_READY, READY, alu_high, alu_low, operands
 from qgpu.circuit.machine.bookkeeping import LANES, TokenTable, bookkeeping, value_slots
 from qgpu.circuit.machine.emission import emission
+from qgpu.circuit.machine.memory import MemoryTables, store_records
 from qgpu.circuit.machine.registers import RegisterFile, write_keys
 from qgpu.circuit.machine.rom import block_row, immediates, rom
 from qgpu.circuit.machine.schedule_pcs import scheduler
 from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.outputs import default_token, output_member, output_token, output_value
 from qgpu.circuit.schedule import LayerShape
+from qgpu.isa import machine as M
 from qgpu.protocol.vocab import VOCAB_SIZE, base, count, tok
 
 
@@ -46,27 +48,38 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
     ins = rom(c, tt, bk, spec)
     block = block_row(c, tt, bk)
     rf = RegisterFile(c, bk, write_keys(c, bk))
-    results, ready = {}, None
+    memory = MemoryTables(c, tt, bk)
+    results, ready, imm_ready, operand_b, all_words = {}, None, None, {}, {}
     for k in range(spec.stages):
         stage = [i for i in ins if spec.stage_of(i.position) == k]
         regs = rf.stage_reads(k, stage, ready)
         for i in stage:
-            immediates(c, tt, bk, i, ready)
-        lows = []
+            immediates(c, tt, bk, i, imm_ready)
+        pending, words = [], {}
         for i in stage:
             for lane in range(LANES):
                 earlier = [results[(q, lane)] for q in spec.earlier(i.position)]
                 opnd = operands(c, i, lane, [regs[(i.position, j, lane)] for j in range(3)],
                                 earlier)
-                low = alu_low(c, i, lane, opnd)
-                lows.append(low)
-                results[(i.position, lane)] = alu_high(c, i, lane, opnd, low, bk)
-        ready = lows[0][READY]
+                low, words[(i.position, lane)] = alu_low(c, i, lane, opnd)
+                pending.append((i, lane, opnd, low))
+                operand_b[(i.position, lane)] = opnd[32:64]
+        loaded = memory.loads(k, words)
+        all_words.update(words)
+        for i, lane, opnd, low in pending:
+            results[(i.position, lane)] = alu_high(c, i, lane, opnd, low, bk,
+                                                   loaded[(i.position, lane)])
+        ready = pending[0][3][READY]
+        imm_ready = pending[0][2][OPERANDS_READY]
     conds = rf.condition_reads(block, ready)
-    em = emission(c, bk, ins, block, results, conds, value_next, value_done)
+    records = [store_records(c, bk, i, [all_words[(i.position, lane)] for lane in range(LANES)],
+                             [operand_b[(i.position, lane)] for lane in range(LANES)])
+               for i in ins]
+    em = emission(c, bk, ins, block, results, conds, value_next, value_done, records)
     sch = scheduler(c, bk, block)
     output_value(c, em.value, list(range(1 << 16)), when=em.emit_value)
     output_member(c, em.next_reg, [tok("R", r) for r in range(16)], when=em.emit_r)
+    output_value(c, em.addr, [tok("ADDR", a) for a in range(M.GLOBAL_WORDS)], when=em.emit_addr)
     output_member(c, em.taken_onehot, [tok("END", t) for t in range(1 << LANES)],
                   when=em.emit_end)
     output_value(c, sch.next_exec, list(range(base("EXEC"), base("EXEC") + count("EXEC"))),

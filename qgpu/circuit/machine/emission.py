@@ -11,7 +11,8 @@
   last writer in the block, else the register file), tested != 0 per active lane; latched
   at EXEC and emitted as END(t).
 - Next token at EXEC and at the last value of an R record: R(next writeback register
-  after r) or END(t).
+  after r), else the first memory record's ADDR, else END(t); after a memory record the
+  next record's ADDR or END(t) (machine.memory makes the records).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from qgpu.circuit import units as U
 from qgpu.circuit.ir import BITS, ONEHOT, READ_SCALE, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping
 from qgpu.circuit.machine.logic import true_bit, true_member, unit
+from qgpu.circuit.machine.memory import RECORD_WIDTH, WORD_BITS, _fields
 from qgpu.circuit.machine.rom import BlockRow, Instruction
+from qgpu.circuit.machine.spec import MAX_RECORDS
 from qgpu.circuit.primitives import plus, scaled
 from qgpu.isa import machine as M
 
@@ -33,6 +36,8 @@ class Emission:
     emit_value: Signal
     next_reg: Signal  # one-hot register of the next R
     emit_r: Signal
+    addr: Signal  # word bits of the next ADDR
+    emit_addr: Signal
     taken_onehot: Signal  # one-hot END(t)
     emit_end: Signal
 
@@ -128,8 +133,43 @@ def branch_taken(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: Blo
     return t
 
 
+def record_index(c: Circuit, bk: Bookkeeping, has_next: Signal, value_done: Signal):
+    """(cases, k): cases = (the next token is a record's V(lo), its V(hi), the next
+    record's ADDR or END); k[r] = the record concerned is the r-th of the block (n = ADDR
+    tokens since EXEC: n - 1 at ADDR and its first V, n after the record or the
+    registers)."""
+    limit = MAX_RECORDS
+
+    def body(ctx, outs):
+        case, k = outs
+        n = bk.records
+        cnt = ctx.v01
+        v_addr = [cnt(bk.is_v), cnt(bk.rec_is_addr)]
+        no_more = plus(ctx.const(1), scaled(cnt(has_next), -1))
+        after_regs = [[cnt(bk.is_exec), no_more],
+                      [cnt(bk.is_v), cnt(bk.rec_is_r), cnt(value_done), no_more]]
+        ctx.step(cnt(bk.is_addr), 1, true_bit(case[0]))
+        ctx.step(cnt(bk.count.member(1)), 1, true_bit(case[1]), when=v_addr)
+        ctx.step(cnt(bk.count.member(2)), 1, true_bit(case[2]), when=v_addr)
+        for conds in after_regs:
+            ctx.step(conds[0], 1, true_bit(case[2]), when=conds[1:])
+        for r in range(limit + 1):
+            if r < limit:
+                ctx.step(cnt(n.member(r + 1)), 1, true_bit(k[r]), when=[cnt(bk.is_addr)])
+                ctx.step(cnt(n.member(r + 1)), 1, true_bit(k[r]),
+                         when=[*v_addr, cnt(bk.count.member(1))])
+            ctx.step(cnt(n.member(r)), 1, true_bit(k[r]), when=[*v_addr, cnt(bk.count.member(2))])
+            for conds in after_regs:
+                ctx.step(cnt(n.member(r)), 1, true_bit(k[r]), when=conds)
+
+    return unit(c, "records.index", [bk.records, bk.is_v, bk.rec_is_addr, bk.is_addr, bk.count,
+                                     bk.is_exec, bk.rec_is_r, value_done, has_next],
+                [("records.case", BITS, 3), ("records.k", BITS, limit + 1)], body)
+
+
 def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRow,
-             results: dict, conds: list, value_next: Signal, value_done: Signal) -> Emission:
+             results: dict, conds: list, value_next: Signal, value_done: Signal,
+             records: list[Signal]) -> Emission:
     keys = queue_keys(c, ins, block)
     raws = []
     for i, key in zip(ins, keys, strict=True):
@@ -137,23 +177,83 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
         q.write(key, [(results[(i.position, lane)], 0) for lane in range(LANES)],
                 enable=bk.is_exec, clear=bk.is_exec)
         raws.append(q.read(bk.rec_reg_onehot, name=f"queue.{i.position}", restore=False).raw)
+    latched = []
+    for i, rec in zip(ins, records, strict=True):
+        t = c.table(f"records.{i.position}", rows=1, width=RECORD_WIDTH)
+        t.write(0, rec, enable=bk.is_exec)
+        latched.append(t.read(0, name=f"records.{i.position}").bits)
+
+    x, nxt, has = next_register(c, bk, block)
+    case, k = record_index(c, bk, has, value_done)
+    pl = [(a, lane) for a in range(len(ins)) for lane in range(LANES)]
+
+    def select(ctx, outs):
+        sel, has_k = outs
+        valid = [ctx.v01(latched[a], _fields(lane)[0]) for a, lane in pl]
+        for n, v in enumerate(valid):
+            rank = plus(*valid[:n]) if n else {}
+            for r in range(MAX_RECORDS + 1):
+                when = [v, ctx.v01(k, r)]
+                ctx.step(rank, r, true_bit(sel[n]), when=when)
+                ctx.step(rank, r + 1, {sel[n]: -2.0}, when=when)
+        for r in range(MAX_RECORDS + 1):
+            ctx.step(plus(*valid), r + 1, true_bit(has_k[0]), when=[ctx.v01(k, r)])
+
+    sel, has_k = unit(c, "records.select", [*latched, k],
+                      [("records.select", BITS, len(pl)), ("records.has", BITS, 1)], select)
 
     def value(ctx, outs):
-        (v,) = outs
+        v, addr = outs
         for lane in range(LANES):
             for h in range(2):
                 for b in range(16):
                     form = plus(*({ctx.d(raw)[lane * 32 + h * 16 + b]: 1.0 / READ_SCALE}
                                   for raw in raws))
-                    ctx.step(form, 1, true_bit(v[b]), when=[ctx.v01(value_next, 2 * lane + h)])
+                    ctx.step(form, 1, true_bit(v[b]), when=[ctx.v01(value_next, 2 * lane + h),
+                                                            ctx.v01(bk.rec_is_r)])
+        for n, (a, lane) in enumerate(pl):
+            _, w, val = _fields(lane)
+            for h in range(2):
+                for b in range(16):
+                    ctx.step(ctx.v01(latched[a], val + 16 * h + b), 1, true_bit(v[b]),
+                             when=[ctx.v01(sel, n), ctx.v01(case, h)])
+            for b in range(WORD_BITS):
+                ctx.step(ctx.v01(latched[a], w + b), 1, true_bit(addr[b]),
+                         when=[ctx.v01(sel, n), ctx.v01(case, 2)])
 
-    (v,) = unit(c, "emit.value", [*raws, value_next], [("emit.value", BITS, 16)], value)
+    v, addr = unit(c, "emit.value", [*raws, value_next, bk.rec_is_r, *latched, sel, case],
+                   [("emit.value", BITS, 16), ("emit.addr", BITS, WORD_BITS)], value)
 
     taken = branch_taken(c, bk, ins, block, results, conds)
     latch = c.table("latch.taken", rows=1, width=LANES)
     latch.write(0, taken, enable=bk.is_exec)
     taken_now = latch.read(0, name="taken").bits
     taken_onehot = U.decode(c, taken_now, name="taken.onehot")
+
+    def flags(ctx, outs):
+        ev, er, ea, ee = outs
+        in_rec = [ctx.v01(bk.is_v), ctx.v01(bk.rec_is_r)]
+        done, more = ctx.v01(value_done), ctx.v01(has)
+        not_done = plus(ctx.const(1), scaled(done, -1))
+        ctx.step(ctx.v01(bk.is_r), 1, true_bit(ev[0]))
+        ctx.step(not_done, 1, true_bit(ev[0]), when=in_rec)
+        ctx.step(ctx.sum01(case, [0, 1]), 1, true_bit(ev[0]))
+        ctx.step(ctx.v01(bk.is_exec), 1, true_bit(er[0]), when=[more])
+        ctx.step(done, 1, true_bit(er[0]), when=[*in_rec, more])
+        ctx.step(ctx.v01(has_k), 1, true_bit(ea[0]), when=[ctx.v01(case, 2)])
+        ctx.step(plus(ctx.const(1), scaled(ctx.v01(has_k), -1)), 1, true_bit(ee[0]),
+                 when=[ctx.v01(case, 2)])
+
+    ev, er, ea, ee = unit(c, "emit.flags", [bk.is_v, bk.rec_is_r, bk.is_r, bk.is_exec,
+                                            value_done, has, case, has_k],
+                          [("emit.v", BITS, 1), ("emit.r", BITS, 1), ("emit.addr_flag", BITS, 1),
+                           ("emit.end", BITS, 1)], flags)
+    return Emission(v, ev, nxt, er, addr, ea, taken_onehot, ee)
+
+
+def next_register(c: Circuit, bk: Bookkeeping, block: BlockRow):
+    """(after, next, has_next): the writeback registers above the record latch's register,
+    the lowest of them as a one-hot, and whether there is one."""
 
     def after(ctx, outs):
         (x,) = outs
@@ -173,21 +273,4 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
 
     nxt, has = unit(c, "wb.next", [x], [("wb.next", ONEHOT, M.REGS), ("wb.has_next", BITS, 1)],
                     first)
-
-    def flags(ctx, outs):
-        ev, er, ee = outs
-        in_rec = [ctx.v01(bk.is_v), ctx.v01(bk.rec_is_r)]
-        done, more = ctx.v01(value_done), ctx.v01(has)
-        not_done = plus(ctx.const(1), scaled(done, -1))
-        no_more = plus(ctx.const(1), scaled(more, -1))
-        ctx.step(ctx.v01(bk.is_r), 1, true_bit(ev[0]))
-        ctx.step(not_done, 1, true_bit(ev[0]), when=in_rec)
-        ctx.step(ctx.v01(bk.is_exec), 1, true_bit(er[0]), when=[more])
-        ctx.step(done, 1, true_bit(er[0]), when=[*in_rec, more])
-        ctx.step(ctx.v01(bk.is_exec), 1, true_bit(ee[0]), when=[no_more])
-        ctx.step(done, 1, true_bit(ee[0]), when=[*in_rec, no_more])
-
-    ev, er, ee = unit(c, "emit.flags", [bk.is_v, bk.rec_is_r, bk.is_r, bk.is_exec, value_done,
-                                        has],
-                      [("emit.v", BITS, 1), ("emit.r", BITS, 1), ("emit.end", BITS, 1)], flags)
-    return Emission(v, ev, nxt, er, taken_onehot, ee)
+    return x, nxt, has

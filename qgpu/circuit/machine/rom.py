@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import Bookkeeping, TokenTable
 from qgpu.circuit.machine.logic import true_bit, true_member, unit
-from qgpu.circuit.machine.spec import IMM_OPERANDS, SUPPORTED_OPS, MachineSpec
+from qgpu.circuit.machine.spec import IMM_OPERANDS, OFFSET, SUPPORTED_OPS, MachineSpec
 from qgpu.isa import machine as M
 from qgpu.protocol.vocab import OP_NAMES, SEL_FWD, TERMS
 
@@ -42,6 +42,7 @@ class Instruction:
     queries: list[Signal]  # per operand: register query one-hot (none: not a register)
     forwards: list[Signal | None]  # per operand: bits, one per earlier position
     imms: list[Signal]  # per operand: immediate bits (0 when absent); set by `immediates`
+    offset: Signal | None = None  # memory ops' address offset; set by `immediates`
 
     def op(self, name: str):
         return self.ops[SUPPORTED_OPS.index(name)]
@@ -76,14 +77,18 @@ def rom(c: Circuit, tt: TokenTable, bk: Bookkeeping, spec: MachineSpec) -> list[
 
 def immediates(c: Circuit, tt: TokenTable, bk: Bookkeeping, ins: Instruction,
                gate: Signal | None) -> None:
-    """Fetch the immediates of `ins` (sets ins.imms). gate: a bit that exists only when
-    the stage is about to run, so the read (and its dims) waits for it."""
+    """Fetch the immediates of `ins` (sets ins.imms and ins.offset). gate: a bit that
+    exists only when the stage is about to run, so the read (and its dims) waits for it."""
     p = ins.position
-    for j in range(IMM_OPERANDS):
+    for j in (*range(IMM_OPERANDS), OFFSET):
         key = tt.field_onehot(f"imm.key.{p}.{j}", "IMM", M.ROM_BLOCKS, 0, where={1: p, 2: j})
         table = c.table(f"rom.imm.{p}.{j}", rows=M.ROM_BLOCKS, width=32)
         table.write(key, [(bk.v_bits, 1), (bk.v_bits, 0)], key_lag=2)
-        ins.imms.append(table.read(bk.exec_block, gate=gate, name=f"imm.{p}.{j}").bits)
+        bits = table.read(bk.exec_block, gate=gate, name=f"imm.{p}.{j}").bits
+        if j == OFFSET:
+            ins.offset = bits
+        else:
+            ins.imms.append(bits)
 
 
 def _decode(c: Circuit, spec: MachineSpec, p: int, row) -> Instruction:

@@ -19,8 +19,11 @@ ALU_OPS = ("add", "sub", "and", "or", "xor", "mov", "selp",
            "seteq", "setne", "setlt.s", "setle.s", "setgt.s", "setge.s",
            "setlt.u", "setle.u", "setgt.u", "setge.u")
 SREG_OPS = ("tid", "ntid", "ctaid", "nctaid", "laneid", "warpid")
-SUPPORTED_OPS = ALU_OPS + SREG_OPS
+MEMORY_OPS = ("ld.global", "st.global")
+SUPPORTED_OPS = ALU_OPS + SREG_OPS + MEMORY_OPS
 IMM_OPERANDS = 3  # immediates of operands a, b, c (the offset comes with memory ops)
+OFFSET = 3  # IMM field of the address offset
+MAX_RECORDS = 12  # memory records per block (the record counter's limit)
 
 
 @dataclass(frozen=True)
@@ -71,5 +74,10 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
                     raise ProgramError(f"block {b} stage {k}: operation '{ins.op}' is not "
                                        f"in the model machine yet (it runs "
                                        f"{', '.join(SUPPORTED_OPS)})")
+        stores = sum(1 for st in blk.stages for ins in st if ins.op == "st.global")
+        if stores * M.LANES > MAX_RECORDS:
+            raise ProgramError(f"block {b}: {stores} stores may write {stores * M.LANES} "
+                               f"words; the model machine emits at most {MAX_RECORDS} memory "
+                               f"records per block")
         if isinstance(blk.terminator, Bar):
             raise ProgramError(f"block {b}: barriers are not in the model machine yet")

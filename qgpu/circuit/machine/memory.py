@@ -1,0 +1,155 @@
+"""machine.memory: global memory (one warp): the memory table, loads, the records of
+stores, and the host's read-back of the final memory from the model's state.
+
+- Table: rows = global words, 32 bits; written at the second V of every `ADDR(a) V V`
+  record, the prompt's initial memory and the trace's store records alike (key: ADDR two
+  tokens back; value: the two V tokens). A word never written reads 0. One copy per
+  stage holds that stage's loads (a head per lane and load position).
+- Address: the low 16 bits of a + offset (exact partial sum S < 2^17) decoded straight
+  to the word one-hot in the ALU's low MLP: word w <=> S mod 2^16 in [4w, 4w + 4); the
+  read lands in the next mixer, where the ALU's high MLP adds it to the result.
+- Store records (protocol: per operation, each distinct word once, in lane order, with
+  the value after the operation = the highest active lane's value for that word):
+  lanes compare word numbers (linear in the one-hots), then valid(lane) = store, active,
+  no lower active lane with the same word; value(lane) = b of the last active lane with
+  its word. Each store position's records (valid, word, value x 4 lanes) are latched at
+  EXEC and emitted after the register records: the k-th record (k = ADDR tokens since
+  EXEC) is the valid (position, lane) of rank k.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from qgpu.circuit.ir import BITS, Circuit, Signal, Table
+from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping, TokenTable
+from qgpu.circuit.machine.logic import true_bit, unit
+from qgpu.circuit.machine.rom import Instruction
+from qgpu.circuit.primitives import plus, scaled
+from qgpu.errors import QgpuError
+from qgpu.isa import machine as M
+
+WORD_BITS = 7  # log2(GLOBAL_WORDS)
+
+
+class MemoryTables:
+    """The memory table's copies (all written by the same port)."""
+
+    def __init__(self, c: Circuit, tt: TokenTable, bk: Bookkeeping):
+        self.c, self.bk = c, bk
+        self.key = tt.field_onehot("addr.key", "ADDR", M.GLOBAL_WORDS)
+        self.copies: list[Table] = []
+
+    def loads(self, k: int, words: dict) -> dict:
+        """{(p, lane): raw read} of the words `words[(p, lane)]` (one-hot, none: no load)."""
+        t = self.c.table(f"mem.stage{k}", rows=M.GLOBAL_WORDS, width=32)
+        t.write(self.key, [(self.bk.v_bits, 1), (self.bk.v_bits, 0)], key_lag=2)
+        self.copies.append(t)
+        return {pl: t.read(w, name=f"load.{pl[0]}.{pl[1]}", restore=False).raw
+                for pl, w in words.items()}
+
+
+@dataclass
+class Records:
+    bits: list[Signal]  # per position: restored latch: valid (4) | words (4 x 7) | values (4 x 32)
+
+
+def _fields(lane: int) -> tuple[int, int, int]:
+    """Offsets of lane's valid bit, word bits and value bits in a record latch."""
+    return lane, LANES + WORD_BITS * lane, LANES + WORD_BITS * LANES + 32 * lane
+
+
+RECORD_WIDTH = LANES * (1 + WORD_BITS + 32)
+
+
+def store_records(c: Circuit, bk: Bookkeeping, i: Instruction, words: list[Signal],
+                  values: list[Signal]) -> Signal:
+    """The records of store position i (bits, layout `_fields`). words: per lane the word
+    one-hot; values: per lane the b operand bits."""
+    p = i.position
+
+    def number(ctx, lane):
+        return plus(*({ctx.d(words[lane])[w]: float(w)} for w in range(M.GLOBAL_WORDS)))
+
+    def same(ctx, outs):
+        eq, word = outs
+        k = 0
+        for lane in range(LANES):
+            for other in range(LANES):
+                if other == lane:
+                    continue
+                d = plus(number(ctx, lane), scaled(number(ctx, other), -1))
+                when = [ctx.v01(bk.cur_mask, other)]
+                ctx.step(d, 0, true_bit(eq[k]), when=when, big=512.0)
+                ctx.step(d, 1, {eq[k]: -2.0}, when=when, big=512.0)
+                k += 1
+            for b in range(WORD_BITS):
+                up = plus(*({ctx.d(words[lane])[w]: 1.0} for w in range(M.GLOBAL_WORDS)
+                            if w >> b & 1))
+                ctx.linear(up, {word[lane * WORD_BITS + b]: 2.0})
+
+    eq, word = unit(c, f"store.same.{p}", [*words, bk.cur_mask],
+                    [(f"store.same.{p}", BITS, LANES * (LANES - 1)),
+                     (f"store.word.{p}", BITS, LANES * WORD_BITS)], same)
+
+    def pair(lane, other):  # index of eq[lane, other]
+        return lane * (LANES - 1) + (other if other < lane else other - 1)
+
+    def last(ctx, outs):
+        valid, lastw = outs
+        en = ctx.v01(i.op("st.global"))
+        for lane in range(LANES):
+            lower = plus(*(ctx.v01(eq, pair(lane, o)) for o in range(lane))) if lane else {}
+            ctx.step(scaled(lower, -1), 0, true_bit(valid[lane]),
+                     when=[en, ctx.v01(bk.cur_mask, lane)])
+            for o in range(lane, LANES):  # o is the last active lane with lane's word
+                hits = [ctx.v01(bk.cur_mask, lane) if o == lane else ctx.v01(eq, pair(lane, o))]
+                higher = plus(*(ctx.v01(eq, pair(lane, h)) for h in range(o + 1, LANES))) \
+                    if o + 1 < LANES else {}
+                ctx.step(scaled(higher, -1), 0, true_bit(lastw[lane * LANES + o]), when=hits)
+
+    valid, lastw = unit(c, f"store.last.{p}", [eq, i.ops, bk.cur_mask],
+                        [(f"store.valid.{p}", BITS, LANES),
+                         (f"store.last.{p}", BITS, LANES * LANES)], last)
+
+    def record(ctx, outs):
+        (r,) = outs
+        for lane in range(LANES):
+            v, w, x = _fields(lane)
+            ctx.linear(ctx.v01(valid, lane), {r[v]: 2.0})
+            for b in range(WORD_BITS):
+                ctx.linear(ctx.v01(word, lane * WORD_BITS + b), {r[w + b]: 2.0})
+            for o in range(lane, LANES):
+                for b in range(32):
+                    ctx.step(ctx.v01(values[o], b), 1, true_bit(r[x + b]),
+                             when=[ctx.v01(lastw, lane * LANES + o)])
+
+    (rec,) = unit(c, f"store.record.{p}", [valid, word, lastw, *values],
+                  [(f"store.record.{p}", BITS, RECORD_WIDTH)], record)
+    return rec
+
+
+def read_memory(compiled, state) -> list[int]:
+    """The global memory words from the model's recurrent state (the memory table's rows:
+    bit i stored as the pair (32 b, 32 (1 - b)) in columns 2i, 2i + 1; a row never written
+    is all zero, the word 0)."""
+    plan = compiled.plan
+    table = next(n for n in plan.order if isinstance(n, Table) and n.name == "mem.stage0")
+    layer = plan.layer[table]
+    head = plan.heads[table][0] * compiled.weights.config.value_heads_per_key_head
+    rows = np.asarray(state.recurrent[layer][head, :M.GLOBAL_WORDS, :64])
+    words = []
+    for a, row in enumerate(rows):
+        pairs = row.reshape(32, 2)
+        if not np.any(pairs):
+            words.append(0)
+            continue
+        ok = np.all(((pairs[:, 0] == 32) & (pairs[:, 1] == 0)) |
+                    ((pairs[:, 0] == 0) & (pairs[:, 1] == 32)))
+        if not ok:
+            raise QgpuError(f"memory word {a} in the model's state is not a clean stored "
+                            f"word: {row.tolist()}")
+        words.append(int(sum(1 << b for b in range(32) if pairs[b, 0] == 32)))
+    return words
