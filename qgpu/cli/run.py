@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qgpu.errors import LaunchError, QgpuError
+from qgpu.errors import QgpuError
 
 
 class RunError(QgpuError):
@@ -101,9 +101,7 @@ def _values(a: np.ndarray) -> list[int]:
 def run(args) -> dict:
     import qgpu
 
-    if args.engine == "model" or args.check:
-        raise LaunchError(("--check" if args.check else "--engine model") + " is not "
-                          "available yet: the compiled model (qgpu.circuit) has not landed")
+    engine = "model-check" if args.engine == "model" and args.check else args.engine
     path = Path(args.file)
     try:
         source = path.read_text()
@@ -113,7 +111,7 @@ def run(args) -> dict:
     kernel = _pick_kernel(module, args.kernel)
     values = parse_args(kernel, args.arg)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
-    result = kernel(args.grid, args.block, values, engine=args.engine)
+    result = kernel(args.grid, args.block, values, engine=engine)
     return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,
             "block": args.block, "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},

@@ -45,14 +45,21 @@ def _run_interp(program: Program, grid: int, block: int, memory: list[int],
     return EngineRun(list(res.memory), list(res.events), expected_trace(res.events))
 
 
-def _model_unavailable(*_args, **_kw) -> EngineRun:
-    raise LaunchError("engine 'model' is not available yet: the compiled model (qgpu.circuit) "
-                      "has not landed; use engine='interp'")
+def _run_model(program: Program, grid: int, block: int, memory: list[int],
+               budget: int) -> EngineRun:
+    from qgpu.runtime.engine import run_model  # the compiled model: loaded on first use
+    return run_model(program, grid, block, memory, budget)
+
+
+def _run_model_checked(program: Program, grid: int, block: int, memory: list[int],
+                       budget: int) -> EngineRun:
+    from qgpu.runtime.engine import run_model_checked
+    return run_model_checked(program, grid, block, memory, budget)
 
 
 # name -> runner(program, grid, block, memory, budget) -> EngineRun
-ENGINES: dict[str, Callable[..., EngineRun]] = {"interp": _run_interp,
-                                                "model": _model_unavailable}
+ENGINES: dict[str, Callable[..., EngineRun]] = {"interp": _run_interp, "model": _run_model,
+                                                "model-check": _run_model_checked}
 
 
 def expected_trace(events) -> list[int] | None:

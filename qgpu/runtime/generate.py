@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 from qgpu.circuit.machine.memory import read_memory
 from qgpu.circuit.machine.spec import check_launch
-from qgpu.errors import LaunchError
+from qgpu.errors import LaunchError, MachineError
+from qgpu.isa import machine as M
 from qgpu.isa.program import Program
 from qgpu.model.state import ModelState
-from qgpu.protocol import encode_prompt, tok
+from qgpu.protocol import encode_prompt, kind_of, tok
 from qgpu.runtime.machine import ModelMachine
 
 HALT = tok("HALT")
@@ -34,7 +35,10 @@ class ModelRun:
 
 
 def generate_launch(machine: ModelMachine, program: Program, grid: int, block: int,
-                    memory=(), max_tokens: int = DEFAULT_MAX_TOKENS) -> ModelRun:
+                    memory=(), max_tokens: int = DEFAULT_MAX_TOKENS,
+                    max_blocks: int = M.DEFAULT_BLOCK_BUDGET) -> ModelRun:
+    """Run one launch on the model. Raises MachineError after `max_blocks` EXEC tokens
+    without HALT (the interpreter's block budget) and LaunchError after max_tokens."""
     check_launch(machine.spec, program, grid, block)
     prompt = encode_prompt(program, grid, block, memory)
     engine = machine.engine
@@ -44,9 +48,15 @@ def generate_launch(machine: ModelMachine, program: Program, grid: int, block: i
         engine.prefill(state, prompt[:-1], mode="recurrent")
     token = engine.step_greedy(state, prompt[-1])
     trace = [token]
+    blocks = 0
     while token != HALT:
         if len(trace) >= max_tokens:
             raise LaunchError(f"the model wrote {max_tokens} tokens without HALT")
+        if kind_of(token)[0] == "EXEC":
+            blocks += 1
+            if blocks > max_blocks:
+                raise MachineError(f"instruction budget exceeded: the model ran {max_blocks} "
+                                   f"blocks without finishing (runaway loop?)")
         token = engine.step_greedy(state, token)
         trace.append(token)
     seconds = time.perf_counter() - start

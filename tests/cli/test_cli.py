@@ -32,8 +32,8 @@ def test_demo_prints_32(capsys):
 
 
 def test_demo_model_engine_is_a_clear_error(capsys):
-    assert main(["demo", "--engine", "model"]) == 1
-    assert "not available yet" in capsys.readouterr().err
+    assert main(["demo", "--engine", "model"]) == 1   # dot needs mul, atomics, 2 slots
+    assert "the model machine" in capsys.readouterr().err
 
 
 def test_asm_round_trip_and_run(tmp_path, capsys):

@@ -1,0 +1,31 @@
+"""runtime.engine: the model as a launch engine (`qgpu.cuda.ENGINES["model"]`, and
+"model-check", which also replays the launch on the interpreter and compares every
+token): the same runner signature as the interpreter's, the final memory read from the
+model's state."""
+
+from __future__ import annotations
+
+from qgpu.circuit.machine.spec import check_launch
+from qgpu.isa import machine as M
+from qgpu.protocol import Launch, decode_trace
+from qgpu.runtime.check import check_trace
+from qgpu.runtime.generate import generate_launch
+from qgpu.runtime.machine import DEFAULT_SPEC, load_machine
+
+
+def run_model(program, grid: int, block: int, memory, budget: int = M.DEFAULT_BLOCK_BUDGET,
+              check: bool = False):
+    from qgpu.cuda.api import EngineRun
+
+    check_launch(DEFAULT_SPEC, program, grid, block)  # a clear error before any compiling
+    machine = load_machine()
+    run = generate_launch(machine, program, grid, block, memory, max_blocks=budget)
+    if check:
+        check_trace(program, grid, block, memory, run.prompt, run.trace)
+    records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
+    return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace)
+
+
+def run_model_checked(program, grid: int, block: int, memory,
+                      budget: int = M.DEFAULT_BLOCK_BUDGET):
+    return run_model(program, grid, block, memory, budget, check=True)
