@@ -14,10 +14,11 @@ from qgpu.model.engine import Engine
 from qgpu.model.fast import FastEngine
 
 DEFAULT_SPEC = MachineSpec(slots=1)
-# The native kernel breaks this model since commit 2991b42 (a table row overwritten on
-# consecutive tokens reads back wrong; tests/runtime/test_backends.py shows it, strict
-# xfail): launches run on the fast engine's numpy backend until that is fixed.
-DEFAULT_BACKEND = "numpy"
+# The fast engine's native kernel where a C compiler is available (its numpy backend,
+# about 27x slower on this machine, otherwise). 2991b42..9fedd6f broke the native kernel
+# on this model (a GDN layer's z/b/a slots leaked into the next layer's conv inputs);
+# tests/model/test_fast_conv.py guards it.
+DEFAULT_BACKEND = "auto"
 
 
 @dataclass
