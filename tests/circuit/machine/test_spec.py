@@ -1,0 +1,40 @@
+"""machine.spec: what the v0 circuit runs, and the clear errors for everything else."""
+
+import pytest
+
+from qgpu.circuit.machine.spec import SUPPORTED_OPS, MachineSpec, check_launch
+from qgpu.errors import LaunchError, ProgramError
+from qgpu.isa import machine as M
+from qgpu.isa.asm import assemble
+from qgpu.isa.ops import OPS
+
+
+def test_positions_follow_the_protocol_numbering():
+    spec = MachineSpec(slots=2, stages=3)
+    assert spec.positions == [0, 1, M.SLOTS, M.SLOTS + 1, 2 * M.SLOTS, 2 * M.SLOTS + 1]
+    assert spec.earlier(M.SLOTS) == [0, 1]
+    assert spec.earlier(0) == []
+    with pytest.raises(ValueError):
+        MachineSpec(slots=M.SLOTS + 1)
+
+
+def test_supported_operations_exist():
+    assert set(SUPPORTED_OPS) <= set(OPS)
+
+
+@pytest.mark.parametrize("src, grid, block, error, match", [
+    ("block 0:\n  mul r1, r0, 3\n  exit\n", 1, 4, ProgramError, "operation 'mul'"),
+    ("block 0:\n  tid r1 ; tid r2\n  exit\n", 1, 4, ProgramError, "1 per stage"),
+    ("block 0:\n  bar 0\n", 1, 4, ProgramError, "barriers"),
+    ("block 0:\n  exit\n", 2, 4, LaunchError, "1 warp"),
+    ("block 0:\n  st.global [r0], r0\n  st.global [r0+4], r0\n  st.global [r0+8], r0\n"
+     "  st.global [r0+12], r0\n  exit\n", 1, 4, ProgramError, "memory records"),
+])
+def test_rejections_are_clear(src, grid, block, error, match):
+    with pytest.raises(error, match=match):
+        check_launch(MachineSpec(), assemble(src), grid, block)
+
+
+def test_a_supported_program_passes():
+    check_launch(MachineSpec(), assemble("block 0:\n  tid r1\n  add r2, r1, 1\n"
+                                         "  st.global [r0], r2\n  exit\n"), 1, 3)
