@@ -250,14 +250,15 @@ class NativePlan:
     def _binding(self, state: ModelState):
         """Pointer tables to the state's arrays, cached per state and rebuilt when an array
         was replaced; with them, per GDN layer, the list of conv channels whose window
-        holds a nonzero (found by a scan here, then kept up to date by the kernel: conv
-        states are changed only by the engine)."""
+        holds a nonzero (found by a scan here, then kept up to date by the kernel; scanned
+        again when the state's position is not the one this plan left it at: another
+        engine or plan stepped it)."""
         arrays = [state.recurrent.get(i) for i in range(self.config.num_hidden_layers)]
         arrays += [state.conv.get(i) for i in range(self.config.num_hidden_layers)]
         cached = self._bindings.get(id(state))
-        if cached is not None and cached[0]() is state and all(map(operator.is_, cached[1],
-                                                                    arrays)):
-            return cached[2:6]
+        if cached is not None and cached[0]() is state and cached[-1][0] == state.position \
+                and all(map(operator.is_, cached[1], arrays)):
+            return cached
         if len(self._bindings) > 64:  # forget states that are gone
             self._bindings = {k: v for k, v in self._bindings.items() if v[0]() is not None}
         n = self.config.num_hidden_layers
@@ -280,17 +281,20 @@ class NativePlan:
         base = ctypes.cast(ptrs, ctypes.c_void_p).value
         size = n * ctypes.sizeof(ctypes.c_void_p)
         tables = (base, base + size, base + 2 * size, counts.ctypes.data)
-        self._bindings[id(state)] = (weakref.ref(state), arrays, *tables, ptrs, counts, windows)
-        return tables
+        entry = (weakref.ref(state), arrays, *tables, ptrs, counts, windows, [state.position])
+        self._bindings[id(state)] = entry
+        return entry
 
     def run(self, state: ModelState, token: int, logits: np.ndarray | None,
             want_argmax: bool) -> int:
         """One token; writes the logits row when given (zero-filled by the caller).
         Returns the greedy token when want_argmax, else 0."""
-        states, convs, windows, counts = self._binding(state)
+        entry = self._binding(state)
+        states, convs, windows, counts = entry[2:6]
         out = self.lib.qgpu_forward(self._model_ref, states, convs, windows, counts, token,
                                     None if logits is None else logits.ctypes.data,
                                     int(want_argmax))
+        entry[-1][0] = state.position + 1  # the engine counts the token
         if logits is not None and want_argmax:
             return int(np.argmax(logits))
         if out < 0:  # the head's input is not finite: numpy's argmax rules

@@ -163,3 +163,21 @@ def test_answers_follow_the_tables(compiled):
                  + [vocab.id("N")] * 3)
     assert fast.step_greedy(state, vocab.id("Q", 2)) == vocab.id("VAL", 1)
     assert fast.step_greedy(state, vocab.id("R", 2)) == vocab.id("VAL", 1)
+
+
+def test_state_stepped_by_other_engines_in_between(compiled):
+    """A state that another engine (the numpy backend, a second native plan) stepped is
+    rescanned: each engine's window lists see the other's writes."""
+    comp, vocab = compiled
+    ref = ReferenceEngine(comp.weights)
+    engines = [FastEngine(comp.weights, backend="native"),
+               FastEngine(comp.weights, backend="native"),
+               FastEngine(comp.weights, backend="numpy")]
+    rng = np.random.default_rng(12)
+    tokens = stream(vocab, 600, rng)
+    s_ref, s_fast = ref.new_state(), engines[0].new_state()
+    for n, t in enumerate(tokens):
+        r = rng.random()  # numpy replaces the conv arrays (a rescan anyway): seldom
+        engine = engines[2] if r < 0.03 else engines[1] if r < 0.3 else engines[0]
+        assert engine.step_greedy(s_fast, t) == int(np.argmax(ref.step(s_ref, t))), n
+    assert_same_states(engines[0], s_ref, s_fast)
