@@ -11,7 +11,7 @@ LANES = 4                 # lanes per warp (SIMT)
 REGS = 16                 # registers per lane; r0 always reads zero
 ZERO_REG = 0
 STAGES = 4                # dependent stages per block
-SLOTS = 4                 # independent operations per stage (VLIW)
+SLOTS = 1                 # independent operations per stage (VLIW; what the circuit computes)
 ROM_BLOCKS = 32           # program ROM, in blocks; block 0 is the entry
 
 GLOBAL_WORDS = 128        # 32-bit words of global memory

@@ -36,7 +36,8 @@ def test_long_straight_line_code_splits_into_blocks_within_limits():
         assert all(1 <= len(st) <= machine.SLOTS for st in b.stages)
 
 
-def test_blocks_are_packed_with_parallel_operations():
+def test_blocks_are_packed_with_parallel_operations(monkeypatch):
+    monkeypatch.setattr(machine, "SLOTS", 4)   # a VLIW machine: several operations per stage
     src = """__global__ void k(int *a, int *b) {
       int t = threadIdx.x;
       b[t] = (a[t] + 1) * (a[t + 4] - 2) + (a[t + 8] ^ 3) * (a[t + 12] | 4);

@@ -10,6 +10,14 @@ from qgpu.isa.asm import assemble
 from qgpu.isa.ops import OPS
 
 
+@pytest.fixture(autouse=True)
+def vliw_machine(monkeypatch):
+    """These tests exercise the general stage semantics (several independent operations
+    per stage), which the interpreter and validator implement for any SLOTS; the ISA's
+    SLOTS is what the circuit computes today, so the tests widen it."""
+    monkeypatch.setattr(M, "SLOTS", 4)
+
+
 def run(text, grid=1, block=4, mem=(), **kw):
     return run_launch(assemble(text.replace("\\\n", "")), grid, block, list(mem), **kw)
 

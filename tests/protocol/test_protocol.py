@@ -22,15 +22,19 @@ from qgpu.protocol.vocab import KINDS, SEL_FWD, SEL_IMM, fields_of, pack, unpack
 
 LOOP = """
 block 0:
-  tid r1 ; mov r2, 0 ; mov r3, 0
+  tid r1
+  mov r2, 0
+  mov r3, 0
   jmp 1
 block 1:
-  add r3, r3, r2 ; add r2, r2, 1
+  add r3, r3, r2
+  add r2, r2, 1
   setle.u r4, r2, r1
   br r4, 1, 2
 block 2:
   shl r5, r1, 2
-  atom.global.add r6, [r5+64], r3 ; st.global [r5], r3
+  atom.global.add r6, [r5+64], r3
+  st.global [r5], r3
   exit
 """
 
@@ -62,17 +66,17 @@ def test_prompt_round_trip():
 def test_operand_selectors_forward_from_earlier_stages_only():
     blk = assemble("""
 block 0:
-  tid r1 ; mov r2, 7
-  add r1, r1, r2 ; add r3, r1, 5
-  add r4, r1, r3
+  tid r1
+  mov r2, 7
+  add r1, r1, r2
+  add r4, r1, r5
   exit
 """).blocks[0]
     sels = operand_selectors(blk)
     S = M.SLOTS
-    assert sels[0] == () and sels[1] == (SEL_IMM,)
-    assert sels[S] == (SEL_FWD + 0, SEL_FWD + 1)      # stage 1 reads stage 0's r1, r2
-    assert sels[S + 1] == (SEL_FWD + 0, SEL_IMM)
-    assert sels[2 * S] == (SEL_FWD + S, SEL_FWD + S + 1)
+    assert sels[0] == () and sels[S] == (SEL_IMM,)
+    assert sels[2 * S] == (SEL_FWD + 0, SEL_FWD + S)      # r1 from stage 0, r2 from stage 1
+    assert sels[3 * S] == (SEL_FWD + 2 * S, 5)            # r1 forwarded, r5 from the file
 
 
 def test_prompt_rejects_selectors_that_do_not_match():
