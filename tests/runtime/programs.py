@@ -101,9 +101,25 @@ block 2:
   exit
 """
 
+BITS = """
+block 0:
+  tid r1
+  add r2, r1, 0x00f00000
+  popc r3, r2
+  clz r4, r2
+  .writeback r2, r3, r4
+  jmp 1
+block 1:
+  brev r5, r2
+  clz r6, r0
+  popc r7, 0xffffffff
+  .writeback r5, r6, r7
+  exit
+"""
+
 PROGRAMS = {"straight": STRAIGHT, "logic_and_compare": LOGIC_AND_COMPARE,
             "special": SPECIAL, "divergent": DIVERGENT, "loop": LOOP,
-            "early_exit": EARLY_EXIT}
+            "early_exit": EARLY_EXIT, "bits": BITS}
 
 MEMORY = """
 block 0:

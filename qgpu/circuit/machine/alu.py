@@ -8,7 +8,9 @@
   partial sums, carries out), the unsigned comparison of the low halves, `c != 0`;
 - `alu_high`: every result bit: the low halves passed on, the high halves of add/sub
   with the carry in, and, or, xor, mov, selp, the comparisons (high halves decide,
-  the low comparison breaks ties: [D_hi + ge_lo >= 1] is A >= B), special registers.
+  the low comparison breaks ties: [D_hi + ge_lo >= 1] is A >= B), special registers,
+  loaded words, brev (a permutation), popc and clz (sawtooth bits of a count: the set
+  bits of a, or the low MLP's [top n bits are 0] for n = 1..32).
 Every family is gated by its operation bit inside its steps (a disabled family adds
 exactly 0), so the families write the same result dims and the result is exactly one
 family's value.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from qgpu.circuit.ir import BITS, ONEHOT, READ_SCALE, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import Bookkeeping
-from qgpu.circuit.machine.logic import WIDE, unit
+from qgpu.circuit.machine.logic import WIDE, true_bit, unit
 from qgpu.circuit.machine.rom import Instruction
 from qgpu.circuit.primitives import plus, scaled
 from qgpu.isa import machine as M
@@ -26,6 +28,7 @@ from qgpu.isa import machine as M
 LO = 16
 READY = 38  # alu_low's always-on bit
 OPERANDS_READY = 96  # operands' always-on bit
+CLZ = 39  # alu_low's bits [top n bits of a are 0], n = 1..32
 
 
 def operands(c: Circuit, ins: Instruction, lane: int, regs: list, earlier: list) -> Signal:
@@ -82,6 +85,8 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> tuple[Sign
         ctx.step(d, 1, {o[36]: -2.0})
         ctx.step(ctx.sum01(cc), 1, {o[37]: 2.0})
         ctx.constant({o[38]: 2.0})
+        for n in range(1, 33):  # clz: the top n bits of a are all 0
+            ctx.step(scaled(ctx.sum01(a, range(32 - n, 32)), -1), 0, true_bit(o[CLZ + n - 1]))
         s = plus(ctx.num(a, 0, LO), ctx.num(ins.offset, 0, LO))
         mem = [plus(ctx.v01(ins.op("ld.global")), ctx.v01(ins.op("st.global")))]
         words = M.GLOBAL_WORDS
@@ -97,9 +102,17 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> tuple[Sign
                 ctx.step(s, base + 4 * w, out, when=mem, big=WIDE)
 
     out, word = unit(c, f"alu_low.{ins.position}.{lane}", [opnd, ins.ops, ins.offset],
-                     [(f"alu_low.{ins.position}.{lane}", BITS, 39),
+                     [(f"alu_low.{ins.position}.{lane}", BITS, 39 + 32),
                       (f"word.{ins.position}.{lane}", ONEHOT, M.GLOBAL_WORDS)], body)
     return out, word
+
+
+def _count_bits(ctx, count, r, en) -> None:
+    """Bits 0..5 of a count in 0..32 into r (sawtooth: bit k flips at every multiple of
+    2^k), gated by en."""
+    for k in range(6):
+        for m in range(1, 32 // 2 ** k + 1):
+            ctx.step(count, m * 2 ** k, {r[k]: 2.0 if m % 2 else -2.0}, when=[en], big=64.0)
 
 
 SET_OPS = {  # name: (signed, kind)
@@ -163,6 +176,9 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
         for i in range(32):
             ctx.step({ctx.d(loaded)[i]: 1.0 / READ_SCALE}, 1, {r[i]: 2.0},
                      when=[en("ld.global")])
+            ctx.step(ctx.v01(a, 31 - i), 1, {r[i]: 2.0}, when=[en("brev")])
+        for name, count in (("popc", ctx.sum01(a)), ("clz", ctx.sum01(low, range(CLZ, CLZ + 32)))):
+            _count_bits(ctx, count, r, en(name))
 
     (out,) = unit(c, f"alu_high.{ins.position}.{lane}", [opnd, low, ins.ops, bk.ntid, bk.nctaid,
                                                          loaded],

@@ -186,6 +186,7 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
     x, nxt, has = next_register(c, bk, block)
     case, k = record_index(c, bk, has, value_done)
     pl = [(a, lane) for a in range(len(ins)) for lane in range(LANES)]
+    RANKS = 2.0 * len(pl) + 2  # the gating must outweigh any rank  # noqa: N806
 
     def select(ctx, outs):
         sel, has_k = outs
@@ -194,10 +195,10 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
             rank = plus(*valid[:n]) if n else {}
             for r in range(MAX_RECORDS + 1):
                 when = [v, ctx.v01(k, r)]
-                ctx.step(rank, r, true_bit(sel[n]), when=when)
-                ctx.step(rank, r + 1, {sel[n]: -2.0}, when=when)
+                ctx.step(rank, r, true_bit(sel[n]), when=when, big=RANKS)
+                ctx.step(rank, r + 1, {sel[n]: -2.0}, when=when, big=RANKS)
         for r in range(MAX_RECORDS + 1):
-            ctx.step(plus(*valid), r + 1, true_bit(has_k[0]), when=[ctx.v01(k, r)])
+            ctx.step(plus(*valid), r + 1, true_bit(has_k[0]), when=[ctx.v01(k, r)], big=RANKS)
 
     sel, has_k = unit(c, "records.select", [*latched, k],
                       [("records.select", BITS, len(pl)), ("records.has", BITS, 1)], select)

@@ -15,7 +15,7 @@ from qgpu.errors import LaunchError, ProgramError
 from qgpu.isa import machine as M
 from qgpu.isa.program import Bar, Program
 
-ALU_OPS = ("add", "sub", "and", "or", "xor", "mov", "selp",
+ALU_OPS = ("add", "sub", "and", "or", "xor", "mov", "selp", "popc", "clz", "brev",
            "seteq", "setne", "setlt.s", "setle.s", "setgt.s", "setge.s",
            "setlt.u", "setle.u", "setgt.u", "setge.u")
 SREG_OPS = ("tid", "ntid", "ctaid", "nctaid", "laneid", "warpid")
