@@ -19,9 +19,8 @@ import numpy as np
 
 from qgpu.model.checkpoint import (
     _DTYPES,
-    INDEX_FILE,
-    WEIGHTS_FILE,
     CheckpointError,
+    checkpoint_files,
     read_safetensors_header,
     text_name,
 )
@@ -58,14 +57,7 @@ class CheckpointSource(WeightsSource):
         text = body.get("text_config", {}) if body.get("model_type") != "qwen3_5_text" else {}
         self.extra_config = {k: body.get(k, text.get(k)) for k in CARRIED_CONFIG_KEYS
                              if body.get(k, text.get(k)) is not None}
-        if (src / INDEX_FILE).is_file():
-            weight_map = json.loads((src / INDEX_FILE).read_text())["weight_map"]
-            files = sorted({src / f for f in weight_map.values()})
-        else:
-            files = [src / WEIGHTS_FILE]
-        missing_files = [str(f) for f in files if not f.is_file()]
-        if missing_files:
-            raise CheckpointError(f"missing weight files: {missing_files}")
+        files = checkpoint_files(src)
         wanted = expected_shapes(self.config)
         self.entries: dict[str, tuple[Path, dict, int]] = {}
         for path in files:

@@ -115,13 +115,8 @@ def text_name(name: str) -> str | None:
     return name
 
 
-def load_checkpoint(directory: str | Path) -> QwenWeights:
-    """Read a Qwen3.5 text model from a HF directory (ours, or a real release)."""
-    src = Path(directory)
-    config_path = src / "config.json"
-    if not config_path.is_file():
-        raise CheckpointError(f"{src} has no config.json")
-    config = QwenConfig.from_hf_dict(json.loads(config_path.read_text()))
+def checkpoint_files(src: Path) -> list[Path]:
+    """The safetensors files of a checkpoint directory (sharded or not), all present."""
     if (src / INDEX_FILE).is_file():
         weight_map = json.loads((src / INDEX_FILE).read_text())["weight_map"]
         files = sorted({src / f for f in weight_map.values()})
@@ -130,6 +125,17 @@ def load_checkpoint(directory: str | Path) -> QwenWeights:
     missing_files = [str(f) for f in files if not f.is_file()]
     if missing_files:
         raise CheckpointError(f"missing weight files: {missing_files}")
+    return files
+
+
+def load_checkpoint(directory: str | Path) -> QwenWeights:
+    """Read a Qwen3.5 text model from a HF directory (ours, or a real release)."""
+    src = Path(directory)
+    config_path = src / "config.json"
+    if not config_path.is_file():
+        raise CheckpointError(f"{src} has no config.json")
+    config = QwenConfig.from_hf_dict(json.loads(config_path.read_text()))
+    files = checkpoint_files(src)
     wanted = expected_shapes(config)
     tensors: dict[str, np.ndarray] = {}
     for path in files:
