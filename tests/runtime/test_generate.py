@@ -71,3 +71,29 @@ def test_two_slots_per_stage():
     res = run_launch(prog, 1, 4, memory=memory)
     run = generate_launch(machine, prog, 1, 4, memory)
     assert run.trace == expected_trace(res.events) and run.memory == res.memory
+
+
+def test_check_fails_when_one_compiled_weight_is_perturbed(machine):
+    """Fault injection: +4 on one output-head weight (the constant dim of V(5)'s row) makes
+    V(5) outscore V(4), one bit away, so the model writes a wrong value and --check stops
+    at that token. The weight is restored afterwards."""
+    from qgpu.model.fast import FastEngine
+    from qgpu.model.weights import LM_HEAD
+    from qgpu.runtime.machine import ModelMachine
+
+    prog = assemble("block 0:\n  mov r1, 4\n  jmp 1\nblock 1:\n  st.global [0], r1\n  exit\n")
+    head = machine.compiled.weights[LM_HEAD]
+    row, one = tok("V", 5), 0
+    original = float(head[row, one])
+    head[row, one] = original + 4.0
+    try:
+        faulty = ModelMachine(machine.compiled, machine.spec,
+                              FastEngine(machine.compiled.weights))
+        run = generate_launch(faulty, prog, 1, 4, max_tokens=64)
+    finally:
+        head[row, one] = original
+    assert tok("V", 5) in run.trace
+    with pytest.raises(CheckMismatch, match=r"interpreter V\(0x0004\), model V\(0x0005\)"):
+        check_trace(prog, 1, 4, [], run.prompt, run.trace)
+    healthy = generate_launch(machine, prog, 1, 4)
+    assert check_trace(prog, 1, 4, [], healthy.prompt, healthy.trace) == healthy.trace
