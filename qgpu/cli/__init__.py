@@ -22,10 +22,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class CliError(QgpuError):
-    """An error reported as one line on stderr with a non-zero exit status."""
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="qgpu", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

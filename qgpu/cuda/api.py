@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,16 +26,17 @@ from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.signature import KernelSignature, parse_kernels, ptx_base_name
 from qgpu.errors import CompileError, LaunchError
 from qgpu.isa import Program, machine
+from qgpu.protocol import expected_trace
 
 ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
 
 
 @dataclass
 class EngineRun:
-    """What an engine returns: final global memory and, when known, the trace tokens."""
+    """What an engine returns: final global memory, block events, the trace tokens."""
     memory: list[int]
-    events: list = field(default_factory=list)
-    trace: list[int] | None = None
+    events: list
+    trace: list[int]
 
 
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
@@ -62,15 +63,6 @@ ENGINES: dict[str, Callable[..., EngineRun]] = {"interp": _run_interp, "model": 
                                                 "model-check": _run_model_checked}
 
 
-def expected_trace(events) -> list[int] | None:
-    """The launch's trace tokens from qgpu.protocol, or None without a protocol module."""
-    try:
-        from qgpu.protocol import expected_trace as trace
-    except ImportError:
-        return None
-    return trace(events)
-
-
 @dataclass
 class LaunchResult:
     kernel: str
@@ -80,13 +72,13 @@ class LaunchResult:
     program: Program
     memory: list[int]            # final global memory (words)
     events: list
-    trace: list[int] | None      # the trace tokens the model writes (None: unknown)
+    trace: list[int]             # the trace tokens the model writes
     seconds: float
     layout: dict[str, tuple[int, int]]   # parameter name -> (first word, words)
 
     @property
-    def tokens(self) -> int | None:
-        return None if self.trace is None else len(self.trace)
+    def tokens(self) -> int:
+        return len(self.trace)
 
     @property
     def blocks_executed(self) -> int:
