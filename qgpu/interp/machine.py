@@ -134,19 +134,18 @@ class Machine:
             writeback.append((reg, {lane: warp.regs[lane][reg] for lane in active}))
         term = blk.terminator
         taken = None
+        if isinstance(term, Br):
+            taken = tuple(lane for lane in active if warp.regs[lane][term.cond.n] != 0)
         for lane in active:
             if isinstance(term, Jmp):
                 warp.pc[lane] = term.target
             elif isinstance(term, Br):
-                go = warp.regs[lane][term.cond.n] != 0
-                warp.pc[lane] = term.taken if go else term.not_taken
+                warp.pc[lane] = term.taken if lane in taken else term.not_taken
             elif isinstance(term, Bar):
                 warp.pc[lane] = term.target
                 warp.status[lane] = WAITING
             elif isinstance(term, Exit):
                 warp.status[lane] = EXITED
-        if isinstance(term, Br):
-            taken = tuple(lane for lane in active if warp.regs[lane][term.cond.n] != 0)
         # block-local temporaries: only the writeback registers keep their new values
         for lane in active:
             regs = saved[lane]
