@@ -124,9 +124,10 @@ SET_OPS = {  # name: (signed, kind)
 
 
 def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
-             bk: Bookkeeping, loaded: Signal) -> Signal:
+             bk: Bookkeeping, loaded: Signal, extensions=()) -> Signal:
     """The 32 result bits of position ins.position for this lane. loaded: the raw read of
-    the memory word (0 unless a load)."""
+    the memory word (0 unless a load); extensions: the other families' parts
+    (`machine.families.Extension`), whose bodies add their steps to the same bits."""
     a, b = opnd[0:32], opnd[32:64]
 
     def body(ctx, outs):
@@ -179,8 +180,11 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
             ctx.step(ctx.v01(a, 31 - i), 1, {r[i]: 2.0}, when=[en("brev")])
         for name, count in (("popc", ctx.sum01(a)), ("clz", ctx.sum01(low, range(CLZ, CLZ + 32)))):
             _count_bits(ctx, count, r, en(name))
+        for ext in extensions:
+            ext.high(ctx, r)
 
+    inputs = [sig for ext in extensions for sig in ext.inputs]
     (out,) = unit(c, f"alu_high.{ins.position}.{lane}", [opnd, low, ins.ops, bk.ntid, bk.nctaid,
-                                                         loaded],
+                                                         loaded, *inputs],
                   [(f"result.{ins.position}.{lane}", BITS, 32)], body)
     return out

@@ -20,6 +20,7 @@ from qgpu.circuit.ir import Circuit
 from qgpu.circuit.machine.alu import OPERANDS_READY, READY, alu_high, alu_low, operands
 from qgpu.circuit.machine.bookkeeping import LANES, TokenTable, bookkeeping, value_slots
 from qgpu.circuit.machine.emission import emission
+from qgpu.circuit.machine.families import FAMILIES, StageView
 from qgpu.circuit.machine.memory import MemoryTables, store_records
 from qgpu.circuit.machine.registers import RegisterFile, write_keys
 from qgpu.circuit.machine.rom import block_row, immediates, rom
@@ -50,6 +51,7 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
     rf = RegisterFile(c, bk, write_keys(c, bk))
     memory = MemoryTables(c, tt, bk)
     results, ready, imm_ready, operand_b, all_words = {}, None, None, {}, {}
+    shared: dict = {"tt": tt, "memory": memory}  # StageView.extra: machine parts families use
     for k in range(spec.stages):
         stage = [i for i in ins if spec.stage_of(i.position) == k]
         regs = rf.stage_reads(k, stage, ready)
@@ -57,20 +59,27 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
             immediates(c, tt, bk, i, imm_ready)
         pending, words = [], {}
         for i in stage:
+            opnds, lows = {}, {}
             for lane in range(LANES):
                 earlier = [results[(q, lane)] for q in spec.earlier(i.position)]
-                opnd = operands(c, i, lane, [regs[(i.position, j, lane)] for j in range(3)],
-                                earlier)
-                low, words[(i.position, lane)] = alu_low(c, i, lane, opnd)
-                pending.append((i, lane, opnd, low))
-                operand_b[(i.position, lane)] = opnd[32:64]
+                opnds[lane] = operands(c, i, lane, [regs[(i.position, j, lane)]
+                                                    for j in range(3)], earlier)
+                lows[lane], words[(i.position, lane)] = alu_low(c, i, lane, opnds[lane])
+                operand_b[(i.position, lane)] = opnds[lane][32:64]
+            pending.append((i, opnds, lows))
         loaded = memory.loads(k, words)
         all_words.update(words)
-        for i, lane, opnd, low in pending:
-            results[(i.position, lane)] = alu_high(c, i, lane, opnd, low, bk,
-                                                   loaded[(i.position, lane)])
-        ready = pending[0][3][READY]
-        imm_ready = pending[0][2][OPERANDS_READY]
+        for i, opnds, lows in pending:
+            view = StageView(c, bk, i, opnds, lows,
+                             {lane: words[(i.position, lane)] for lane in range(LANES)},
+                             {lane: loaded[(i.position, lane)] for lane in range(LANES)},
+                             shared)
+            for lane in range(LANES):
+                exts = [e for e in (family(view, lane) for family in FAMILIES) if e is not None]
+                results[(i.position, lane)] = alu_high(c, i, lane, opnds[lane], lows[lane], bk,
+                                                       loaded[(i.position, lane)], exts)
+        ready = pending[0][2][0][READY]
+        imm_ready = pending[0][1][0][OPERANDS_READY]
     conds = rf.condition_reads(block, ready)
     records = [store_records(c, bk, i, [all_words[(i.position, lane)] for lane in range(LANES)],
                              [operand_b[(i.position, lane)] for lane in range(LANES)])

@@ -20,7 +20,15 @@ ALU_OPS = ("add", "sub", "and", "or", "xor", "mov", "selp", "popc", "clz", "brev
            "setlt.u", "setle.u", "setgt.u", "setge.u")
 SREG_OPS = ("tid", "ntid", "ctaid", "nctaid", "laneid", "warpid")
 MEMORY_OPS = ("ld.global", "st.global")
-SUPPORTED_OPS = ALU_OPS + SREG_OPS + MEMORY_OPS
+# Families in their own modules (machine.families): each adds its operations here.
+MULTIPLY_OPS: tuple[str, ...] = ()  # machine.multiply
+SHIFT_OPS: tuple[str, ...] = ()  # machine.shift
+MINMAX_OPS: tuple[str, ...] = ()  # machine.minmax
+WARP_OPS: tuple[str, ...] = ()  # machine.warp (shuffles, ballot)
+ATOMIC_OPS: tuple[str, ...] = ()  # machine.atomics
+SHARED_OPS: tuple[str, ...] = ()  # machine.shared
+SUPPORTED_OPS = (ALU_OPS + SREG_OPS + MEMORY_OPS + MULTIPLY_OPS + SHIFT_OPS + MINMAX_OPS
+                 + WARP_OPS + ATOMIC_OPS + SHARED_OPS)
 IMM_OPERANDS = 3  # immediates of operands a, b, c (the offset comes with memory ops)
 OFFSET = 3  # IMM field of the address offset
 MAX_RECORDS = 12  # memory records per block (the record counter's limit)
