@@ -1,0 +1,24 @@
+"""docs/machine-layers.md is the generated map of the default compiled machine: it must
+match what the generator makes from the current plan, and every node of the machine must
+belong to a named component (nothing falls into "other")."""
+
+import pytest
+
+from qgpu.circuit.ir import Counter, Table, Unit
+from qgpu.circuit.machine.layout_doc import DOC, HEADER, OTHER, component_of, layout_doc
+from qgpu.runtime.machine import load_machine
+
+pytestmark = pytest.mark.slow
+
+
+def test_checked_in_doc_is_current():
+    compiled = load_machine(progress=False).compiled
+    assert DOC.read_text() == HEADER + layout_doc(compiled), \
+        "docs/machine-layers.md is stale: run python -m qgpu.circuit.machine.layout_doc"
+
+
+def test_every_placed_node_has_a_component():
+    plan = load_machine(progress=False).compiled.plan
+    stray = [n.name for n in plan.order if isinstance(n, (Table, Counter, Unit))
+             and component_of(n) == OTHER]
+    assert not stray
