@@ -97,3 +97,18 @@ def test_check_fails_when_one_compiled_weight_is_perturbed(machine):
         check_trace(prog, 1, 4, [], run.prompt, run.trace)
     healthy = generate_launch(machine, prog, 1, 4)
     assert check_trace(prog, 1, 4, [], healthy.prompt, healthy.trace) == healthy.trace
+
+
+def test_a_machine_with_an_op_subset_runs_its_programs_and_refuses_others():
+    prog = assemble(PROGRAMS["straight"])
+    spec = MachineSpec.for_programs([prog])
+    assert "popc" not in spec.op_names and "add" in spec.op_names
+    small = load_machine(spec=spec, progress=False)
+    full = load_machine(progress=False)
+    assert small.compiled.plan.hidden <= full.compiled.plan.hidden
+    assert small.compiled.weights.nonzero_count() < full.compiled.weights.nonzero_count()
+    want = expected_trace(run_launch(prog, 1, 4).events)
+    assert generate_launch(small, prog, 1, 4, max_tokens=len(want) + 8).trace == want
+    other = assemble("block 0:\n  tid r1\n  popc r2, r1\n  .writeback r2\n  exit\n")
+    with pytest.raises(ProgramError, match="'popc' is not in the model machine compiled"):
+        generate_launch(small, other, 1, 4)

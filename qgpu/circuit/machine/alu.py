@@ -75,20 +75,30 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> tuple[Sign
 
     def body(ctx, outs):
         o, word = outs
-        _adder_low(ctx, a, lambda i: ctx.v01(b, i), 0, o[0:16], o[16], ctx.v01(ins.op("add")))
-        _adder_low(ctx, a, lambda i: plus(ctx.const(1), scaled(ctx.v01(b, i), -1)), 1,
-                   o[17:33], o[33], ctx.v01(ins.op("sub")))
-        d = plus(ctx.num(a, 0, LO), scaled(ctx.num(b, 0, LO), -1))
-        ctx.step(d, 0, {o[34]: 2.0}, big=WIDE)
-        ctx.step(scaled(d, -1), 0, {o[35]: 2.0}, big=WIDE)
-        ctx.step(d, 0, {o[36]: 2.0})
-        ctx.step(d, 1, {o[36]: -2.0})
-        ctx.step(ctx.sum01(cc), 1, {o[37]: 2.0})
+        if ins.has("add"):
+            _adder_low(ctx, a, lambda i: ctx.v01(b, i), 0, o[0:16], o[16],
+                       ctx.v01(ins.op("add")))
+        if ins.has("sub"):
+            _adder_low(ctx, a, lambda i: plus(ctx.const(1), scaled(ctx.v01(b, i), -1)), 1,
+                       o[17:33], o[33], ctx.v01(ins.op("sub")))
+        if ins.has(*SET_OPS):
+            d = plus(ctx.num(a, 0, LO), scaled(ctx.num(b, 0, LO), -1))
+            ctx.step(d, 0, {o[34]: 2.0}, big=WIDE)
+            ctx.step(scaled(d, -1), 0, {o[35]: 2.0}, big=WIDE)
+            ctx.step(d, 0, {o[36]: 2.0})
+            ctx.step(d, 1, {o[36]: -2.0})
+        if ins.has("selp"):
+            ctx.step(ctx.sum01(cc), 1, {o[37]: 2.0})
         ctx.constant({o[38]: 2.0})
-        for n in range(1, 33):  # clz: the top n bits of a are all 0
-            ctx.step(scaled(ctx.sum01(a, range(32 - n, 32)), -1), 0, true_bit(o[CLZ + n - 1]))
+        if ins.has("clz"):
+            for n in range(1, 33):  # clz: the top n bits of a are all 0
+                ctx.step(scaled(ctx.sum01(a, range(32 - n, 32)), -1), 0,
+                         true_bit(o[CLZ + n - 1]))
+        memory_ops = [n for n in ("ld.global", "st.global") if ins.has(n)]
+        if not memory_ops:
+            return
         s = plus(ctx.num(a, 0, LO), ctx.num(ins.offset, 0, LO))
-        mem = [plus(ctx.v01(ins.op("ld.global")), ctx.v01(ins.op("st.global")))]
+        mem = [plus(*(ctx.v01(ins.op(n)) for n in memory_ops))]
         words = M.GLOBAL_WORDS
         for base in (0, 1 << LO):  # S < 2^16, or S wrapped past 2^16 (negative offsets)
             for w in range(words + 1):  # thermometer T_w = [S >= base + 4w]: member w is
@@ -137,10 +147,14 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
             return ctx.v01(ins.op(name))
 
         for i in range(LO):  # add / sub low halves (0 when their op is off)
-            ctx.linear(plus(ctx.v01(low, i), ctx.v01(low, 17 + i)), {r[i]: 2.0})
+            parts = [ctx.v01(low, k + i) for k, n in ((0, "add"), (17, "sub")) if ins.has(n)]
+            if parts:
+                ctx.linear(plus(*parts), {r[i]: 2.0})
         for name, carry, b_form in (
                 ("add", 16, lambda i: ctx.v01(b, i)),
                 ("sub", 33, lambda i: plus(ctx.const(1), scaled(ctx.v01(b, i), -1)))):
+            if not ins.has(name):
+                continue
             for j in range(LO, 32):
                 s = plus(*(scaled(plus(ctx.v01(a, i), b_form(i)), 2.0 ** (i - LO))
                            for i in range(LO, j + 1)), ctx.v01(low, carry))
@@ -148,16 +162,21 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
                     ctx.step(s, k * 2 ** (j - LO), {r[j]: sign}, when=[en(name)], big=WIDE)
         for i in range(32):
             ab = plus(ctx.v01(a, i), ctx.v01(b, i))
-            ctx.step(ab, 2, {r[i]: 2.0}, when=[en("and")])
-            ctx.step(ab, 1, {r[i]: 2.0}, when=[en("or")])
-            ctx.step(ab, 1, {r[i]: 2.0}, when=[en("xor")])
-            ctx.step(ab, 2, {r[i]: -2.0}, when=[en("xor")])
-            ctx.step(ctx.v01(a, i), 1, {r[i]: 2.0}, when=[en("mov")])
-            ctx.step(plus(ctx.v01(a, i), ctx.v01(low, 37)), 2, {r[i]: 2.0}, when=[en("selp")])
-            ctx.step(plus(ctx.v01(b, i), ctx.const(1), scaled(ctx.v01(low, 37), -1)), 2,
-                     {r[i]: 2.0}, when=[en("selp")])
+            for name, t, sign in (("and", 2, 2.0), ("or", 1, 2.0), ("xor", 1, 2.0),
+                                  ("xor", 2, -2.0)):
+                if ins.has(name):
+                    ctx.step(ab, t, {r[i]: sign}, when=[en(name)])
+            if ins.has("mov"):
+                ctx.step(ctx.v01(a, i), 1, {r[i]: 2.0}, when=[en("mov")])
+            if ins.has("selp"):
+                ctx.step(plus(ctx.v01(a, i), ctx.v01(low, 37)), 2, {r[i]: 2.0},
+                         when=[en("selp")])
+                ctx.step(plus(ctx.v01(b, i), ctx.const(1), scaled(ctx.v01(low, 37), -1)), 2,
+                         {r[i]: 2.0}, when=[en("selp")])
         ge_lo, le_lo, eq_lo = ctx.v01(low, 34), ctx.v01(low, 35), ctx.v01(low, 36)
         for name, (signed, kind) in SET_OPS.items():
+            if not ins.has(name):
+                continue
             d = plus(ctx.num(a, LO, 32, signed), scaled(ctx.num(b, LO, 32, signed), -1))
             e = plus(d, scaled(ctx.const(1), 2.0 ** 17), scaled(eq_lo, -(2.0 ** 17)))
             conds = {"ge": [(plus(d, ge_lo), 1, 2.0)],
@@ -168,18 +187,24 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
                      "ne": [(scaled(e, -1), 1, 2.0), (e, 1, 2.0)]}[kind]
             for form, t, sign in conds:
                 ctx.step(form, t, {r[0]: sign}, when=[en(name)], big=4 * WIDE)
+        lane_ops = [n for n in ("tid", "laneid") if ins.has(n)]
         for i in range(2):  # tid and laneid: the lane (one warp); ctaid, warpid: 0
-            if lane >> i & 1:
-                ctx.linear(plus(en("tid"), en("laneid")), {r[i]: 2.0})
+            if lane >> i & 1 and lane_ops:
+                ctx.linear(plus(*(en(n) for n in lane_ops)), {r[i]: 2.0})
         for name, value in (("ntid", bk.ntid), ("nctaid", bk.nctaid)):
-            for i in range(len(value)):
-                ctx.step(ctx.v01(value, i), 1, {r[i]: 2.0}, when=[en(name)])
+            if ins.has(name):
+                for i in range(len(value)):
+                    ctx.step(ctx.v01(value, i), 1, {r[i]: 2.0}, when=[en(name)])
         for i in range(32):
-            ctx.step({ctx.d(loaded)[i]: 1.0 / READ_SCALE}, 1, {r[i]: 2.0},
-                     when=[en("ld.global")])
-            ctx.step(ctx.v01(a, 31 - i), 1, {r[i]: 2.0}, when=[en("brev")])
-        for name, count in (("popc", ctx.sum01(a)), ("clz", ctx.sum01(low, range(CLZ, CLZ + 32)))):
-            _count_bits(ctx, count, r, en(name))
+            if ins.has("ld.global"):
+                ctx.step({ctx.d(loaded)[i]: 1.0 / READ_SCALE}, 1, {r[i]: 2.0},
+                         when=[en("ld.global")])
+            if ins.has("brev"):
+                ctx.step(ctx.v01(a, 31 - i), 1, {r[i]: 2.0}, when=[en("brev")])
+        if ins.has("popc"):
+            _count_bits(ctx, ctx.sum01(a), r, en("popc"))
+        if ins.has("clz"):
+            _count_bits(ctx, ctx.sum01(low, range(CLZ, CLZ + 32)), r, en("clz"))
         for ext in extensions:
             ext.high(ctx, r)
 

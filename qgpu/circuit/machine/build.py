@@ -42,7 +42,10 @@ def _source_digest() -> str:
 
 def build_machine(spec: MachineSpec | None = None) -> Circuit:
     spec = spec or MachineSpec()
-    c = Circuit(f"qgpu_machine_s{spec.slots}_{_source_digest()}", VOCAB_SIZE)
+    subset = ""
+    if spec.ops is not None:
+        subset = "_ops" + hashlib.sha256(" ".join(spec.ops).encode()).hexdigest()[:8]
+    c = Circuit(f"qgpu_machine_s{spec.slots}{subset}_{_source_digest()}", VOCAB_SIZE)
     tt = TokenTable(c)
     bk = bookkeeping(c, tt)
     value_next, value_done = value_slots(c, bk)

@@ -70,8 +70,9 @@ def layout_doc(compiled) -> str:
                 comp = component_of(node)
                 units[L][comp] += node.units
                 nodes[L][comp] += 1
+    name = compiled.circuit.name.rsplit("_", 1)[0]  # without the sources' digest
     lines = [
-        f"Machine `{compiled.circuit.name}` at the layer shape {s.key_heads} key / "
+        f"Machine `{name}` at the layer shape {s.key_heads} key / "
         f"{s.value_heads} value heads of {s.key_dim}x{s.value_dim}, MLP {s.mlp}, conv "
         f"{s.conv}: {plan.n_layers} layers (layer {plan.attention_layer} is the zero "
         f"full-attention layer), hidden size {plan.hidden}, "

@@ -99,7 +99,7 @@ def store_records(c: Circuit, bk: Bookkeeping, i: Instruction, words: list[Signa
 
     def last(ctx, outs):
         valid, lastw = outs
-        en = ctx.v01(i.op("st.global"))
+        en = ctx.v01(i.op("st.global")) if i.has("st.global") else ctx.const(0)
         for lane in range(LANES):
             lower = plus(*(ctx.v01(eq, pair(lane, o)) for o in range(lane))) if lane else {}
             ctx.step(scaled(lower, -1), 0, true_bit(valid[lane]),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import Bookkeeping, TokenTable
 from qgpu.circuit.machine.logic import true_bit, true_member, unit
-from qgpu.circuit.machine.spec import IMM_OPERANDS, OFFSET, SUPPORTED_OPS, MachineSpec
+from qgpu.circuit.machine.spec import IMM_OPERANDS, OFFSET, MachineSpec
 from qgpu.isa import machine as M
 from qgpu.protocol.vocab import OP_NAMES, SEL_FWD, TERMS
 
@@ -36,16 +36,23 @@ class Instruction:
     """Instruction position P as fetched and decoded at EXEC."""
 
     position: int
-    ops: Signal  # bits, one per SUPPORTED_OPS entry
+    ops: Signal  # bits, one per compiled-in operation (MachineSpec.op_names)
     dst: Signal  # dst bits
     dst_onehot: Signal
     queries: list[Signal]  # per operand: register query one-hot (none: not a register)
     forwards: list[Signal | None]  # per operand: bits, one per earlier position
     imms: list[Signal]  # per operand: immediate bits (0 when absent); set by `immediates`
     offset: Signal | None = None  # memory ops' address offset; set by `immediates`
+    names: tuple[str, ...] = ()  # the compiled-in operations, in the order of `ops`
+
+    def has(self, *names: str) -> bool:
+        """Whether any of these operations is compiled in (families skip absent ones)."""
+        return any(n in self.names for n in names)
 
     def op(self, name: str):
-        return self.ops[SUPPORTED_OPS.index(name)]
+        if name not in self.names:
+            raise KeyError(f"operation {name!r} is not compiled into this machine")
+        return self.ops[self.names.index(name)]
 
 
 @dataclass
@@ -96,14 +103,15 @@ def _decode(c: Circuit, spec: MachineSpec, p: int, row) -> Instruction:
     sels = [row[OP_BITS + REG_BITS + SEL_BITS * j:OP_BITS + REG_BITS + SEL_BITS * (j + 1)]
             for j in range(3)]
     earlier = spec.earlier(p)
-    outputs = [(f"ins.{p}.ops", BITS, len(SUPPORTED_OPS)),
+    names = spec.op_names
+    outputs = [(f"ins.{p}.ops", BITS, len(names)),
                (f"ins.{p}.dst_onehot", ONEHOT, M.REGS)]
     outputs += [(f"ins.{p}.query.{j}", ONEHOT, M.REGS) for j in range(3)]
     if earlier:
         outputs += [(f"ins.{p}.forward.{j}", BITS, len(earlier)) for j in range(3)]
 
     def body(ctx, outs):
-        for k, name in enumerate(SUPPORTED_OPS):
+        for k, name in enumerate(names):
             ctx.step(*ctx.equals(op, OP_NAMES.index(name)), true_bit(outs[0][k]))
         for q in range(M.REGS):
             ctx.step(*ctx.equals(dst, q), true_member(outs[1], q))
@@ -115,7 +123,7 @@ def _decode(c: Circuit, spec: MachineSpec, p: int, row) -> Instruction:
 
     sigs = unit(c, f"decode.ins.{p}", [op, dst, *sels], outputs, body)
     forwards = sigs[5:8] if earlier else [None, None, None]
-    return Instruction(p, sigs[0], dst, sigs[1], sigs[2:5], forwards, [])
+    return Instruction(p, sigs[0], dst, sigs[1], sigs[2:5], forwards, [], names=names)
 
 
 def block_row(c: Circuit, tt: TokenTable, bk: Bookkeeping) -> BlockRow:

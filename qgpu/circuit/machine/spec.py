@@ -39,12 +39,35 @@ class MachineSpec:
     slots: int = 1  # operations per stage the circuit computes
     stages: int = M.STAGES
     warps: int = 1
+    # The operations compiled in (None: every supported one). A subset makes a smaller
+    # machine, e.g. one that runs given kernels only; programs outside it are refused.
+    ops: tuple[str, ...] | None = None
 
     def __post_init__(self):
         if not 1 <= self.slots <= M.SLOTS:
             raise ValueError(f"slots must be in 1..{M.SLOTS}")
         if not 1 <= self.stages <= M.STAGES:
             raise ValueError(f"stages must be in 1..{M.STAGES}")
+        if self.ops is not None:
+            unknown = sorted(set(self.ops) - set(SUPPORTED_OPS))
+            if unknown:
+                raise ValueError(f"operations {unknown} are not in the model machine "
+                                 f"(it supports {', '.join(SUPPORTED_OPS)})")
+            # canonical order, so equal subsets are equal specs (and share a cache entry)
+            object.__setattr__(self, "ops", tuple(o for o in SUPPORTED_OPS if o in self.ops))
+
+    @property
+    def op_names(self) -> tuple[str, ...]:
+        """The compiled-in operations, in SUPPORTED_OPS order."""
+        return SUPPORTED_OPS if self.ops is None else self.ops
+
+    @classmethod
+    def for_programs(cls, programs, **fields) -> MachineSpec:
+        """The smallest op set that runs these programs (their operations plus the
+        always-present basics: add, mov)."""
+        used = {ins.op for prog in programs for blk in prog.blocks for st in blk.stages
+                for ins in st} | {"add", "mov"}
+        return cls(ops=tuple(sorted(used)), **fields)
 
     @property
     def positions(self) -> list[int]:
@@ -60,7 +83,7 @@ class MachineSpec:
 
     def describe(self) -> dict:
         return {"slots": self.slots, "stages": self.stages, "warps": self.warps,
-                "ops": list(SUPPORTED_OPS)}
+                "ops": list(self.op_names)}
 
 
 def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> None:
@@ -78,10 +101,11 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
                 raise ProgramError(f"block {b} stage {k}: {len(stage)} operations; the "
                                    f"model machine computes {spec.slots} per stage")
             for ins in stage:
-                if ins.op not in SUPPORTED_OPS:
+                if ins.op not in spec.op_names:
+                    what = "yet" if ins.op not in SUPPORTED_OPS else "compiled in this spec"
                     raise ProgramError(f"block {b} stage {k}: operation '{ins.op}' is not "
-                                       f"in the model machine yet (it runs "
-                                       f"{', '.join(SUPPORTED_OPS)})")
+                                       f"in the model machine {what} (it runs "
+                                       f"{', '.join(spec.op_names)})")
         stores = sum(1 for st in blk.stages for ins in st if ins.op == "st.global")
         if stores * M.LANES > MAX_RECORDS:
             raise ProgramError(f"block {b}: {stores} stores may write {stores * M.LANES} "
