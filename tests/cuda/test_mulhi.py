@@ -104,6 +104,8 @@ def test_mul_hi_and_mad_hi_forms_in_ptx():
         lambda x, y: hi_s(x, y) + x, XS, YS)
     assert run_form("mov.u32 %r10, %r4;\n mad.hi.u32 %r10, %r3, %r10, %r10;", XS, YS) == each(
         lambda x, y: hi_u(x, y) + y, XS, YS)
+    guarded = "setp.lt.u32 %p1, %r3, %r4;\n mov.u32 %r10, 5;\n @%p1 mul.hi.s32 %r10, %r3, %r4;"
+    assert run_form(guarded, XS, YS) == each(lambda x, y: hi_s(x, y) if x < y else 5, XS, YS)
 
 
 @pytest.mark.parametrize("name", ["div_by_constants", "int_intrinsics", "compact_ballot"])
