@@ -90,7 +90,7 @@ def _simplify(op: Op, predicates: set[V]) -> bool:
         new = a
     elif op.op == "mul" and a == one or op.op == "and" and a == ones:
         new = b
-    elif op.op in ("mul", "and", "mulhi.u", "mulhi.s") and zero in (a, b):
+    elif op.op in ("mul", "and") and zero in (a, b):
         new = zero
     if new is not None:
         op.op, op.srcs = "mov", (new,)

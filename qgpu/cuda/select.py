@@ -1,7 +1,7 @@
 """cuda.select: the per-instruction table of the lowering: one PTX data instruction (no
-control flow) to native operations. Non-native forms (mad, neg, abs, not, funnel shifts,
-bit-field extract/insert, sign extension, votes other than ballot, lane masks) expand
-here into short native sequences; cuda.lower drives it and owns control flow.
+control flow) to native operations. Non-native forms (mul.hi, mad, neg, abs, not, funnel
+shifts, bit-field extract/insert, sign extension, votes other than ballot, lane masks)
+expand here into short native sequences; cuda.lower drives it and owns control flow.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def select(lw, ins: P.PInstr) -> None:
         if "lo" in parts or len(parts) == 2:
             b.emit("mul", dst(), src(1), src(2))
         elif "hi" in parts:
-            b.emit("mulhi.s" if _signed(ins) else "mulhi.u", dst(), src(1), src(2))
+            emit_mulhi(b, _signed(ins), dst(), src(1), src(2))
         else:
             raise _fail(ins, f"{ins.opcode} is not supported")
     elif op == "mad":
@@ -82,7 +82,7 @@ def select(lw, ins: P.PInstr) -> None:
         if "lo" in parts:
             b.emit("mul", t, src(1), src(2))
         elif "hi" in parts and "cc" not in parts:
-            b.emit("mulhi.s" if _signed(ins) else "mulhi.u", t, src(1), src(2))
+            emit_mulhi(b, _signed(ins), t, src(1), src(2))
         else:
             raise _fail(ins, f"{ins.opcode} is not supported")
         b.emit("add", dst(), t, src(3))
@@ -141,6 +141,39 @@ def select(lw, ins: P.PInstr) -> None:
         _permute(lw, ins)
     else:
         raise _fail(ins, f"the PTX instruction {ins.opcode} is not supported")
+
+
+def emit_mulhi(b, signed: bool, d, x, y) -> None:
+    """d = the high 32 bits of the 64-bit product x * y (PTX mul.hi), in 16 native
+    operations on 16-bit halves (Hacker's Delight, mulhu/mulhs): x = x1 * 2^16 + x0 with
+    x0 = x & 0xffff and x1 = x >> 16, logical when unsigned and arithmetic when signed (so
+    x1 is a signed half and no sign correction follows); the same for y. Every partial
+    product and partial sum fits 32 bits (signed ones as signed values), so `mul`'s low
+    product is exact:
+
+        w0 = x0 * y0                      t = x1 * y0 + (w0 >>u 16)
+        w1 = x0 * y1 + (t & 0xffff)       d = x1 * y1 + (t >> 16) + (w1 >> 16)
+
+    A constant y (division by constants) folds its halves, leaving 14 operations; halves of
+    the same x in several products are shared by the optimizer's CSE."""
+    shr = "shr.s" if signed else "shr.u"
+    x0, x1, y0, y1, w0, w0h, t, p, tl, th, q, w1, w1h, h, s = (b.tmp() for _ in range(15))
+    b.emit("and", x0, x, Imm(0xFFFF))
+    b.emit(shr, x1, x, Imm(16))
+    b.emit("and", y0, y, Imm(0xFFFF))
+    b.emit(shr, y1, y, Imm(16))
+    b.emit("mul", w0, x0, y0)
+    b.emit("shr.u", w0h, w0, Imm(16))
+    b.emit("mul", p, x1, y0)
+    b.emit("add", t, p, w0h)
+    b.emit("and", tl, t, Imm(0xFFFF))
+    b.emit(shr, th, t, Imm(16))
+    b.emit("mul", q, x0, y1)
+    b.emit("add", w1, q, tl)
+    b.emit(shr, w1h, w1, Imm(16))
+    b.emit("mul", h, x1, y1)
+    b.emit("add", s, h, th)
+    b.emit("add", d, s, w1h)
 
 
 def _setp(lw, ins) -> None:

@@ -56,8 +56,6 @@ _ALU2: dict[str, tuple[Callable[[int, int], int], str]] = {
     "add": (lambda a, b: u32(a + b), "a + b"),
     "sub": (lambda a, b: u32(a - b), "a - b"),
     "mul": (lambda a, b: u32(a * b), "low 32 bits of a * b"),
-    "mulhi.s": (lambda a, b: u32((s32(a) * s32(b)) >> 32), "high 32 bits of signed a * b"),
-    "mulhi.u": (lambda a, b: (a * b) >> 32, "high 32 bits of unsigned a * b"),
     "and": (lambda a, b: a & b, "a & b"),
     "or": (lambda a, b: a | b, "a | b"),
     "xor": (lambda a, b: a ^ b, "a ^ b"),

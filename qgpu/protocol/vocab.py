@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from qgpu.isa import machine as M
 from qgpu.isa.ops import OPS
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2    # 2: mulhi.s/mulhi.u left the ISA (OPD ids and every later id moved)
 OP_NAMES: tuple[str, ...] = tuple(OPS)          # OP index i is the i-th mnemonic of OPS
 TERMS = ("jmp", "br", "bar", "exit")
 N_SLOTS = M.STAGES * M.SLOTS                     # instruction positions in a block

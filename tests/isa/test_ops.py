@@ -27,8 +27,6 @@ def ref(op, a, b):
         ua, ub, sa, sb = u(a), u(b), s(a), s(b)
         table = {
             "add": ua + ub, "sub": ua - ub, "mul": ua * ub,
-            "mulhi.u": (np.uint64(ua) * np.uint64(ub)) >> np.uint64(32),
-            "mulhi.s": (np.int64(sa) * np.int64(sb)) >> np.int64(32),
             "and": ua & ub, "or": ua | ub, "xor": ua ^ ub,
             "shl": ua << ub if b < 32 else 0, "shr.u": ua >> ub if b < 32 else 0,
             "shr.s": sa >> np.int32(min(b, 31)),
