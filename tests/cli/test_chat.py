@@ -123,3 +123,14 @@ def test_advanced_mode_gives_up_after_one_retry(machine):
     reply = ChatSession(machine, language, advanced=True).handle("sum 3 5 7 9")
     assert reply.kind == "error" and "no ```cuda code block" in reply.text
     assert len(language.prompts) == 2
+
+
+def test_export_and_chat_refuse_bad_directories(tmp_path, capsys):
+    from qgpu.cli import main
+
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    assert main(["export-machine", "--out", str(tmp_path / "full"), "--quiet"]) == 1
+    assert "exists and is not empty" in capsys.readouterr().err
+    assert main(["chat", "--model", str(tmp_path / "full")]) == 1
+    assert "has no qgpu_merge.json" in capsys.readouterr().err
