@@ -2,9 +2,10 @@
 
 `merge_size(base_config, circuit_hidden, circuit_layers, circuit_vocab)` builds the merged
 layout for a circuit of that size and counts parameters and bytes (float32), the peak
-memory of `merge_checkpoint` (the compiled circuit, dense as the compiler returns it, plus
-the blocks in flight) and of inference (the weights, the recurrent and conv states, a KV
-cache per 1,000 tokens of context, one row of logits).
+memory of `merge_checkpoint` (the compiled circuit, dense or sparse, plus the blocks in
+flight) and of inference (the weights, the recurrent and conv states, a KV
+cache per 1,000 tokens of context, one row of logits). `machine_size()`: the machine
+circuit merged into Qwen3.5-2B (`python -m qgpu.merge.size [--compile]`).
 """
 
 from __future__ import annotations

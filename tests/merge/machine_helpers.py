@@ -64,7 +64,7 @@ def merged_machine(base_name: str):
 
 
 def write_tokenizer(directory, size: int = 150) -> None:
-    """A word-level tokenizer: chat markers, then words w0, w1, ... (size ids)."""
+    """A word-level tokenizer: words w0, w1, ..., then the chat markers (size ids)."""
     from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
 
     words = [f"w{i}" for i in range(size - len(WORDS))]

@@ -10,7 +10,6 @@ import json
 import shutil
 import sys
 
-import numpy as np
 import pytest
 
 from qgpu.cli import main
@@ -75,7 +74,7 @@ def test_text_path_is_the_bases_greedy_text(merged_dir, machine):
     base = FastEngine(load_checkpoint(merged_dir / "base"))  # the bf16-rounded base
     text = TextModel.from_directory(merged_dir / "out", machine.inner, 160, max_new_tokens=12)
     ids = text.encode("<|im_start|>user w3 w7 w11<|im_end|>")
-    assert ids[0] == 1 and len(ids) == 6
+    assert ids[0] == text.tokenizer.token_to_id("<|im_start|>") and len(ids) == 6
     want = base.generate(ids, 12, stop=sorted(text.stop_ids))
     got = text.generate_ids(ids)
     assert got == [t for t in want if t not in text.stop_ids][:len(got)]
