@@ -85,14 +85,15 @@ class ChatSession:
         system = advanced_system(self.machine.ops)
         turns = [("user", question)]
         kernels, errors = [], []
-        for attempt in range(2):
+        for attempt in range(2):  # the first kernel and one retry
             reply = self.language.generate(chat_prompt(turns, system))
             try:
                 request = request_from_reply(reply)
                 kernels.append(request.source)
                 run = run_request(self.machine, request, check=self.check)
-            except CheckMismatch:
-                raise  # the model disagreed with the interpreter: never hidden
+            except CheckMismatch as exc:  # the machine's fault, not the kernel's: shown
+                return Reply(f"error: {' '.join(str(exc).split())}", "error", [], kernels,
+                             errors)
             except QgpuError as exc:
                 error = " ".join(str(exc).split())
                 errors.append(error)
@@ -107,7 +108,7 @@ class ChatSession:
                 if part)
             self.turns += [("user", question), ("assistant", prose or reply)]
             return Reply(text, "kernel", [run], kernels, errors)
-        raise AssertionError("unreachable")
+        raise AssertionError("the loop returns on its second attempt")
 
 
 def _prose(reply: str) -> str:

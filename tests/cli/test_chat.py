@@ -134,3 +134,23 @@ def test_export_and_chat_refuse_bad_directories(tmp_path, capsys):
     assert "exists and is not empty" in capsys.readouterr().err
     assert main(["chat", "--model", str(tmp_path / "full")]) == 1
     assert "has no qgpu_merge.json" in capsys.readouterr().err
+
+
+def test_a_check_mismatch_is_shown_not_fed_back(monkeypatch):
+    """A trace that differs from the interpreter's is the machine's fault: the reply says
+    so and the language part is not asked to rewrite a correct kernel."""
+    import qgpu.chat.session as session
+    from qgpu.errors import CheckMismatch
+
+    def mismatch(machine, request, check=True):
+        raise CheckMismatch("--check: token 3 of the trace differs")
+
+    monkeypatch.setattr(session, "run_request", mismatch)
+
+    class Machine:
+        ops = ("add", "ld.global", "st.global", "tid")
+
+    language = ScriptedLanguage([SUM_REPLY])
+    reply = ChatSession(Machine(), language, advanced=True).handle("sum 3 5 7 9")
+    assert reply.kind == "error" and "token 3 of the trace differs" in reply.text
+    assert len(language.prompts) == 1 and reply.errors == []
