@@ -19,6 +19,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "compile a CUDA file and launch one kernel"),
     "validate-gpu": ("validate_gpu", "run the kernel suite on a real NVIDIA GPU and compare"),
     "merge": ("merge", "merge a compiled circuit into a base Qwen3.5 checkpoint"),
+    "export-machine": ("export_machine", "write the compiled machine as a checkpoint"),
+    "chat": ("chat", "chat with a merged checkpoint; /run launches kernels on its machine"),
 }
 
 

@@ -10,7 +10,7 @@ from qgpu.merge.circuits import CIRCUITS, compile_named
 from qgpu.merge.layout import NORM_MODES, layer_shape_of
 from qgpu.merge.source import CheckpointSource
 
-DEFAULT_CIRCUIT = "register_echo"  # the machine circuit replaces it once it compiles
+DEFAULT_CIRCUIT = "machine"
 
 
 def add_arguments(parser) -> None:

@@ -1,7 +1,11 @@
 """qgpu run: compile a CUDA file and launch one kernel.
 
     qgpu run FILE.cu --grid G --block B [--kernel NAME] [--engine interp|model] [--check]
-             [--json] --arg NAME=VALUE ...
+             [--model DIR] [--json] --arg NAME=VALUE ...
+
+--model DIR runs the launch on a checkpoint's machine (a merged checkpoint from `qgpu merge`
+or one from `qgpu export-machine`; implies --engine model): GPU tokens offset into its
+vocabulary, results read from its recurrent state (qgpu.runtime.checkpoint).
 
 NAME is a parameter's name in the kernel's source; every parameter needs one --arg. A
 pointer parameter takes comma-separated integers (the array's initial contents) or
@@ -33,6 +37,8 @@ def add_arguments(p) -> None:
                    help="run on the reference interpreter (default) or the compiled model")
     p.add_argument("--check", action="store_true",
                    help="replay the launch on the interpreter and compare token by token")
+    p.add_argument("--model", metavar="DIR",
+                   help="run on this merged or exported machine checkpoint (--engine model)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers, "
@@ -101,6 +107,8 @@ def _values(a: np.ndarray) -> list[int]:
 def run(args) -> dict:
     import qgpu
 
+    if getattr(args, "model", None):
+        args.engine = "model"
     engine = "model-check" if args.engine == "model" and args.check else args.engine
     path = Path(args.file)
     try:
@@ -110,6 +118,10 @@ def run(args) -> dict:
     module = qgpu.compile(source, filename=args.file)
     kernel = _pick_kernel(module, args.kernel)
     values = parse_args(kernel, args.arg)
+    if getattr(args, "model", None):
+        from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
+
+        engine = engine_name(load_machine_checkpoint(args.model), check=args.check)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
     result = kernel(args.grid, args.block, values, engine=engine)
     return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,

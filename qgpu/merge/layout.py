@@ -56,6 +56,7 @@ class CircuitPart:
     mean: int  # the norm ledger's mean square (a power of 4)
     name: str = "circuit"
     token_names: list[str] | None = None  # one per circuit token, for the tokenizer
+    info: dict = field(default_factory=dict)  # what a runtime needs (qgpu_merge.json)
 
     def __post_init__(self):
         if self.weights.config.tie_word_embeddings:

@@ -21,12 +21,15 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from qgpu.merge.layout import CircuitPart, MergeError, MergeLayout, make_layout
 from qgpu.merge.source import CheckpointSource, WeightsSource
 from qgpu.merge.tensors import MergedTensors
 from qgpu.merge.tokenizer import add_gpu_tokens
 from qgpu.merge.writer import BLOCK_BYTES, DEFAULT_SHARD_BYTES, write_checkpoint_tensors
-from qgpu.model.weights import QwenWeights, expected_shapes
+from qgpu.model.sparse_tensor import SparseTensor
+from qgpu.model.weights import SPARSE_MAX_FILL, QwenWeights, expected_shapes, sparse_shape
 
 LAYOUT_FILE = "qgpu_merge.json"
 COPIED_FILES = ("generation_config.json", "chat_template.jinja", "chat_template.json",
@@ -43,9 +46,32 @@ def merge_weights(base: QwenWeights, part: CircuitPart, **options
     """The merged model in memory (options: norm_mode, neutralise; see MergeLayout)."""
     tensors, layout = _tensors(WeightsSource(base), part, **options)
     config = layout.merged_config()
-    merged = {name: tensors.rows(name, 0, shape[0])
+    merged = {name: _stored(tensors, name, shape)
               for name, shape in expected_shapes(config).items()}
     return QwenWeights(config, merged), layout
+
+
+def _stored(tensors: MergedTensors, name: str, shape: tuple[int, ...]):
+    """One merged tensor in the form QwenWeights keeps it, built in row blocks: a large
+    mostly-zero matrix (circuit layers, a wide embedding or head) never exists densely."""
+    if not sparse_shape(shape):
+        return tensors.rows(name, 0, shape[0])
+    fast = tensors.sparse(name, shape)
+    if fast is not None:
+        return fast
+    width = shape[1]
+    limit = SPARSE_MAX_FILL * shape[0] * width
+    step = max(1, (BLOCK_BYTES // 4) // width)
+    flat, values, nonzeros = [], [], 0
+    for start in range(0, shape[0], step):
+        block = tensors.rows(name, start, min(start + step, shape[0]))
+        where = np.flatnonzero(block.view(np.uint32))  # every entry that is not +0.0
+        nonzeros += where.size
+        if nonzeros > limit:  # dense after all (a base's matrix)
+            return tensors.rows(name, 0, shape[0])
+        flat.append(where + start * width)
+        values.append(block.reshape(-1)[where])
+    return SparseTensor.from_flat(shape, np.concatenate(flat), np.concatenate(values))
 
 
 def merge_checkpoint(base_dir: str | Path, part: CircuitPart, out_dir: str | Path, *,
@@ -77,7 +103,8 @@ def merge_checkpoint(base_dir: str | Path, part: CircuitPart, out_dir: str | Pat
             shutil.copyfile(base_dir / name, out / name)
     names = part.token_names or [f"{part.name}:{t}" for t in range(part.vocab_size)]
     has_tokenizer = add_gpu_tokens(base_dir, out, layout.gpu_token_offset, names)
-    info = {"circuit": part.name, **layout.describe(), "tokenizer": has_tokenizer}
+    info = {"circuit": part.name, **layout.describe(), "tokenizer": has_tokenizer,
+            "circuit_info": part.info}
     (out / LAYOUT_FILE).write_text(json.dumps(info, indent=1) + "\n")
     if progress:
         print(f"qgpu merge: wrote {out}" + ("" if has_tokenizer else " (no tokenizer in the "

@@ -2,9 +2,10 @@
 
 `merge_size(base_config, circuit_hidden, circuit_layers, circuit_vocab)` builds the merged
 layout for a circuit of that size and counts parameters and bytes (float32), the peak
-memory of `merge_checkpoint` (the compiled circuit, dense as the compiler returns it, plus
-the blocks in flight) and of inference (the weights, the recurrent and conv states, a KV
-cache per 1,000 tokens of context, one row of logits).
+memory of `merge_checkpoint` (the compiled circuit, dense or sparse, plus the blocks in
+flight) and of inference (the weights, the recurrent and conv states, a KV
+cache per 1,000 tokens of context, one row of logits). `machine_size()`: the machine
+circuit merged into Qwen3.5-2B (`python -m qgpu.merge.size [--compile]`).
 """
 
 from __future__ import annotations
@@ -60,11 +61,15 @@ class SizeReport:
             ("vocabulary (text + GPU)", f"{self.merged.vocab_size:,} = "
              f"{self.base.vocab_size:,} + {lay.circuit.vocab_size:,}"),
             ("base parameters (text model)", f"{self.base_parameters / 1e9:.3f} B"),
+            ("circuit parameters alone (dense)", f"{self.circuit_parameters / 1e9:.3f} B"),
+            ("circuit checkpoint alone (export-machine), float32",
+             f"{F32 * self.circuit_parameters / gib:.1f} GiB"),
             ("merged parameters", f"{self.merged_parameters / 1e9:.3f} B"),
             ("merged checkpoint, float32", f"{F32 * self.merged_parameters / gib:.1f} GiB"),
             ("of which embedding + untied head",
              f"{2 * F32 * self.merged.vocab_size * lay.hidden / gib:.1f} GiB"),
-            ("peak RAM of the merge (circuit + blocks)", f"{self.merge_peak_bytes / gib:.2f} GiB"),
+            ("RAM of the merge (circuit held + blocks; compiling adds its own peak)",
+             f"{self.merge_peak_bytes / gib:.2f} GiB"),
             ("inference RAM (weights, state at 1k tokens, logits)",
              f"{self.inference_bytes / gib:.1f} GiB"),
         ]
@@ -92,7 +97,10 @@ def circuit_config(base: QwenConfig, hidden: int, layers: int, vocab: int) -> Qw
 
 
 def merge_size(base: QwenConfig, circuit_hidden: int, circuit_layers: int,
-               circuit_vocab: int, mean: int = 64) -> SizeReport:
+               circuit_vocab: int, mean: int = 64,
+               circuit_nonzeros: int | None = None) -> SizeReport:
+    """circuit_nonzeros: the compiled circuit's stored entries when it is held sparse (as
+    the compiler returns it now: ~12 bytes an entry); None: held dense."""
     circuit = circuit_config(base, circuit_hidden, circuit_layers, circuit_vocab)
     layout = MergeLayout(base, circuit, one=0, mean=mean)
     merged = layout.merged_config()
@@ -100,14 +108,39 @@ def merge_size(base: QwenConfig, circuit_hidden: int, circuit_layers: int,
     merged_params = parameters(merged)
     # the merge holds the dense compiled circuit, one output block, the base rows feeding
     # it (widened to float32) and numpy temporaries of the same size
-    merge_peak = F32 * circuit_params + 3 * BLOCK_BYTES
+    held = F32 * circuit_params if circuit_nonzeros is None else 12 * circuit_nonzeros
+    merge_peak = held + 3 * BLOCK_BYTES
     inference = (F32 * merged_params + state_bytes(merged, 1000) + F32 * merged.vocab_size)
     return SizeReport(base, merged, layout, parameters(base), circuit_params, merged_params,
                       merge_peak, inference)
 
 
+# the machine circuit (slots=1) at the 2B layer shape, measured (compiled.plan.hidden,
+# n_layers) when the merge was written; `--compile` measures the current sources
+MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS = 3704, 21, 11_050_000
+
+
+def machine_size(base: QwenConfig | None = None, hidden: int = MACHINE_HIDDEN,
+                 layers: int = MACHINE_LAYERS, nonzeros: int = MACHINE_NONZEROS
+                 ) -> SizeReport:
+    """A merge of the machine circuit (protocol vocabulary) into `base` (default
+    Qwen3.5-2B's text model)."""
+    from qgpu.protocol.vocab import VOCAB_SIZE
+
+    return merge_size(base or QwenConfig(), hidden, layers, VOCAB_SIZE,
+                      circuit_nonzeros=nonzeros)
+
+
 if __name__ == "__main__":
-    qwen2b = QwenConfig()  # Qwen3.5-2B's text model
-    for hidden, layers, vocab in ((1024, 22, 73_737), (2048, 45, 73_737)):
-        print(f"\ncircuit hidden {hidden}, {layers} layers, {vocab:,} tokens")
-        print(merge_size(qwen2b, hidden, layers, vocab).markdown())
+    import sys
+
+    hidden, layers, nonzeros = MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS
+    if "--compile" in sys.argv:
+        from qgpu.runtime.machine import load_machine
+
+        compiled = load_machine(progress=True).compiled
+        hidden, layers = compiled.plan.hidden, compiled.plan.n_layers
+        nonzeros = compiled.weights.nonzero_count()
+    print(f"machine circuit: hidden {hidden}, {layers} layers, {nonzeros:,} nonzeros, "
+          f"merged into Qwen3.5-2B")
+    print(machine_size(hidden=hidden, layers=layers, nonzeros=nonzeros).markdown())

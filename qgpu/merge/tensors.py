@@ -28,6 +28,7 @@ from qgpu.merge.layout import (
     NEUTRAL_GATE,
     MergeLayout,
 )
+from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.weights import EMBED, FINAL_NORM, LM_HEAD, QwenWeights
 
 NORMS = ("input_layernorm.weight", "post_attention_layernorm.weight")
@@ -86,6 +87,49 @@ class MergedTensors:
         if index < self.layout.circuit_layers:
             return self._circuit_layer(index, short, start, stop)
         return self._base_layer(index - self.layout.circuit_layers, short, start, stop)
+
+    # -- sparse fast path (merge_weights in memory) --
+    def sparse(self, name: str, shape: tuple[int, int]) -> SparseTensor | None:
+        """The merged tensor straight from the circuit's stored entries, without a dense
+        pass, where it is a circuit layer's matrix, the embedding or the head and the
+        circuit holds it sparse; None elsewhere (the caller builds it in row blocks)."""
+        lay = self.layout
+        if name in (EMBED, LM_HEAD):
+            if not self.circuit.is_sparse(name):
+                return None
+            text = self.rows(name, 0, lay.gpu_token_offset)
+            r, c = np.nonzero(text.view(np.uint32))
+            csr = self.circuit.csr(name)
+            rows = csr.row_ids() + lay.gpu_token_offset
+            cols = csr.cols + lay.circuit_offset
+            vals = csr.vals * F32(GPU_LOGIT_GAIN) if name == LM_HEAD else csr.vals
+            if name == EMBED:
+                extra = [(d, v) for d, v in zip(lay.ballast_dims, lay.ballast, strict=True) if v]
+            else:
+                extra = [(lay.flag_dim, -FLAG_GAIN)]
+            gpu = np.arange(lay.gpu_token_offset, shape[0], dtype=np.int64)
+            parts = [(r.astype(np.int64), c.astype(np.int64), text[r, c]), (rows, cols, vals)]
+            parts += [(gpu, np.full(gpu.size, d, np.int64), np.full(gpu.size, v, F32))
+                      for d, v in extra]
+            return _from_parts(shape, parts)
+        split = split_layer_name(name)
+        if split is None or split[0] >= lay.circuit_layers:
+            return None
+        index, short = split
+        layer_name = f"model.layers.{index}.{short}"
+        if short not in READS_RESIDUAL + WRITES_RESIDUAL or not self.circuit.is_sparse(
+                layer_name):
+            return None
+        csr = self.circuit.csr(layer_name)
+        rows, cols = csr.row_ids(), csr.cols.astype(np.int64)
+        if short in WRITES_RESIDUAL:
+            return _from_parts(shape, [(rows + lay.circuit_offset, cols, csr.vals)])
+        parts = [(rows, cols + lay.circuit_offset, csr.vals)]
+        if short in ("linear_attn.in_proj_b.weight", "linear_attn.in_proj_a.weight"):
+            every = np.arange(shape[0], dtype=np.int64)
+            parts.append((every, np.full(every.size, lay.flag_dim, np.int64),
+                          np.full(every.size, -FLAG_GAIN, F32)))
+        return _from_parts(shape, parts)
 
     # -- embedding and head --
     def _token_rows(self, start, stop, text_rows, gpu_rows) -> np.ndarray:
@@ -178,6 +222,14 @@ class MergedTensors:
             block = src[a - offset:b - offset]
             out[a - start:b - start] = block * F32(scale) if scale != 1.0 else block
         return out
+
+
+def _from_parts(shape, parts) -> SparseTensor:
+    """A SparseTensor from (rows, cols, values) parts at distinct positions."""
+    flat = np.concatenate([r * shape[1] + c for r, c, _ in parts])
+    vals = np.concatenate([np.asarray(v, F32) for _, _, v in parts])
+    order = np.argsort(flat, kind="stable")
+    return SparseTensor.from_flat(shape, flat[order], vals[order])
 
 
 class _RowsOf:

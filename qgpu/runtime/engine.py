@@ -14,11 +14,16 @@ from qgpu.runtime.machine import DEFAULT_SPEC, load_machine
 
 
 def run_model(program, grid: int, block: int, memory, budget: int = M.DEFAULT_BLOCK_BUDGET,
-              check: bool = False):
+              check: bool = False, machine=None):
+    """machine: None (the machine compiled in this process) or a loaded checkpoint's
+    (runtime.checkpoint.CheckpointMachine)."""
     from qgpu.cuda.api import EngineRun
 
-    check_launch(DEFAULT_SPEC, program, grid, block)  # a clear error before any compiling
-    machine = load_machine()
+    if machine is None:
+        check_launch(DEFAULT_SPEC, program, grid, block)  # a clear error before compiling
+        machine = load_machine()
+    else:
+        machine.check(program, grid, block)
     run = generate_launch(machine, program, grid, block, memory, max_blocks=budget)
     if check:
         check_trace(program, grid, block, memory, run.prompt, run.trace)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from qgpu.circuit.machine.memory import read_memory
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.errors import LaunchError, MachineError
 from qgpu.isa import machine as M
@@ -37,7 +36,8 @@ class ModelRun:
 def generate_launch(machine: ModelMachine, program: Program, grid: int, block: int,
                     memory=(), max_tokens: int = DEFAULT_MAX_TOKENS,
                     max_blocks: int = M.DEFAULT_BLOCK_BUDGET) -> ModelRun:
-    """Run one launch on the model. Raises MachineError after `max_blocks` EXEC tokens
+    """Run one launch on the model (a ModelMachine, or a runtime.checkpoint.CheckpointMachine
+    loaded from a merged or exported checkpoint). Raises MachineError after `max_blocks` EXEC tokens
     without HALT (the interpreter's block budget) and LaunchError after max_tokens."""
     check_launch(machine.spec, program, grid, block)
     prompt = encode_prompt(program, grid, block, memory)
@@ -60,4 +60,4 @@ def generate_launch(machine: ModelMachine, program: Program, grid: int, block: i
         token = engine.step_greedy(state, token)
         trace.append(token)
     seconds = time.perf_counter() - start
-    return ModelRun(prompt, trace, state, seconds, read_memory(machine.compiled, state))
+    return ModelRun(prompt, trace, state, seconds, machine.read_memory(state))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from qgpu.circuit.compile import Compiled
 from qgpu.circuit.machine.build import compile_machine
+from qgpu.circuit.machine.memory import read_memory
 from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.schedule import LayerShape
 from qgpu.model.engine import Engine
@@ -26,6 +27,10 @@ class ModelMachine:
     compiled: Compiled
     spec: MachineSpec
     engine: Engine
+
+    def read_memory(self, state) -> list[int]:
+        """Global memory from the state (the memory table's rows: machine.memory)."""
+        return read_memory(self.compiled, state)
 
 
 _loaded: dict[tuple, ModelMachine] = {}

@@ -1,0 +1,149 @@
+"""chat.kernels: the host side of a kernel launch in a chat: a ```cuda block and its
+`// launch:` line out of a reply, the launch's arguments, compiling (qgpu.compile) and
+running on the machine part of the loaded checkpoint (runtime.checkpoint: GPU tokens in
+the merged vocabulary, results read from its state), readable records.
+
+The host encodes and decodes; the model writes every token of the trace. With `check`
+the interpreter replays the launch and the first differing token is an error
+(runtime.check)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+import numpy as np
+
+from qgpu.errors import QgpuError
+
+CUDA_BLOCK = re.compile(r"```(?:cuda|cu|c\+\+|cpp|c)?[ \t]*\n(.*?)```", re.S | re.I)
+LAUNCH_LINE = re.compile(r"//\s*launch:\s*(.*)")
+
+
+class KernelRequestError(QgpuError):
+    """A reply or a /run line the host cannot turn into a launch."""
+
+
+@dataclass
+class LaunchRequest:
+    source: str
+    grid: int
+    block: int
+    args: list[str]  # NAME=VALUE
+    kernel: str | None = None
+    filename: str = "chat.cu"
+
+
+@dataclass
+class KernelRun:
+    request: LaunchRequest
+    kernel: str
+    before: dict
+    after: dict  # pointer parameters' final contents (read from the model's state)
+    scalars: dict
+    records: list[str]
+    tokens: int
+    check: bool
+
+    def summary(self) -> str:
+        lines = [f"{self.kernel}<<<{self.request.grid}, {self.request.block}>>> on the "
+                 f"model: {self.tokens} trace tokens"
+                 + (", token-exact vs the interpreter" if self.check else "")]
+        for name, value in self.scalars.items():
+            lines.append(f"  {name} = {value}")
+        for name, values in self.after.items():
+            lines.append(f"  {name}: {self.before[name]} -> {values}")
+        return "\n".join(lines)
+
+
+def extract_cuda(reply: str) -> str:
+    """The first ```cuda block of a reply."""
+    found = CUDA_BLOCK.search(reply)
+    if found is None:
+        raise KernelRequestError("the reply has no ```cuda code block")
+    return found.group(1)
+
+
+def parse_launch_words(words: list[str]) -> tuple[int, int, list[str], str | None]:
+    """grid, block, NAME=VALUE args, kernel name from `grid G block B arg N=V ...` or the
+    --grid/--block/--arg/--kernel spelling."""
+    grid, block, args, kernel = 1, None, [], None
+    i = 0
+    while i < len(words):
+        key = words[i].lstrip("-")
+        if key in ("grid", "block", "arg", "kernel") and i + 1 < len(words):
+            value = words[i + 1]
+            i += 2
+        elif "=" in words[i] and key.split("=", 1)[0] in ("grid", "block", "kernel"):
+            key, value = key.split("=", 1)
+            i += 1
+        else:
+            raise KernelRequestError(f"cannot read '{words[i]}' in the launch (expected grid "
+                                     f"G block B arg NAME=VALUE ...)")
+        try:
+            if key == "grid":
+                grid = int(value)
+            elif key == "block":
+                block = int(value)
+            elif key == "kernel":
+                kernel = value
+            else:
+                args.append(value)
+        except ValueError:
+            raise KernelRequestError(f"{key} {value!r} is not an integer") from None
+    if block is None:
+        raise KernelRequestError("the launch names no block size")
+    return grid, block, args, kernel
+
+
+def request_from_reply(reply: str) -> LaunchRequest:
+    source = extract_cuda(reply)
+    found = LAUNCH_LINE.search(source)
+    if found is None:
+        raise KernelRequestError("the kernel has no '// launch: grid 1 block B arg ...' line")
+    grid, block, args, kernel = parse_launch_words(shlex.split(found.group(1)))
+    return LaunchRequest(source, grid, block, args, kernel)
+
+
+def request_from_command(line: str) -> LaunchRequest:
+    """`/run FILE.cu --grid G --block B --arg NAME=VALUE ... [--kernel NAME]`."""
+    words = shlex.split(line)
+    if not words or words[0] != "/run" or len(words) < 2:
+        raise KernelRequestError("usage: /run FILE.cu --grid G --block B --arg NAME=VALUE ...")
+    path = words[1]
+    try:
+        with open(path) as f:
+            source = f.read()
+    except OSError as exc:
+        raise KernelRequestError(f"cannot read {path}: {exc.strerror}") from None
+    grid, block, args, kernel = parse_launch_words(words[2:])
+    return LaunchRequest(source, grid, block, args, kernel, path)
+
+
+def _values(a) -> list[int]:
+    return [int(x) for x in a]
+
+
+def run_request(machine, request: LaunchRequest, check: bool = True) -> KernelRun:
+    """Compile and run on `machine` (a runtime.checkpoint.CheckpointMachine)."""
+    import qgpu
+    from qgpu.cli.run import _pick_kernel, parse_args
+    from qgpu.protocol import Launch, decode_trace
+    from qgpu.runtime.checkpoint import engine_name
+
+    module = qgpu.compile(request.source, filename=request.filename)
+    kernel = _pick_kernel(module, request.kernel)
+    values = parse_args(kernel, request.args)
+    before = {n: _values(v) for n, v in values.items() if isinstance(v, np.ndarray)}
+    result = kernel(request.grid, request.block, values,
+                    engine=engine_name(machine, check=check))
+    launch = Launch(result.program, request.grid, request.block, [])
+    try:
+        records = [str(r) for r in decode_trace(launch, list(result.trace))]
+    except QgpuError as exc:  # readable records are a view; the results stand
+        records = [f"(records do not decode: {exc})"]
+    return KernelRun(request, kernel.name, before,
+                     {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},
+                     {p.name: values[p.name] for p in kernel.params if not p.pointer},
+                     records, len(result.trace), check)

@@ -1,0 +1,62 @@
+"""chat.text: the language part of a merged checkpoint: greedy generation with the base's
+tokenizer on the merged model (fast engine). Text tokens pass the circuit layers untouched
+(docs/merge.md), so this is the base's own greedy text; GPU tokens have probability 0 at
+text positions and are never generated here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from qgpu.errors import QgpuError
+
+END_TOKENS = ("<|im_end|>", "<|endoftext|>")
+
+
+class TextModelError(QgpuError):
+    """A checkpoint without what the text path needs (tokenizer, text vocabulary)."""
+
+
+class TextModel:
+    """`generate(prompt) -> text` on an engine over a merged (or base) checkpoint."""
+
+    def __init__(self, engine, tokenizer, text_vocab: int, stop_ids=(),
+                 max_new_tokens: int = 256):
+        self.engine, self.tokenizer = engine, tokenizer
+        self.text_vocab = int(text_vocab)
+        self.stop_ids = set(int(i) for i in stop_ids)
+        self.max_new_tokens = max_new_tokens
+
+    @classmethod
+    def from_directory(cls, directory: str | Path, engine, text_vocab: int,
+                       max_new_tokens: int = 256) -> TextModel:
+        from tokenizers import Tokenizer
+
+        directory = Path(directory)
+        path = directory / "tokenizer.json"
+        if not path.is_file():
+            raise TextModelError(f"{directory} has no tokenizer.json (merge a base that has "
+                                 f"one to chat in text)")
+        tokenizer = Tokenizer.from_file(str(path))
+        stops = {tokenizer.token_to_id(t) for t in END_TOKENS} - {None}
+        for name in ("generation_config.json", "config.json"):
+            if (directory / name).is_file():
+                eos = json.loads((directory / name).read_text()).get("eos_token_id")
+                stops |= set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+        return cls(engine, tokenizer, text_vocab, stops, max_new_tokens)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def generate_ids(self, ids: list[int]) -> list[int]:
+        out = self.engine.generate(ids, self.max_new_tokens, stop=sorted(self.stop_ids))
+        for token in out:
+            if token >= self.text_vocab:
+                raise TextModelError(f"the model wrote GPU token {token} at a text position")
+        return out[:-1] if out and out[-1] in self.stop_ids else out
+
+    def generate(self, prompt: str) -> str:
+        ids = self.encode(prompt)
+        if not ids:
+            raise TextModelError("empty prompt")
+        return self.tokenizer.decode(self.generate_ids(ids), skip_special_tokens=True)

@@ -1,0 +1,54 @@
+"""cli.chat: `qgpu chat --model DIR [--advanced]`: a chat with a merged checkpoint
+(qgpu.chat). Lines come from stdin (a terminal or a script); `/run FILE.cu --grid G
+--block B --arg NAME=VALUE ...` launches a kernel on the machine part; `--advanced` makes
+every line a vector/matrix question the language part answers with a kernel the machine
+runs. `/quit` or end of input stops."""
+
+from __future__ import annotations
+
+import sys
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--model", required=True, metavar="DIR",
+                        help="a merged checkpoint (qgpu merge --circuit machine)")
+    parser.add_argument("--advanced", action="store_true",
+                        help="answer vector/matrix questions with kernels run on the machine")
+    parser.add_argument("--max-new-tokens", type=int, default=512,
+                        help="text tokens per reply (default 512)")
+    parser.add_argument("--no-check", action="store_true",
+                        help="do not replay launches on the interpreter")
+
+
+def open_session(model: str, advanced: bool = False, max_new_tokens: int = 512,
+                 check: bool = True):
+    from qgpu.chat import ChatSession
+    from qgpu.chat.text import TextModel, TextModelError
+    from qgpu.runtime.checkpoint import load_machine_checkpoint
+
+    machine = load_machine_checkpoint(model)
+    try:
+        language = TextModel.from_directory(model, machine.inner, machine.gpu_token_offset,
+                                            max_new_tokens) if machine.merged else None
+    except TextModelError as exc:
+        print(f"qgpu chat: {exc}; /run launches only", file=sys.stderr)
+        language = None
+    return ChatSession(machine, language, advanced=advanced, check=check)
+
+
+def main(args) -> int:
+    session = open_session(args.model, args.advanced, args.max_new_tokens, not args.no_check)
+    interactive = sys.stdin.isatty()
+    mode = "advanced" if args.advanced else "normal"
+    print(f"qgpu chat ({mode} mode): /run FILE.cu --grid G --block B --arg NAME=VALUE ... "
+          f"launches a kernel; /quit ends", file=sys.stderr)
+    while True:
+        if interactive:
+            print("> ", end="", flush=True, file=sys.stderr)
+        line = sys.stdin.readline()
+        if not line or line.strip() in ("/quit", "/exit"):
+            return 0
+        if not line.strip():
+            continue
+        reply = session.handle(line)
+        print(reply.text, flush=True)

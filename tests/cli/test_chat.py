@@ -1,0 +1,156 @@
+"""qgpu.chat: the host side of chat launches (fast: parsing, prompts) and, slow, a
+ChatSession on the machine merged into a random base (fast engine) with the scripted
+language stand-in: normal mode text and /run launches, advanced mode kernels with one
+retry after a compile error or an operation the machine does not run."""
+
+import pytest
+
+from qgpu.chat import ChatSession
+from qgpu.chat.kernels import (
+    KernelRequestError,
+    extract_cuda,
+    request_from_command,
+    request_from_reply,
+)
+from qgpu.chat.prompts import advanced_system, chat_prompt
+from tests.merge.machine_helpers import ScriptedLanguage, merged_machine
+
+SEVEN = "__global__ void k(int *out) { if (threadIdx.x == 0) out[0] = 7 + out[1]; }\n"
+SUM_REPLY = """Here is a kernel that adds the four numbers.
+```cuda
+// launch: grid 1 block 4 arg v=3,5,7,9 arg out=zeros:1
+__global__ void vsum(int *v, int *out) {
+    if (threadIdx.x == 0) out[0] = v[0] + v[1] + v[2] + v[3];
+}
+```
+The sum is in out[0]."""
+BROKEN_REPLY = """```cuda
+// launch: grid 1 block 4 arg v=3,5,7,9 arg out=zeros:1
+__global__ void vsum(int *v, int *out) { out[0] = v[0] + ; }
+```"""
+UNSUPPORTED = {  # an operation the machine may lack -> a kernel using it
+    "mul": "out[0] = v[0] * v[1];",
+    "shl": "out[0] = v[0] << v[1];",
+    "min.s": "out[0] = min(v[0], v[1]);",
+}
+
+
+def test_extract_and_parse_a_reply():
+    req = request_from_reply(SUM_REPLY)
+    assert req.grid == 1 and req.block == 4 and req.args == ["v=3,5,7,9", "out=zeros:1"]
+    assert req.source.startswith("// launch:") and "vsum" in req.source
+    with pytest.raises(KernelRequestError, match="no ```cuda code block"):
+        extract_cuda("no code here")
+    with pytest.raises(KernelRequestError, match="no '// launch:"):
+        request_from_reply("```cuda\n__global__ void k(int *o) {}\n```")
+    with pytest.raises(KernelRequestError, match="names no block size"):
+        request_from_reply("```cuda\n// launch: grid 1 arg o=1\n```")
+
+
+def test_run_command_parsing(tmp_path):
+    (tmp_path / "k.cu").write_text(SEVEN)
+    req = request_from_command(f"/run {tmp_path}/k.cu --grid 1 --block 4 --arg out=0,35")
+    assert (req.grid, req.block, req.args, req.source) == (1, 4, ["out=0,35"], SEVEN)
+    with pytest.raises(KernelRequestError, match="cannot read"):
+        request_from_command(f"/run {tmp_path}/missing.cu --block 4")
+    with pytest.raises(KernelRequestError, match="'--bogus'"):
+        request_from_command(f"/run {tmp_path}/k.cu --bogus 3")
+
+
+def test_prompts_name_the_machines_operations():
+    text = advanced_system(["add", "sub", "ld.global", "st.global", "tid"])
+    assert "no multiplication (*)" in text and "no shifts" in text and "+" in text
+    assert "block at most 4 threads" in text and "128 32-bit words" in text
+    assert "no multiplication" not in advanced_system(["add", "mul", "shl"])
+    prompt = chat_prompt([("user", "hi")])
+    assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert "<|im_start|>user\nhi<|im_end|>" in prompt
+
+
+@pytest.fixture(scope="module")
+def machine():
+    return merged_machine("m64_tied_linear")[0]
+
+
+@pytest.mark.slow
+def test_normal_mode_text_and_run(machine, tmp_path):
+    language = ScriptedLanguage(["Hello! Ask me anything."])
+    chat = ChatSession(machine, language)
+    reply = chat.handle("hi there")
+    assert (reply.kind, reply.text) == ("text", "Hello! Ask me anything.")
+    assert "<|im_start|>user\nhi there<|im_end|>" in language.prompts[0]
+    (tmp_path / "k.cu").write_text(SEVEN)
+    reply = chat.handle(f"/run {tmp_path}/k.cu --grid 1 --block 4 --arg out=0,35")
+    assert reply.kind == "launch", reply.text
+    run = reply.runs[0]
+    assert run.after == {"out": [42, 35]} and run.check
+    assert "out: [0, 35] -> [42, 35]" in reply.text and "EXEC block 0" in reply.text
+    assert "HALT" in reply.text
+    bad = chat.handle(f"/run {tmp_path}/k.cu --grid 1 --block 8 --arg out=0,35")
+    assert bad.kind == "error" and "warp" in bad.text
+    assert language.prompts == language.prompts[:1]  # /run never asks the language part
+
+
+@pytest.mark.slow
+def test_advanced_mode_runs_the_kernel_after_one_retry(machine):
+    language = ScriptedLanguage([BROKEN_REPLY, SUM_REPLY])
+    reply = ChatSession(machine, language, advanced=True).handle("What is 3 + 5 + 7 + 9?")
+    assert reply.kind == "kernel", reply.text
+    assert reply.runs[0].after["out"] == [24]
+    assert len(reply.errors) == 1 and "chat.cu" in reply.errors[0]
+    assert reply.errors[0] in language.prompts[1]  # the error was fed back
+    assert "ONE warp" in language.prompts[0]
+    assert "The sum is in out[0]." in reply.text and "v[0] + v[1]" in reply.text
+    assert "out: [0] -> [24]" in reply.text
+
+
+@pytest.mark.slow
+def test_advanced_mode_feeds_back_an_operation_the_machine_lacks(machine):
+    missing = [op for op in UNSUPPORTED if op not in machine.ops]
+    if not missing:
+        pytest.skip("the machine runs every candidate operation")
+    body = UNSUPPORTED[missing[0]]
+    first = SUM_REPLY.replace("out[0] = v[0] + v[1] + v[2] + v[3];", body)
+    language = ScriptedLanguage([first, SUM_REPLY])
+    reply = ChatSession(machine, language, advanced=True).handle("sum 3 5 7 9")
+    assert reply.kind == "kernel" and reply.runs[0].after["out"] == [24]
+    assert "not in" in reply.errors[0] and reply.errors[0] in language.prompts[1]
+
+
+@pytest.mark.slow
+def test_advanced_mode_gives_up_after_one_retry(machine):
+    language = ScriptedLanguage([BROKEN_REPLY, "I cannot write it."])
+    reply = ChatSession(machine, language, advanced=True).handle("sum 3 5 7 9")
+    assert reply.kind == "error" and "no ```cuda code block" in reply.text
+    assert len(language.prompts) == 2
+
+
+def test_export_and_chat_refuse_bad_directories(tmp_path, capsys):
+    from qgpu.cli import main
+
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    assert main(["export-machine", "--out", str(tmp_path / "full"), "--quiet"]) == 1
+    assert "exists and is not empty" in capsys.readouterr().err
+    assert main(["chat", "--model", str(tmp_path / "full")]) == 1
+    assert "has no qgpu_merge.json" in capsys.readouterr().err
+
+
+def test_a_check_mismatch_is_shown_not_fed_back(monkeypatch):
+    """A trace that differs from the interpreter's is the machine's fault: the reply says
+    so and the language part is not asked to rewrite a correct kernel."""
+    import qgpu.chat.session as session
+    from qgpu.errors import CheckMismatch
+
+    def mismatch(machine, request, check=True):
+        raise CheckMismatch("--check: token 3 of the trace differs")
+
+    monkeypatch.setattr(session, "run_request", mismatch)
+
+    class Machine:
+        ops = ("add", "ld.global", "st.global", "tid")
+
+    language = ScriptedLanguage([SUM_REPLY])
+    reply = ChatSession(Machine(), language, advanced=True).handle("sum 3 5 7 9")
+    assert reply.kind == "error" and "token 3 of the trace differs" in reply.text
+    assert len(language.prompts) == 1 and reply.errors == []
