@@ -5,7 +5,7 @@ A product of two runtime values cannot sit in the residual as a normal-scale int
 norm ledger needs +-1 bits or one-hots there), so the exact partial sums of the product
 travel as RAW dims: integers n written as n * UNIT (UNIT = 2^-44, |n| < 2^21, so every
 value is an exact float32 and all of them together square-sum far below the ledger's
-TINY_BUDGET; each signal declares its bound as its `scale`).
+TINY_BUDGET; each RAW signal declares its bound as its `scale`).
 
 - `products` (reads only the operands and the op bit, so it shares alu_low's MLP): for
   j < 16 the prefix sums P_j = sum_{i+k <= j} 2^(i+k) a_i b_k (< 2^20), for j >= 16
@@ -13,15 +13,22 @@ TINY_BUDGET; each signal declares its bound as its `scale`).
   gate 64 a_i + 64 mul (+-1 bits: exactly -128, 0 or 128, silu -0, 0 or 128, so the op
   gates here and a disabled multiply leaves every sum 0), up = sum_k 2^(i+k) b01_k.
 - `mid`: the low 16 result bits as sawtooth steps on P_j (bit j flips at every multiple
-  of 2^j); and per high bit j = 16 + t the small value M_j = (H_j mod 2^(t+1)) + c16,
-  c16 = floor(P_15 / 2^16) in 0..15 (the carry into bit 16): a copy of H_j, minus
-  2^(t+1) per step [H_j >= q 2^(t+1)], plus one per step [P_15 >= m 2^16] (those 15
-  steps add into all 16 M_j at once). M_j < 2^(t+1) + 16 is RAW again.
+  of 2^j); the carry into bit 16, c16 = floor(P_15 / 2^16) in 0..15, as a RAW count;
+  per high bit j = 16 + t the RAW R_j = -2^(t+1) floor(H_j / 2^(t+1)) (a thermometer),
+  so that M_j = H_j + R_j + c16 = (H_j mod 2^(t+1)) + c16 < 2^(t+1) + 16.
 - the high part (in alu_high): bits 0..15 copied (one linear unit each), bit 16 + t as
-  the sawtooth of M_j at multiples of 2^t: 2 or 3 steps for t >= 3, 16 at most (t = 0),
-  since H_j + c16 and M_j agree modulo 2^(t+1).
-The costly thermometers (about one step per 2^(t+1) of H_j's range) run in the mid MLP,
-so alu_high, the fullest MLP of a stage, gains only about 130 units per lane.
+  the sawtooth of M_j at multiples of 2^t: 2 steps for t >= 4, 16 at most (t = 0), since
+  H_j + c16 and M_j agree modulo 2^(t+1). The thermometers run in the mid MLP, so
+  alu_high, the fullest MLP of a stage, gains only about 130 units per lane.
+
+Exactness. The forms here are exact integers (products of clean bits, no table reads), so
+the steps use integer offsets (`_step`: silu(G(L - T + 1)) - silu(G(L - T)), G = 128:
+exactly 0 for L <= T - 1, exactly G for L >= T). A step that is on adds two terms of size
+c (L - T) that cancel; a float32 sum stays exact in any order while the magnitudes of all
+terms reaching one output dim stay below 2^24 times its granularity. With L up to 2^20
+that bound is checked for every output dim when the units are built (`_budget`), and a
+sawtooth or thermometer too large for one dim is split over several (groups of whole
+(+, -) step pairs, so every part of a sawtooth is again 0/1 and the bit is their sum).
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from typing import TYPE_CHECKING
 from qgpu.circuit.ir import BITS, RAW, Signal
 from qgpu.circuit.machine.logic import true_bit, unit
 from qgpu.circuit.machine.spec import SUPPORTED_OPS
-from qgpu.circuit.primitives import plus, scaled
+from qgpu.circuit.primitives import CircuitError, Form, plus, scaled
 
 if TYPE_CHECKING:  # families imports this module at its end
     from qgpu.circuit.machine.families import Extension, StageView
@@ -39,6 +46,8 @@ if TYPE_CHECKING:  # families imports this module at its end
 LO = 16
 UNIT = 2.0 ** -44  # the RAW value of the integer 1
 CARRY_MAX = 15  # c16 = floor(P_15 / 2^16) <= 15 (P_15 <= 15 * 2^16 + 1)
+GAIN = 128.0  # >= 88.73: silu(-GAIN) is exactly -0
+EXACT = 2 ** 24  # float32 sums of integers (in units of a dim's granularity) stay exact
 
 
 def p_max(j: int) -> int:
@@ -49,6 +58,50 @@ def p_max(j: int) -> int:
 def h_max(j: int) -> int:
     """The largest H_j (columns 16..j, weights from 2^0)."""
     return sum((m + 1) << (m - LO) for m in range(LO, j + 1))
+
+
+def _step(ctx, form: Form, t: int, out: Form) -> None:
+    """out += coeff * [form >= t] for an exactly integer-valued form."""
+    for offset, sign in ((1.0, 1.0), (0.0, -1.0)):
+        ctx.mlp.unit(plus(scaled(form, GAIN), {ctx.one: GAIN * (offset - t)}),
+                     {ctx.one: 1.0}, scaled(out, sign / GAIN))
+
+
+def _budget(thresholds, top: int) -> int:
+    """Sum of the magnitudes (in units of the step coefficient) of the terms steps at these
+    thresholds add to a dim, at the worst input `top`: c (L - T + 1) and c (L - T)."""
+    return sum(2 * (top - t) + 1 for t in thresholds)
+
+
+def _groups(thresholds: list[int], top: int, pair: int, limit: int) -> list[list[int]]:
+    """Consecutive thresholds split so that each group's terms stay exact in one dim
+    (below `limit` step coefficients); whole runs of `pair` thresholds."""
+    groups: list[list[int]] = [[]]
+    for i in range(0, len(thresholds), pair):
+        run = thresholds[i:i + pair]
+        if groups[-1] and _budget(groups[-1] + run, top) >= limit:
+            groups.append([])
+        groups[-1] += run
+        if _budget(groups[-1], top) >= limit:
+            raise CircuitError(f"multiply: steps at {run} on a form up to {top} are not exact")
+    return groups
+
+
+def _sawtooth(j: int) -> list[list[int]]:
+    """Bit j of P_j: the thresholds k 2^j, split into BITS dims (coefficient 2, granularity
+    1: the dim's initial -1)."""
+    ts = [k * 2 ** j for k in range(1, p_max(j) // 2 ** j + 1)]
+    return _groups(ts, p_max(j), 2, (EXACT - 1) // 2)
+
+
+def _thermometer(t: int) -> list[list[int]]:
+    """floor(H_j / 2^(t+1)), j = 16 + t: the thresholds q 2^(t+1), split into RAW dims
+    (coefficient and granularity 2^(t+1) UNIT)."""
+    ts = [q * 2 ** (t + 1) for q in range(1, h_max(LO + t) // 2 ** (t + 1) + 1)]
+    return _groups(ts, h_max(LO + t), 1, EXACT)
+
+
+CARRY = _groups([m * 2 ** LO for m in range(1, CARRY_MAX + 1)], p_max(LO - 1), 1, EXACT)
 
 
 def products(view: StageView, lane: int) -> Signal:
@@ -72,8 +125,27 @@ def products(view: StageView, lane: int) -> Signal:
     return cols
 
 
+def _layout():
+    """Dims of mid's outputs: per low bit its sawtooth parts (BITS), per high bit its
+    thermometer parts (RAW), then the carry parts (RAW)."""
+    lo, k = [], 0
+    for j in range(LO):
+        lo.append(list(range(k, k + len(_sawtooth(j)))))
+        k += len(lo[-1])
+    hi, k = [], 0
+    for t in range(32 - LO):
+        hi.append(list(range(k, k + len(_thermometer(t)))))
+        k += len(hi[-1])
+    carry = list(range(k, k + len(CARRY)))
+    return lo, hi, carry
+
+
+LO_DIMS, HI_DIMS, CARRY_DIMS = _layout()
+
+
 def mid(view: StageView, lane: int, cols: Signal) -> tuple[Signal, Signal]:
-    """The low 16 result bits (-1 when the op is not mul) and M_16..M_31 (RAW)."""
+    """The low result bits as sawtooth parts (BITS: -1 when the op is not mul) and the
+    RAW thermometers R_j and carry parts."""
 
     def body(ctx, outs):
         lo, res = outs
@@ -83,20 +155,22 @@ def mid(view: StageView, lane: int, cols: Signal) -> tuple[Signal, Signal]:
             return {col[j]: 1.0 / UNIT}
 
         for j in range(LO):
-            for k in range(1, p_max(j) // 2 ** j + 1):
-                ctx.step(raw(j), k * 2 ** j, {lo[j]: 2.0 if k % 2 else -2.0})
-        for t in range(LO):
-            j = LO + t
-            ctx.linear({col[j]: 1.0}, {res[t]: 1.0})
-            for q in range(1, h_max(j) // 2 ** (t + 1) + 1):
-                ctx.step(raw(j), q * 2 ** (t + 1), {res[t]: -(2.0 ** (t + 1)) * UNIT})
-        for m in range(1, CARRY_MAX + 1):
-            ctx.step(raw(LO - 1), m * 2 ** LO, {d: UNIT for d in res})
+            for part, ts in zip(LO_DIMS[j], _sawtooth(j), strict=True):
+                for k, t in enumerate(ts):
+                    _step(ctx, raw(j), t, {lo[part]: -2.0 if k % 2 else 2.0})
+        for t in range(32 - LO):
+            for part, ts in zip(HI_DIMS[t], _thermometer(t), strict=True):
+                for q in ts:
+                    _step(ctx, raw(LO + t), q, {res[part]: -(2.0 ** (t + 1)) * UNIT})
+        for part, ts in zip(CARRY_DIMS, CARRY, strict=True):
+            for m in ts:
+                _step(ctx, raw(LO - 1), m, {res[part]: UNIT})
 
     p = view.ins.position
+    n_lo, n_hi = sum(map(len, LO_DIMS)), sum(map(len, HI_DIMS)) + len(CARRY_DIMS)
     lo, res = unit(view.c, f"mul.mid.{p}.{lane}", [cols],
-                   [(f"mul.lo.{p}.{lane}", BITS, LO),
-                    (f"mul.hi.{p}.{lane}", RAW, 32 - LO, UNIT * 2 ** (LO + 1))], body)
+                   [(f"mul.lo.{p}.{lane}", BITS, n_lo),
+                    (f"mul.hi.{p}.{lane}", RAW, n_hi, UNIT * 2 ** 21)], body)
     return lo, res
 
 
@@ -105,14 +179,17 @@ def build(view: StageView, lane: int) -> Extension | None:
 
     if "mul" not in SUPPORTED_OPS:
         return None
-    lo, res = mid(view, lane, products(view, lane))
+    cols = products(view, lane)
+    lo, res = mid(view, lane, cols)
 
     def high(ctx, r):
-        for i in range(LO):
-            ctx.linear(ctx.v01(lo, i), true_bit(r[i]))
+        col, hi = ctx.d(cols), ctx.d(res)
+        carry = {hi[d]: 1.0 / UNIT for d in CARRY_DIMS}
+        for j in range(LO):
+            ctx.linear(plus(*(ctx.v01(lo, d) for d in LO_DIMS[j])), true_bit(r[j]))
         for t in range(32 - LO):
-            m = {ctx.d(res)[t]: 1.0 / UNIT}
+            m = plus({col[LO + t]: 1.0 / UNIT}, {hi[d]: 1.0 / UNIT for d in HI_DIMS[t]}, carry)
             for k in range(1, (2 ** (t + 1) - 1 + CARRY_MAX) // 2 ** t + 1):
-                ctx.step(m, k * 2 ** t, {r[LO + t]: 2.0 if k % 2 else -2.0})
+                _step(ctx, m, k * 2 ** t, {r[LO + t]: 2.0 if k % 2 else -2.0})
 
-    return Extension([lo, res], high)
+    return Extension([cols, lo, res], high)
