@@ -49,3 +49,7 @@ Builder = Callable[[StageView, int], "Extension | None"]  # (view, lane)
 
 FAMILIES: list[Builder] = []  # each family module's builder, appended below
 
+
+from qgpu.circuit.machine.multiply import build as _multiply  # noqa: E402
+
+FAMILIES.append(_multiply)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Ref, Signal, Source, as_ref
+from qgpu.circuit.ir import BITS, ONEHOT, RAW, Circuit, Ref, Signal, Source, as_ref
 from qgpu.circuit.primitives import Form, MlpWriter, plus, scaled
 from qgpu.circuit.primitives_mlp import product, step
 from qgpu.circuit.units import make_unit
@@ -90,12 +90,15 @@ Body = Callable[[Ctx, list[list[int]]], None]
 
 
 def unit(c: Circuit, name: str, args: Sequence[Source],
-         outputs: Sequence[tuple[str, str, int]], body: Body, **params) -> list[Signal]:
+         outputs: Sequence[tuple], body: Body, **params) -> list[Signal]:
     """A machine unit: outputs (name, BITS | ONEHOT, width) initialised to -1 bits / the
-    none member, then `body(ctx, out_dims)` adds its conditions."""
+    none member, or (name, RAW, width, scale): tiny values starting at 0 whose magnitude
+    the body keeps at most `scale` (the norm ledger counts width * scale^2); then
+    `body(ctx, out_dims)` adds its conditions."""
     specs = []
-    for oname, kind, width in outputs:
-        extra = {"members": width, "has_none": True} if kind == ONEHOT else {}
+    for oname, kind, width, *scale in outputs:
+        extra = ({"members": width, "has_none": True} if kind == ONEHOT
+                 else {"scale": scale[0]} if kind == RAW else {})
         specs.append((oname, kind, width + (1 if kind == ONEHOT else 0), extra))
 
     def emit(mlp, dims, one, outs):
@@ -105,9 +108,10 @@ def unit(c: Circuit, name: str, args: Sequence[Source],
         for sig, ds in zip(outs, out_dims, strict=True):
             if sig.kind == BITS:
                 init.update({d: -1.0 for d in ds})
-            else:
+            elif sig.kind == ONEHOT:
                 init[ds[-1]] = 1.0
-        ctx.constant(init)
+        if init:
+            ctx.constant(init)
         body(ctx, out_dims)
 
     return make_unit(c, name, "machine", [as_ref(a) for a in args], specs, emit, **params)

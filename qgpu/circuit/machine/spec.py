@@ -21,7 +21,7 @@ ALU_OPS = ("add", "sub", "and", "or", "xor", "mov", "selp", "popc", "clz", "brev
 SREG_OPS = ("tid", "ntid", "ctaid", "nctaid", "laneid", "warpid")
 MEMORY_OPS = ("ld.global", "st.global")
 # Families in their own modules (machine.families): each adds its operations here.
-MULTIPLY_OPS: tuple[str, ...] = ()  # machine.multiply
+MULTIPLY_OPS: tuple[str, ...] = ("mul",)  # machine.multiply
 SHIFT_OPS: tuple[str, ...] = ()  # machine.shift
 MINMAX_OPS: tuple[str, ...] = ()  # machine.minmax
 WARP_OPS: tuple[str, ...] = ()  # machine.warp (shuffles, ballot)

@@ -23,7 +23,7 @@ def test_supported_operations_exist():
 
 
 @pytest.mark.parametrize("src, grid, block, error, match", [
-    ("block 0:\n  mul r1, r0, 3\n  exit\n", 1, 4, ProgramError, "operation 'mul'"),
+    ("block 0:\n  mulhi.u r1, r0, 3\n  exit\n", 1, 4, ProgramError, "operation 'mulhi.u'"),
     ("block 0:\n  bar 0\n", 1, 4, ProgramError, "barriers"),
     ("block 0:\n  exit\n", 2, 4, LaunchError, "1 warp"),
     ("block 0:\n  st.global [r0], r0\n  st.global [r0+4], r0\n  st.global [r0+8], r0\n"
