@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING
 
 from qgpu.circuit.ir import BITS, RAW, Signal
 from qgpu.circuit.machine.logic import true_bit, unit
-from qgpu.circuit.machine.spec import SUPPORTED_OPS
 from qgpu.circuit.primitives import CircuitError, Form, plus, scaled
 
 if TYPE_CHECKING:  # families imports this module at its end
@@ -177,7 +176,7 @@ def mid(view: StageView, lane: int, cols: Signal) -> tuple[Signal, Signal]:
 def build(view: StageView, lane: int) -> Extension | None:
     from qgpu.circuit.machine.families import Extension
 
-    if "mul" not in SUPPORTED_OPS:
+    if not view.ins.has("mul"):  # not compiled into this machine (MachineSpec.ops)
         return None
     cols = products(view, lane)
     lo, res = mid(view, lane, cols)

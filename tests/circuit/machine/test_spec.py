@@ -23,7 +23,6 @@ def test_supported_operations_exist():
 
 
 @pytest.mark.parametrize("src, grid, block, error, match", [
-    ("block 0:\n  mulhi.u r1, r0, 3\n  exit\n", 1, 4, ProgramError, "operation 'mulhi.u'"),
     ("block 0:\n  bar 0\n", 1, 4, ProgramError, "barriers"),
     ("block 0:\n  exit\n", 2, 4, LaunchError, "1 warp"),
     ("block 0:\n  st.global [r0], r0\n  st.global [r0+4], r0\n  st.global [r0+8], r0\n"
@@ -32,6 +31,15 @@ def test_supported_operations_exist():
 def test_rejections_are_clear(src, grid, block, error, match):
     with pytest.raises(error, match=match):
         check_launch(MachineSpec(), assemble(src), grid, block)
+
+
+def test_operations_outside_the_spec_are_rejected():
+    spec = MachineSpec(ops=("add", "mov"))
+    with pytest.raises(ProgramError, match="operation 'tid' is not in the model machine "
+                                           "compiled in this spec"):
+        check_launch(spec, assemble("block 0:\n  tid r1\n  .writeback r1\n  exit\n"), 1, 4)
+    with pytest.raises(ValueError, match="not in the model machine"):
+        MachineSpec(ops=("add", "frobnicate"))
 
 
 def test_more_operations_per_stage_than_the_circuit_computes_are_rejected():
