@@ -49,3 +49,11 @@ Builder = Callable[[StageView, int], "Extension | None"]  # (view, lane)
 
 FAMILIES: list[Builder] = []  # each family module's builder, appended below
 
+
+from qgpu.circuit.machine.shared import build as _shared  # noqa: E402
+
+FAMILIES.append(_shared)
+
+from qgpu.circuit.machine.atomics import build as _atomics  # noqa: E402
+
+FAMILIES.append(_atomics)
