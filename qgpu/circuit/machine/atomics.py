@@ -104,63 +104,89 @@ def _sawtooth(ctx, s, terms, unit_value, out, en):
         ctx.step(s, k * unit_value, {out: 2.0 if k % 2 else -2.0}, when=[en], big=BIG)
 
 
-def low_unit(view: StageView, lane: int, e, g):
-    ins, raw = view.ins, view.loaded[lane]
-    b = view.operands[lane][32:64]
-
-    def body(ctx, outs):
-        (o,) = outs
-        w = Word(ctx, lane, raw, e, g, b)
-        en = ctx.v01(ins.op(ADD))
-        for which, own in enumerate((False, True)):
-            terms = w.terms(own)
-            s = {}
-            for j in range(LO):
-                s = plus(s, scaled(w.column(j, own), 2.0 ** j))
-                _sawtooth(ctx, s, terms, 2.0 ** j, o[LO * which + j], en)
-            for u in range(1, terms):
-                ctx.step(s, u * 2.0 ** LO, true_bit(o[2 * LO + LANES * which + u - 1]),
-                         when=[en], big=BIG)
-
-    p = ins.position
-    (low,) = unit(view.c, f"atom.low.{p}.{lane}", [e, g, raw, b, ins.ops],
-                  [(f"atom.low.{p}.{lane}", BITS, LOW_WIDTH)], body)
-    return low
+def _add_low(ctx, w: Word, own: bool, out, carry, en) -> None:
+    """add: bits 0..15 of M + X (+ b) into out[0:16], the carry into the high half as
+    thermometer bits carry[u - 1] = [low sum >= u * 2^16]."""
+    s = {}
+    for j in range(LO):
+        s = plus(s, scaled(w.column(j, own), 2.0 ** j))
+        _sawtooth(ctx, s, w.terms(own), 2.0 ** j, out[j], en)
+    for u in range(1, w.terms(own)):
+        ctx.step(s, u * 2.0 ** LO, true_bit(carry[u - 1]), when=[en], big=BIG)
 
 
-def value_bits(ctx, r, ins, w: Word, low, lower_b: dict, own: bool) -> None:
-    """Steps adding old (own=False) or new (own=True) of lane w.lane into the bits r."""
+def _add_high(ctx, w: Word, own: bool, out, carry_form, en) -> None:
+    """add: bits 16..31 of the high columns plus carry_form (a linear form; {}: none)."""
+    t = carry_form
+    for j in range(LO, 32):
+        t = plus(t, scaled(w.column(j, own), 2.0 ** (j - LO)))
+        _sawtooth(ctx, t, w.terms(own), 2.0 ** (j - LO), out[j], en)
+
+
+def _logic(ctx, ins, w: Word, lower_b: dict, own: bool, out) -> None:
+    """exch, and, or, xor: old (own False) or new (own True) into the bits out."""
     def en(name):
         return ctx.v01(ins.op(name))
 
-    which = 1 if own else 0
-    terms = w.terms(own)
-    for i in range(LO):
-        ctx.linear(ctx.v01(low, LO * which + i), {r[i]: 2.0})
-    carry = ctx.sum01(low, range(2 * LO + LANES * which, 2 * LO + LANES * which + terms - 1))
-    t = carry
-    for j in range(LO, 32):
-        t = plus(t, scaled(w.column(j, own), 2.0 ** (j - LO)))
-        _sawtooth(ctx, t, terms, 2.0 ** (j - LO), r[j], en(ADD))
     lower = range(w.lane)
     for i in range(32):
         if own:
-            ctx.step(ctx.v01(w.b, i), 1, true_bit(r[i]), when=[en(EXCH)])
+            ctx.step(ctx.v01(w.b, i), 1, true_bit(out[i]), when=[en(EXCH)])
         else:
-            ctx.step(plus(w.m(i), *(scaled(w.same(h), -1) for h in lower)), 1, true_bit(r[i]),
-                     when=[en(EXCH)])
+            ctx.step(plus(w.m(i), *(scaled(w.same(h), -1) for h in lower)), 1,
+                     true_bit(out[i]), when=[en(EXCH)])
             for h in lower:
                 ctx.step(plus(w.same(h), ctx.v01(lower_b[h], i),
                               *(scaled(w.same(k), -1) for k in range(h + 1, w.lane))), 2,
-                         true_bit(r[i]), when=[en(EXCH)])
+                         true_bit(out[i]), when=[en(EXCH)])
         col = w.column(i, own)
-        ctx.step(col, 1, true_bit(r[i]), when=[en(OR)])
+        ctx.step(col, 1, true_bit(out[i]), when=[en(OR)])
         unset = plus(*(plus(w.same(h), scaled(w.gated(h, i), -1)) for h in lower))
         both = plus(w.m(i), ctx.v01(w.b, i)) if own else w.m(i)
         ctx.step(plus(both, scaled(unset, -1)) if unset else both, 2 if own else 1,
-                 true_bit(r[i]), when=[en(AND)])
-        for k in range(1, terms + 1):
-            ctx.step(col, k, {r[i]: 2.0 if k % 2 else -2.0}, when=[en(XOR)], big=16.0)
+                 true_bit(out[i]), when=[en(AND)])
+        for k in range(1, w.terms(own) + 1):
+            ctx.step(col, k, {out[i]: 2.0 if k % 2 else -2.0}, when=[en(XOR)], big=16.0)
+
+
+def low_unit(view: StageView, lane: int, e, g):
+    """After the memory read: old's bits (add: the high half without the low half's carry,
+    which is `carry`), and new's low half and carry (for atom.new)."""
+    ins, raw = view.ins, view.loaded[lane]
+    b = view.operands[lane][32:64]
+    lower_b = {h: view.operands[h][32:64] for h in range(lane)}
+
+    def body(ctx, outs):
+        old, carry, new_lo, new_carry = outs
+        w = Word(ctx, lane, raw, e, g, b)
+        en = ctx.v01(ins.op(ADD))
+        _add_low(ctx, w, False, old, carry, en)
+        _add_high(ctx, w, False, old, {}, en)
+        _logic(ctx, ins, w, lower_b, False, old)
+        _add_low(ctx, w, True, new_lo, new_carry, en)
+
+    p = ins.position
+    return unit(view.c, f"atom.low.{p}.{lane}", [e, g, raw, b, *lower_b.values(), ins.ops],
+                [(f"atom.old.{p}.{lane}", BITS, 32), (f"atom.carry.{p}.{lane}", BITS, LANES),
+                 (f"atom.new_lo.{p}.{lane}", BITS, LO),
+                 (f"atom.new_carry.{p}.{lane}", BITS, LANES)], body)
+
+
+def finish(ctx, r, value, carry, n: int) -> None:
+    """r += value + the carry count (carry: n thermometer bits) into bit 16: the low half
+    passed on, each high bit j by sawtooth steps on the exact t = carry + value's bits
+    16..j (< 2^16 + 4: two steps a bit from bit 18 on; no gating: value and carry are 0
+    for every other operation)."""
+    for i in range(LO if n else 32):
+        ctx.linear(ctx.v01(value, i), {r[i]: 2.0})
+    if not n:
+        return
+    t = ctx.sum01(carry, range(n))
+    for j in range(LO, 32):
+        t = plus(t, scaled(ctx.v01(value, j), 2.0 ** (j - LO)))
+        top = (2 ** (j - LO + 1) - 1 + n) // 2 ** (j - LO)  # floor(t / 2^(j-16)) <= top
+        for k in range(1, top + 1):
+            ctx.step(t, k * 2.0 ** (j - LO), {r[j]: 2.0 if k % 2 else -2.0})
 
 
 def build(view: StageView, lane: int) -> Extension | None:
@@ -168,20 +194,31 @@ def build(view: StageView, lane: int) -> Extension | None:
         return None
     ins, raw = view.ins, view.loaded[lane]
     e, g = pairs(view)
-    low = low_unit(view, lane, e, g)
+    old, carry, new_lo, new_carry = low_unit(view, lane, e, g)
     b = view.operands[lane][32:64]
-    lower_b = {h: view.operands[h][32:64] for h in range(lane)}
-
-    def new(ctx, outs):
-        (r,) = outs
-        value_bits(ctx, r, ins, Word(ctx, lane, raw, e, g, b), low, lower_b, own=True)
-
     p = ins.position
-    (after,) = unit(view.c, f"atom.new.{p}.{lane}", [e, g, low, raw, b, ins.ops],
-                    [(f"atom.new.{p}.{lane}", BITS, 32)], new)
-    view.extra.setdefault("record_values", {})[(p, lane)] = after
+
+    def new(result):
+        """The word after this lane's atomic, made after the lane's result (the unit waits
+        for it, out of alu_high's crowded MLP): new's low half and carry from atom.low,
+        its high half, exch / and / or / xor."""
+        def body(ctx, outs):
+            (r,) = outs
+            w = Word(ctx, lane, raw, e, g, b)
+            for i in range(LO):
+                ctx.linear(ctx.v01(new_lo, i), {r[i]: 2.0})
+            _add_high(ctx, w, True, r, ctx.sum01(new_carry, range(w.terms(True) - 1)),
+                      ctx.v01(ins.op(ADD)))
+            _logic(ctx, ins, w, {}, True, r)
+
+        (after,) = unit(view.c, f"atom.new.{p}.{lane}",
+                        [e, g, new_lo, new_carry, raw, b, ins.ops, result],
+                        [(f"atom.new.{p}.{lane}", BITS, 32)], body)
+        return after
+
+    view.extra.setdefault("record_values", {})[(p, lane)] = new
 
     def high(ctx, r):
-        value_bits(ctx, r, ins, Word(ctx, lane, raw, e, g, b), low, lower_b, own=False)
+        finish(ctx, r, old, carry, lane)  # lane L's old: a carry of at most L
 
-    return Extension([e, g, low, raw, *(view.operands[h] for h in range(lane))], high)
+    return Extension([old, carry], high)

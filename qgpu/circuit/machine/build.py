@@ -80,10 +80,13 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
         ready = pending[0][2][0][READY]
         imm_ready = pending[0][1][0][OPERANDS_READY]
     conds = rf.condition_reads(block, ready)
-    atomic = shared.get("record_values", {})  # machine.atomics: the word after each lane's op
+    # machine.atomics: per (position, lane) a maker of the word after the lane's atomic
+    # (made after the lane's result, so that it stays out of alu_high's MLP)
+    atomic = shared.get("record_values", {})
     records = [store_records(c, bk, i, [all_words[(i.position, lane)] for lane in range(LANES)],
                              [operand_b[(i.position, lane)] for lane in range(LANES)],
-                             [atomic[(i.position, lane)] for lane in range(LANES)]
+                             [atomic[(i.position, lane)](results[(i.position, lane)])
+                              for lane in range(LANES)]
                              if (i.position, 0) in atomic else None)
                for i in ins]
     em = emission(c, bk, ins, block, results, conds, value_next, value_done, records)
