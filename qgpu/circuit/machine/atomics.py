@@ -13,14 +13,17 @@ machine.memory's, which decode and read every addressed operation):
   its address's low 16 bits equal lane L's (the same word for any access the interpreter
   does not fault on: both are aligned and inside memory), and g[L, h, i] = e[L, h] and
   bit i of h's b (two steps each: [d >= 0] - [d >= 1] on the exact difference, gated);
-- `atom.low.p.L` (after the memory read): the low 16 bits of add's old and new (sawtooth
-  steps on the exact column sums of M's bits, read as (raw + presence) / 2, and the g
-  bits) and their carries into the high half as thermometer bits;
-- in alu_high (this family's Extension): old_L's bits: add's low half passed on and its
-  high half from the high columns plus the carry; exch, and, or, xor straight from M, e,
-  g and the lower lanes' b;
-- `atom.new.p.L` (beside alu_high): new_L's bits the same way, the value the store
-  records (`memory.store_records`, its `atomic` values) carry for the word's last lane.
+- `atom.low.p.L` (after the memory read): old's bits, except that add's high half is
+  (M + X)'s high columns without the low half's carry: exch, and, or, xor straight from M
+  (read as (raw + presence) / 2), e, g and the lower lanes' b; add's halves by sawtooth
+  steps on exact column sums (up to 4 terms); the low half's carry as thermometer bits;
+  new's low half and carry likewise;
+- in alu_high (this family's Extension, `finish`): old's low half passed on, each high bit
+  by sawtooth steps on carry + the high bits (< 2^16 + 4, two steps a bit from bit 18):
+  about 100-150 units a lane, so alu_high's MLP still holds its four lanes;
+- `atom.new.p.L`, made after the lane's result (so it stays out of alu_high's MLP): new's
+  bits, the value the store records (`memory.store_records`, its `atomic` values) carry
+  for the word's last lane.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ from qgpu.circuit.primitives import plus, scaled
 LO = 16
 BIG = 2.0 ** 20  # gating weight: exceeds every column sum here (< 5 * 2^16)
 PAIRS = [(lane, h) for lane in range(LANES) for h in range(lane)]  # (lane, lower lane)
-LOW_WIDTH = 2 * LO + 2 * LANES  # lo old | lo new | carry old >= u | carry new >= u
 ADD, EXCH, AND, OR, XOR = (f"atom.global.{n}" for n in ("add", "exch", "and", "or", "xor"))
 
 

@@ -1,10 +1,12 @@
 """machine.memory: global memory (one warp): the memory table, loads, the records of
 stores, and the host's read-back of the final memory from the model's state.
 
-- Table: rows = global words, 32 bits; written at the second V of every `ADDR(a) V V`
-  record, the prompt's initial memory and the trace's store records alike (key: ADDR two
-  tokens back; value: the two V tokens). A word never written reads 0. One copy per
-  stage holds that stage's loads (a head per lane and load position).
+- Table: rows = global words, 32 bits and a presence bit; written at the second V of
+  every `ADDR(a) V V` record with a < 128, the prompt's initial memory and the trace's
+  store records alike (key: ADDR two tokens back; value: the two V tokens). A word never
+  written reads 0 (presence 0), so bit i is (raw_i + presence) / 2, linear (the atomics
+  sum M's bits). One copy per stage holds that stage's loads and atomics' reads (a head
+  per lane and position).
 - Address: the low 16 bits of a + offset (exact partial sum S < 2^17) decoded straight
   to the word one-hot in the ALU's low MLP: word w <=> S mod 2^16 in [4w, 4w + 4); the
   read lands in the next mixer, where the ALU's high MLP adds it to the result.
@@ -14,7 +16,9 @@ stores, and the host's read-back of the final memory from the model's state.
   no lower active lane with the same word; value(lane) = b of the last active lane with
   its word. Each store position's records (valid, word, value x 4 lanes) are latched at
   EXEC and emitted after the register records: the k-th record (k = ADDR tokens since
-  EXEC) is the valid (position, lane) of rank k.
+  EXEC) is the valid (position, lane) of rank k. The same records serve st.shared (bit 7
+  of the address: flat address 128 + w, machine.shared) and the atomics (the value after
+  the word's last lane, machine.atomics).
 """
 
 from __future__ import annotations
