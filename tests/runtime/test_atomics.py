@@ -64,3 +64,36 @@ def test_other_atomics_are_rejected():
     prog = assemble("block 0:\n  atom.global.min.s r1, [0], 1\n  exit\n")
     with pytest.raises(ProgramError, match="atom.global.min.s"):
         check_launch(MachineSpec(), prog, 1, 4)
+
+
+SUITE_KERNELS = ("dot", "atomic_exch_conservation", "dot_shared", "odd_even_sort",
+                 "reduce_sum_shared", "scan_serial", "scan_shfl_up")
+
+
+def _one_warp_launches():
+    from qgpu.suite import load_suite
+
+    for spec in load_suite():
+        if spec.name in SUITE_KERNELS:
+            for index, launch in enumerate(spec.launches):
+                if launch["grid"] == 1 and launch["block"] <= 4:
+                    yield pytest.param(spec, launch, id=f"{spec.name}-{index}")
+
+
+@pytest.mark.parametrize(("spec", "launch"), list(_one_warp_launches()))
+def test_suite_kernels_end_to_end(spec, launch):
+    """The suite's one-warp kernels with barriers, shared memory or atomics, on the model
+    with --check (every token compared with the interpreter's); skipped while one of their
+    other operations (mul, shifts, shuffles: other families) is not in the circuit."""
+    import numpy as np
+
+    from qgpu.circuit.machine.spec import SUPPORTED_OPS
+    from qgpu.suite import compiled_module, run_case
+
+    program = compiled_module(spec.source).get_function(spec.kernel).program
+    missing = sorted({i.op for b in program.blocks for st in b.stages for i in st}
+                     - set(SUPPORTED_OPS))
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+    outputs, expected, _ = run_case(spec, launch, engine="model-check")
+    assert all(np.array_equal(outputs[k], v) for k, v in expected.items())
