@@ -22,6 +22,7 @@ from qgpu.circuit.ir import BITS, ONEHOT, READ_SCALE, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import Bookkeeping
 from qgpu.circuit.machine.logic import WIDE, true_bit, unit
 from qgpu.circuit.machine.rom import Instruction
+from qgpu.circuit.machine.spec import ADDRESSED_OPS
 from qgpu.circuit.primitives import plus, scaled
 from qgpu.isa import machine as M
 
@@ -69,8 +70,8 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> tuple[Sign
     """add lo (16) | add carry | sub lo (16) | sub carry | ge_lo | le_lo | eq_lo | c != 0 |
     ready (always +1: reads for the next stage gate on it, so they are placed in the
     layer of this unit's successor instead of long before they are needed); and the
-    memory word one-hot of a load or store (none otherwise): word w <=> the low 16 bits
-    of a + offset lie in [4w, 4w + 4)."""
+    memory word one-hot of a load, store or atomic of either space (spec.ADDRESSED_OPS;
+    none otherwise): word w <=> the low 16 bits of a + offset lie in [4w, 4w + 4)."""
     a, b, cc = opnd[0:32], opnd[32:64], opnd[64:96]
 
     def body(ctx, outs):
@@ -94,7 +95,7 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> tuple[Sign
             for n in range(1, 33):  # clz: the top n bits of a are all 0
                 ctx.step(scaled(ctx.sum01(a, range(32 - n, 32)), -1), 0,
                          true_bit(o[CLZ + n - 1]))
-        memory_ops = [n for n in ("ld.global", "st.global") if ins.has(n)]
+        memory_ops = [n for n in ADDRESSED_OPS if ins.has(n)]
         if not memory_ops:
             return
         s = plus(ctx.num(a, 0, LO), ctx.num(ins.offset, 0, LO))

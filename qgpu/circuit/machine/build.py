@@ -28,7 +28,6 @@ from qgpu.circuit.machine.schedule_pcs import scheduler
 from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.outputs import default_token, output_member, output_token, output_value
 from qgpu.circuit.schedule import LayerShape
-from qgpu.isa import machine as M
 from qgpu.protocol.vocab import VOCAB_SIZE, base, count, tok
 
 
@@ -84,14 +83,21 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
         ready = pending[0][2][0][READY]
         imm_ready = pending[0][1][0][OPERANDS_READY]
     conds = rf.condition_reads(block, ready)
+    # machine.atomics: per (position, lane) a maker of the word after the lane's atomic
+    # (made after the lane's result, so that it stays out of alu_high's MLP)
+    atomic = shared.get("record_values", {})
     records = [store_records(c, bk, i, [all_words[(i.position, lane)] for lane in range(LANES)],
-                             [operand_b[(i.position, lane)] for lane in range(LANES)])
+                             [operand_b[(i.position, lane)] for lane in range(LANES)],
+                             [atomic[(i.position, lane)](results[(i.position, lane)])
+                              for lane in range(LANES)]
+                             if (i.position, 0) in atomic else None)
                for i in ins]
     em = emission(c, bk, ins, block, results, conds, value_next, value_done, records)
     sch = scheduler(c, bk, block)
     output_value(c, em.value, list(range(1 << 16)), when=em.emit_value)
     output_member(c, em.next_reg, [tok("R", r) for r in range(16)], when=em.emit_r)
-    output_value(c, em.addr, [tok("ADDR", a) for a in range(M.GLOBAL_WORDS)], when=em.emit_addr)
+    output_value(c, em.addr, [tok("ADDR", a) for a in range(1 << len(em.addr))],
+                 when=em.emit_addr)
     output_member(c, em.taken_onehot, [tok("END", t) for t in range(1 << LANES)],
                   when=em.emit_end)
     output_value(c, sch.next_exec, list(range(base("EXEC"), base("EXEC") + count("EXEC"))),

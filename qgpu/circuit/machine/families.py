@@ -53,3 +53,11 @@ FAMILIES: list[Builder] = []  # each family module's builder, appended below
 from qgpu.circuit.machine.multiply import build as _multiply  # noqa: E402
 
 FAMILIES.append(_multiply)
+
+from qgpu.circuit.machine.shared import build as _shared  # noqa: E402
+
+FAMILIES.append(_shared)
+
+from qgpu.circuit.machine.atomics import build as _atomics  # noqa: E402
+
+FAMILIES.append(_atomics)

@@ -1,10 +1,12 @@
 """machine.memory: global memory (one warp): the memory table, loads, the records of
 stores, and the host's read-back of the final memory from the model's state.
 
-- Table: rows = global words, 32 bits; written at the second V of every `ADDR(a) V V`
-  record, the prompt's initial memory and the trace's store records alike (key: ADDR two
-  tokens back; value: the two V tokens). A word never written reads 0. One copy per
-  stage holds that stage's loads (a head per lane and load position).
+- Table: rows = global words, 32 bits and a presence bit; written at the second V of
+  every `ADDR(a) V V` record with a < 128, the prompt's initial memory and the trace's
+  store records alike (key: ADDR two tokens back; value: the two V tokens). A word never
+  written reads 0 (presence 0), so bit i is (raw_i + presence) / 2, linear (the atomics
+  sum M's bits). One copy per stage holds that stage's loads and atomics' reads (a head
+  per lane and position).
 - Address: the low 16 bits of a + offset (exact partial sum S < 2^17) decoded straight
   to the word one-hot in the ALU's low MLP: word w <=> S mod 2^16 in [4w, 4w + 4); the
   read lands in the next mixer, where the ALU's high MLP adds it to the result.
@@ -14,7 +16,9 @@ stores, and the host's read-back of the final memory from the model's state.
   no lower active lane with the same word; value(lane) = b of the last active lane with
   its word. Each store position's records (valid, word, value x 4 lanes) are latched at
   EXEC and emitted after the register records: the k-th record (k = ADDR tokens since
-  EXEC) is the valid (position, lane) of rank k.
+  EXEC) is the valid (position, lane) of rank k. The same records serve st.shared (bit 7
+  of the address: flat address 128 + w, machine.shared) and the atomics (the value after
+  the word's last lane, machine.atomics).
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from qgpu.circuit.ir import BITS, Circuit, Signal, Table
 from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping, TokenTable
 from qgpu.circuit.machine.logic import true_bit, unit
 from qgpu.circuit.machine.rom import Instruction
+from qgpu.circuit.machine.spec import RECORD_OPS
 from qgpu.circuit.primitives import plus, scaled
 from qgpu.errors import QgpuError
 from qgpu.isa import machine as M
 
-WORD_BITS = 7  # log2(GLOBAL_WORDS)
+WORD_BITS = 8  # a record's flat address: the word (7 bits), then bit 7 = shared (word + 128)
 
 
 class MemoryTables:
@@ -44,7 +49,7 @@ class MemoryTables:
 
     def loads(self, k: int, words: dict) -> dict:
         """{(p, lane): raw read} of the words `words[(p, lane)]` (one-hot, none: no load)."""
-        t = self.c.table(f"mem.stage{k}", rows=M.GLOBAL_WORDS, width=32)
+        t = self.c.table(f"mem.stage{k}", rows=M.GLOBAL_WORDS, width=32, presence=True)
         t.write(self.key, [(self.bk.v_bits, 1), (self.bk.v_bits, 0)], key_lag=2)
         self.copies.append(t)
         return {pl: t.read(w, name=f"load.{pl[0]}.{pl[1]}", restore=False).raw
@@ -65,10 +70,15 @@ RECORD_WIDTH = LANES * (1 + WORD_BITS + 32)
 
 
 def store_records(c: Circuit, bk: Bookkeeping, i: Instruction, words: list[Signal],
-                  values: list[Signal]) -> Signal:
-    """The records of store position i (bits, layout `_fields`). words: per lane the word
-    one-hot; values: per lane the b operand bits."""
+                  values: list[Signal], atomic: list[Signal] | None = None) -> Signal:
+    """The records of store or atomic position i (bits, layout `_fields`). words: per lane
+    the word one-hot; values: per lane the b operand bits (a store's value); atomic: per
+    lane the word's value after the lane's atomic (machine.atomics: -1 bits, the value 0,
+    for every other operation), the value a record carries when that lane is the word's
+    last."""
     p = i.position
+    shared = [name for name in RECORD_OPS if ".shared" in name and i.has(name)]
+    stores = [name for name in RECORD_OPS if name.startswith("st.") and i.has(name)]
 
     def number(ctx, lane):
         return plus(*({ctx.d(words[lane])[w]: float(w)} for w in range(M.GLOBAL_WORDS)))
@@ -85,12 +95,15 @@ def store_records(c: Circuit, bk: Bookkeeping, i: Instruction, words: list[Signa
                 ctx.step(d, 0, true_bit(eq[k]), when=when, big=512.0)
                 ctx.step(d, 1, {eq[k]: -2.0}, when=when, big=512.0)
                 k += 1
-            for b in range(WORD_BITS):
+            for b in range(WORD_BITS - 1):
                 up = plus(*({ctx.d(words[lane])[w]: 1.0} for w in range(M.GLOBAL_WORDS)
                             if w >> b & 1))
                 ctx.linear(up, {word[lane * WORD_BITS + b]: 2.0})
+            if shared:
+                ctx.linear(plus(*(ctx.v01(i.op(n)) for n in shared)),
+                           {word[lane * WORD_BITS + WORD_BITS - 1]: 2.0})
 
-    eq, word = unit(c, f"store.same.{p}", [*words, bk.cur_mask],
+    eq, word = unit(c, f"store.same.{p}", [*words, bk.cur_mask, i.ops],
                     [(f"store.same.{p}", BITS, LANES * (LANES - 1)),
                      (f"store.word.{p}", BITS, LANES * WORD_BITS)], same)
 
@@ -99,7 +112,7 @@ def store_records(c: Circuit, bk: Bookkeeping, i: Instruction, words: list[Signa
 
     def last(ctx, outs):
         valid, lastw = outs
-        en = ctx.v01(i.op("st.global")) if i.has("st.global") else ctx.const(0)
+        en = plus(*(ctx.v01(i.op(n)) for n in RECORD_OPS if i.has(n))) or ctx.const(0)
         for lane in range(LANES):
             lower = plus(*(ctx.v01(eq, pair(lane, o)) for o in range(lane))) if lane else {}
             ctx.step(scaled(lower, -1), 0, true_bit(valid[lane]),
@@ -121,12 +134,16 @@ def store_records(c: Circuit, bk: Bookkeeping, i: Instruction, words: list[Signa
             ctx.linear(ctx.v01(valid, lane), {r[v]: 2.0})
             for b in range(WORD_BITS):
                 ctx.linear(ctx.v01(word, lane * WORD_BITS + b), {r[w + b]: 2.0})
+            st = plus(*(ctx.v01(i.op(n)) for n in stores)) or ctx.const(0)
             for o in range(lane, LANES):
                 for b in range(32):
                     ctx.step(ctx.v01(values[o], b), 1, true_bit(r[x + b]),
-                             when=[ctx.v01(lastw, lane * LANES + o)])
+                             when=[ctx.v01(lastw, lane * LANES + o), st])
+                    if atomic:
+                        ctx.step(ctx.v01(atomic[o], b), 1, true_bit(r[x + b]),
+                                 when=[ctx.v01(lastw, lane * LANES + o)])
 
-    (rec,) = unit(c, f"store.record.{p}", [valid, word, lastw, *values],
+    (rec,) = unit(c, f"store.record.{p}", [valid, word, lastw, i.ops, *values, *(atomic or [])],
                   [(f"store.record.{p}", BITS, RECORD_WIDTH)], record)
     return rec
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from qgpu.errors import LaunchError, ProgramError
 from qgpu.isa import machine as M
-from qgpu.isa.program import Bar, Program
+from qgpu.isa.program import Program
 
 ALU_OPS = ("add", "sub", "and", "or", "xor", "mov", "selp", "popc", "clz", "brev",
            "seteq", "setne", "setlt.s", "setle.s", "setgt.s", "setge.s",
@@ -25,10 +25,14 @@ MULTIPLY_OPS: tuple[str, ...] = ("mul",)  # machine.multiply
 SHIFT_OPS: tuple[str, ...] = ()  # machine.shift
 MINMAX_OPS: tuple[str, ...] = ()  # machine.minmax
 WARP_OPS: tuple[str, ...] = ()  # machine.warp (shuffles, ballot)
-ATOMIC_OPS: tuple[str, ...] = ()  # machine.atomics
-SHARED_OPS: tuple[str, ...] = ()  # machine.shared
+ATOMIC_OPS: tuple[str, ...] = ("atom.global.add", "atom.global.exch", "atom.global.and",
+                                 "atom.global.or", "atom.global.xor")  # machine.atomics
+SHARED_OPS: tuple[str, ...] = ("ld.shared", "st.shared")  # machine.shared
 SUPPORTED_OPS = (ALU_OPS + SREG_OPS + MEMORY_OPS + MULTIPLY_OPS + SHIFT_OPS + MINMAX_OPS
                  + WARP_OPS + ATOMIC_OPS + SHARED_OPS)
+FAMILY_GROUPS = (MULTIPLY_OPS, SHIFT_OPS, MINMAX_OPS, WARP_OPS, ATOMIC_OPS, SHARED_OPS)
+ADDRESSED_OPS = tuple(op for op in SUPPORTED_OPS if op.split(".")[0] in ("ld", "st", "atom"))
+RECORD_OPS = tuple(op for op in ADDRESSED_OPS if not op.startswith("ld."))  # write memory
 IMM_OPERANDS = 3  # immediates of operands a, b, c (the offset comes with memory ops)
 OFFSET = 3  # IMM field of the address offset
 MAX_RECORDS = 12  # memory records per block (the record counter's limit)
@@ -53,8 +57,13 @@ class MachineSpec:
             if unknown:
                 raise ValueError(f"operations {unknown} are not in the model machine "
                                  f"(it supports {', '.join(SUPPORTED_OPS)})")
-            # canonical order, so equal subsets are equal specs (and share a cache entry)
-            object.__setattr__(self, "ops", tuple(o for o in SUPPORTED_OPS if o in self.ops))
+            # a family comes whole (its units serve all its ops); canonical order, so equal
+            # subsets are equal specs (and share a cache entry)
+            ops = set(self.ops)
+            for group in FAMILY_GROUPS:
+                if ops & set(group):
+                    ops |= set(group)
+            object.__setattr__(self, "ops", tuple(o for o in SUPPORTED_OPS if o in ops))
 
     @property
     def op_names(self) -> tuple[str, ...]:
@@ -106,10 +115,10 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
                     raise ProgramError(f"block {b} stage {k}: operation '{ins.op}' is not "
                                        f"in the model machine {what} (it runs "
                                        f"{', '.join(spec.op_names)})")
-        stores = sum(1 for st in blk.stages for ins in st if ins.op == "st.global")
+        stores = sum(1 for st in blk.stages for ins in st if ins.op in RECORD_OPS)
         if stores * M.LANES > MAX_RECORDS:
-            raise ProgramError(f"block {b}: {stores} stores may write {stores * M.LANES} "
-                               f"words; the model machine emits at most {MAX_RECORDS} memory "
-                               f"records per block")
-        if isinstance(blk.terminator, Bar):
-            raise ProgramError(f"block {b}: barriers are not in the model machine yet")
+            raise ProgramError(f"block {b}: {stores} stores or atomics may write "
+                               f"{stores * M.LANES} words; the model machine emits at most "
+                               f"{MAX_RECORDS} memory records per block")
+    # bar: with one warp (checked above) the barrier is the one CTA's, which the lane PCs
+    # of machine.schedule_pcs keep (waiting bits, released when no lane runs).

@@ -23,7 +23,8 @@ def test_supported_operations_exist():
 
 
 @pytest.mark.parametrize("src, grid, block, error, match", [
-    ("block 0:\n  bar 0\n", 1, 4, ProgramError, "barriers"),
+    ("block 0:\n  atom.global.cas r1, [0], 1, 2\n  exit\n", 1, 4, ProgramError,
+     "operation 'atom.global.cas'"),
     ("block 0:\n  exit\n", 2, 4, LaunchError, "1 warp"),
     ("block 0:\n  st.global [r0], r0\n  st.global [r0+4], r0\n  st.global [r0+8], r0\n"
      "  st.global [r0+12], r0\n  exit\n", 1, 4, ProgramError, "memory records"),
@@ -53,3 +54,6 @@ def test_more_operations_per_stage_than_the_circuit_computes_are_rejected():
 def test_a_supported_program_passes():
     check_launch(MachineSpec(), assemble("block 0:\n  tid r1\n  add r2, r1, 1\n"
                                          "  st.global [r0], r2\n  exit\n"), 1, 3)
+    check_launch(MachineSpec(), assemble("block 0:\n  st.shared [r0], r0\n  bar 1\n"
+                                         "block 1:\n  atom.global.add r1, [4], 1\n  exit\n"),
+                 1, 4)

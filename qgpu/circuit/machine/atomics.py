@@ -1,0 +1,226 @@
+"""machine.atomics: global atomics (atom.global.add, exch, and, or, xor) of one warp.
+
+The interpreter applies an atomic lane by lane in lane order: lane L gets the word as the
+lower active lanes with the same word left it (`old`, its result) and leaves f(old, b)
+(`new`); the block's record for a word carries the value after its last lane. So, with
+M the word before the operation (the global memory table's read, `machine.memory`):
+- add: old_L = M + the b of the lower active lanes with L's word, new_L = old_L + b_L;
+- exch: old_L = b of the highest such lane, else M; new_L = b_L;
+- and / or / xor: M combined with those lanes' b (new_L: b_L too).
+Units per instruction position p (the word one-hot and the memory read are alu_low's and
+machine.memory's, which decode and read every addressed operation):
+- `atom.pairs.p` (beside alu_low, from the operands): e[L, h] = lane h < L is active and
+  its address's low 16 bits equal lane L's (the same word for any access the interpreter
+  does not fault on: both are aligned and inside memory), and g[L, h, i] = e[L, h] and
+  bit i of h's b (two steps each: [d >= 0] - [d >= 1] on the exact difference, gated);
+- `atom.low.p.L` (after the memory read): old's bits, except that add's high half is
+  (M + X)'s high columns without the low half's carry: exch, and, or, xor straight from M
+  (read as (raw + presence) / 2), e, g and the lower lanes' b; add's halves by sawtooth
+  steps on exact column sums (up to 4 terms); the low half's carry as thermometer bits;
+  new's low half and carry likewise;
+- in alu_high (this family's Extension, `finish`): old's low half passed on, each high bit
+  by sawtooth steps on carry + the high bits (< 2^16 + 4, two steps a bit from bit 18):
+  about 100-150 units a lane, so alu_high's MLP still holds its four lanes;
+- `atom.new.p.L`, made after the lane's result (so it stays out of alu_high's MLP): new's
+  bits, the value the store records (`memory.store_records`, its `atomic` values) carry
+  for the word's last lane.
+"""
+
+from __future__ import annotations
+
+from qgpu.circuit.ir import BITS, READ_SCALE
+from qgpu.circuit.machine.bookkeeping import LANES
+from qgpu.circuit.machine.families import Extension, StageView
+from qgpu.circuit.machine.logic import WIDE, true_bit, unit
+from qgpu.circuit.machine.spec import ATOMIC_OPS
+from qgpu.circuit.primitives import plus, scaled
+
+LO = 16
+BIG = 2.0 ** 20  # gating weight: exceeds every column sum here (< 5 * 2^16)
+PAIRS = [(lane, h) for lane in range(LANES) for h in range(lane)]  # (lane, lower lane)
+ADD, EXCH, AND, OR, XOR = (f"atom.global.{n}" for n in ("add", "exch", "and", "or", "xor"))
+
+
+def _pair(lane: int, h: int) -> int:
+    return PAIRS.index((lane, h))
+
+
+def pairs(view: StageView):
+    """(e, g) of position view.ins (made once per position)."""
+    key = ("atom.pairs", view.ins.position)
+    if key in view.extra:
+        return view.extra[key]
+    opnd, bk = view.operands, view.bk
+
+    def body(ctx, outs):
+        e, g = outs
+        for k, (lane, h) in enumerate(PAIRS):
+            d = plus(ctx.num(opnd[lane], 0, LO), scaled(ctx.num(opnd[h], 0, LO), -1))
+            act = ctx.v01(bk.cur_mask, h)
+            ctx.step(d, 0, true_bit(e[k]), when=[act], big=WIDE)
+            ctx.step(d, 1, {e[k]: -2.0}, when=[act], big=WIDE)
+            for i in range(32):
+                when = [act, ctx.v01(opnd[h], 32 + i)]
+                ctx.step(d, 0, true_bit(g[32 * k + i]), when=when, big=WIDE)
+                ctx.step(d, 1, {g[32 * k + i]: -2.0}, when=when, big=WIDE)
+
+    p = view.ins.position
+    view.extra[key] = unit(view.c, f"atom.pairs.{p}", [*opnd.values(), bk.cur_mask],
+                           [(f"atom.same.{p}", BITS, len(PAIRS)),
+                            (f"atom.gated.{p}", BITS, 32 * len(PAIRS))], body)
+    return view.extra[key]
+
+
+class Word:
+    """Forms over one lane's inputs: M's bits, the lower lanes' e and g, the lane's b."""
+
+    def __init__(self, ctx, lane, raw, e, g, b):
+        self.ctx, self.lane, self.raw, self.e, self.g, self.b = ctx, lane, raw, e, g, b
+
+    def m(self, i: int, w: float = 1.0):
+        """w * bit i of M: (raw_i + presence) / 2 (an unwritten word reads 0 and 0)."""
+        ds = self.ctx.d(self.raw)
+        return {ds[i]: 0.5 * w / READ_SCALE, ds[32]: 0.5 * w / READ_SCALE}
+
+    def same(self, h: int):
+        return self.ctx.v01(self.e, _pair(self.lane, h))
+
+    def gated(self, h: int, i: int):
+        return self.ctx.v01(self.g, 32 * _pair(self.lane, h) + i)
+
+    def column(self, i: int, own: bool):
+        """M_i + the lower same-word lanes' b_i (+ this lane's b_i when own)."""
+        parts = [self.m(i), *(self.gated(h, i) for h in range(self.lane))]
+        if own:
+            parts.append(self.ctx.v01(self.b, i))
+        return plus(*parts)
+
+    def terms(self, own: bool) -> int:
+        return 1 + self.lane + (1 if own else 0)
+
+
+def _sawtooth(ctx, s, terms, unit_value, out, en):
+    """out += 2 * (bit of floor(s / unit_value) mod 2) - (its -1 start is the unit's):
+    s < terms * 2 * unit_value."""
+    for k in range(1, 2 * terms):
+        ctx.step(s, k * unit_value, {out: 2.0 if k % 2 else -2.0}, when=[en], big=BIG)
+
+
+def _add_low(ctx, w: Word, own: bool, out, carry, en) -> None:
+    """add: bits 0..15 of M + X (+ b) into out[0:16], the carry into the high half as
+    thermometer bits carry[u - 1] = [low sum >= u * 2^16]."""
+    s = {}
+    for j in range(LO):
+        s = plus(s, scaled(w.column(j, own), 2.0 ** j))
+        _sawtooth(ctx, s, w.terms(own), 2.0 ** j, out[j], en)
+    for u in range(1, w.terms(own)):
+        ctx.step(s, u * 2.0 ** LO, true_bit(carry[u - 1]), when=[en], big=BIG)
+
+
+def _add_high(ctx, w: Word, own: bool, out, carry_form, en) -> None:
+    """add: bits 16..31 of the high columns plus carry_form (a linear form; {}: none)."""
+    t = carry_form
+    for j in range(LO, 32):
+        t = plus(t, scaled(w.column(j, own), 2.0 ** (j - LO)))
+        _sawtooth(ctx, t, w.terms(own), 2.0 ** (j - LO), out[j], en)
+
+
+def _logic(ctx, ins, w: Word, lower_b: dict, own: bool, out) -> None:
+    """exch, and, or, xor: old (own False) or new (own True) into the bits out."""
+    def en(name):
+        return ctx.v01(ins.op(name))
+
+    lower = range(w.lane)
+    for i in range(32):
+        if own:
+            ctx.step(ctx.v01(w.b, i), 1, true_bit(out[i]), when=[en(EXCH)])
+        else:
+            ctx.step(plus(w.m(i), *(scaled(w.same(h), -1) for h in lower)), 1,
+                     true_bit(out[i]), when=[en(EXCH)])
+            for h in lower:
+                ctx.step(plus(w.same(h), ctx.v01(lower_b[h], i),
+                              *(scaled(w.same(k), -1) for k in range(h + 1, w.lane))), 2,
+                         true_bit(out[i]), when=[en(EXCH)])
+        col = w.column(i, own)
+        ctx.step(col, 1, true_bit(out[i]), when=[en(OR)])
+        unset = plus(*(plus(w.same(h), scaled(w.gated(h, i), -1)) for h in lower))
+        both = plus(w.m(i), ctx.v01(w.b, i)) if own else w.m(i)
+        ctx.step(plus(both, scaled(unset, -1)) if unset else both, 2 if own else 1,
+                 true_bit(out[i]), when=[en(AND)])
+        for k in range(1, w.terms(own) + 1):
+            ctx.step(col, k, {out[i]: 2.0 if k % 2 else -2.0}, when=[en(XOR)], big=16.0)
+
+
+def low_unit(view: StageView, lane: int, e, g):
+    """After the memory read: old's bits (add: the high half without the low half's carry,
+    which is `carry`), and new's low half and carry (for atom.new)."""
+    ins, raw = view.ins, view.loaded[lane]
+    b = view.operands[lane][32:64]
+    lower_b = {h: view.operands[h][32:64] for h in range(lane)}
+
+    def body(ctx, outs):
+        old, carry, new_lo, new_carry = outs
+        w = Word(ctx, lane, raw, e, g, b)
+        en = ctx.v01(ins.op(ADD))
+        _add_low(ctx, w, False, old, carry, en)
+        _add_high(ctx, w, False, old, {}, en)
+        _logic(ctx, ins, w, lower_b, False, old)
+        _add_low(ctx, w, True, new_lo, new_carry, en)
+
+    p = ins.position
+    return unit(view.c, f"atom.low.{p}.{lane}", [e, g, raw, b, *lower_b.values(), ins.ops],
+                [(f"atom.old.{p}.{lane}", BITS, 32), (f"atom.carry.{p}.{lane}", BITS, LANES),
+                 (f"atom.new_lo.{p}.{lane}", BITS, LO),
+                 (f"atom.new_carry.{p}.{lane}", BITS, LANES)], body)
+
+
+def finish(ctx, r, value, carry, n: int) -> None:
+    """r += value + the carry count (carry: n thermometer bits) into bit 16: the low half
+    passed on, each high bit j by sawtooth steps on the exact t = carry + value's bits
+    16..j (< 2^16 + 4: two steps a bit from bit 18 on; no gating: value and carry are 0
+    for every other operation)."""
+    for i in range(LO if n else 32):
+        ctx.linear(ctx.v01(value, i), {r[i]: 2.0})
+    if not n:
+        return
+    t = ctx.sum01(carry, range(n))
+    for j in range(LO, 32):
+        t = plus(t, scaled(ctx.v01(value, j), 2.0 ** (j - LO)))
+        top = (2 ** (j - LO + 1) - 1 + n) // 2 ** (j - LO)  # floor(t / 2^(j-16)) <= top
+        for k in range(1, top + 1):
+            ctx.step(t, k * 2.0 ** (j - LO), {r[j]: 2.0 if k % 2 else -2.0})
+
+
+def build(view: StageView, lane: int) -> Extension | None:
+    if ADD not in ATOMIC_OPS or not view.ins.has(*ATOMIC_OPS):
+        return None
+    ins, raw = view.ins, view.loaded[lane]
+    e, g = pairs(view)
+    old, carry, new_lo, new_carry = low_unit(view, lane, e, g)
+    b = view.operands[lane][32:64]
+    p = ins.position
+
+    def new(result):
+        """The word after this lane's atomic, made after the lane's result (the unit waits
+        for it, out of alu_high's crowded MLP): new's low half and carry from atom.low,
+        its high half, exch / and / or / xor."""
+        def body(ctx, outs):
+            (r,) = outs
+            w = Word(ctx, lane, raw, e, g, b)
+            for i in range(LO):
+                ctx.linear(ctx.v01(new_lo, i), {r[i]: 2.0})
+            _add_high(ctx, w, True, r, ctx.sum01(new_carry, range(w.terms(True) - 1)),
+                      ctx.v01(ins.op(ADD)))
+            _logic(ctx, ins, w, {}, True, r)
+
+        (after,) = unit(view.c, f"atom.new.{p}.{lane}",
+                        [e, g, new_lo, new_carry, raw, b, ins.ops, result],
+                        [(f"atom.new.{p}.{lane}", BITS, 32)], body)
+        return after
+
+    view.extra.setdefault("record_values", {})[(p, lane)] = new
+
+    def high(ctx, r):
+        finish(ctx, r, old, carry, lane)  # lane L's old: a carry of at most L
+
+    return Extension([old, carry], high)
