@@ -49,3 +49,11 @@ Builder = Callable[[StageView, int], "Extension | None"]  # (view, lane)
 
 FAMILIES: list[Builder] = []  # each family module's builder, appended below
 
+
+from qgpu.circuit.machine.shift import build as _shift  # noqa: E402
+
+FAMILIES.append(_shift)
+
+from qgpu.circuit.machine.minmax import build as _minmax  # noqa: E402
+
+FAMILIES.append(_minmax)
