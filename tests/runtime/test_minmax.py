@@ -107,3 +107,24 @@ def test_suite_abs_neg_minmax_runs_on_the_model():
         outputs, expected, _ = run_case(spec, launch, engine="model-check")
         for name, value in expected.items():
             assert (outputs[name] == value).all(), name
+
+
+@pytest.mark.parametrize("op", ["min.s", "max.s", "min.u", "max.u", "add"])
+def test_minmax_units_are_exact_in_float32(op):
+    """Level 1 and the high body alone (tests.runtime.test_shift.evaluate_family) over
+    the pairs above, ties of the high halves and random values: exact, and exactly 0 for
+    another operation."""
+    from qgpu.circuit.machine import minmax
+    from qgpu.isa.ops import OPS
+    from tests.runtime.test_shift import evaluate_family
+
+    rng = random.Random(4)
+    vals = [v for pair in PAIRS for v in pair] + IMMS
+    pairs = PAIRS + [(a, b) for a in vals[::3] for b in vals[1::3]]
+    for _ in range(600):
+        a = rng.getrandbits(32)
+        pairs.append((a, a & 0xFFFF0000 | rng.getrandbits(16)))
+        pairs.append((a, rng.getrandbits(32)))
+    got = evaluate_family(minmax, op, pairs)
+    want = [OPS[op].fn(a, b) if op in minmax.MINMAX else 0 for a, b in pairs]
+    assert got == want

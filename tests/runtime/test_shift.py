@@ -119,3 +119,109 @@ block 2:
   exit
 """
     _check(machine, text, [0x80000001, 0xC0000003, 0xFFFFFFFF, 0x7FFFFFFE], 4)
+
+
+# --- the family's SwiGLU units alone, evaluated in float32 (no compiling) -----------------
+
+
+def family_units(module):
+    """(level-1 node, extension, operand signal, ops signal) of `module`'s builder on a
+    bare circuit: operands and op bits as plain inputs, one position, lane 0."""
+    from types import SimpleNamespace
+
+    from qgpu.circuit.ir import BITS, Circuit
+    from qgpu.circuit.machine.spec import SUPPORTED_OPS
+    from qgpu.circuit.units import make_unit
+
+    c = Circuit("family", 10)
+    opnd, ops = make_unit(c, "src", "machine", [],
+                          [("opnd", BITS, 97, {}), ("ops", BITS, len(SUPPORTED_OPS), {})],
+                          lambda *args: None)
+    ins = SimpleNamespace(position=0, ops=ops, op=lambda n: ops[SUPPORTED_OPS.index(n)])
+    ext = module.build(SimpleNamespace(c=c, ins=ins, operands={0: opnd}), 0)
+    (node,) = [n for n in c.nodes if n.name != "src"]
+    return node, ext, opnd, ops
+
+
+def evaluate_family(module, op: str, pairs) -> list[int]:
+    """Results of `op` on (a, b) pairs through the family's level-1 unit and its high
+    body alone (float32, silu = x / (1 + exp(-x))); every level-1 output and result
+    dim must be exactly +-1 (or 0/1)."""
+    import numpy as np
+
+    from qgpu.circuit.ir import as_ref
+    from qgpu.circuit.machine.logic import Ctx
+    from qgpu.circuit.machine.spec import SUPPORTED_OPS
+    from qgpu.circuit.primitives import MlpWriter
+
+    node, ext, opnd, ops = family_units(module)
+    base: dict = {}
+
+    def dims(ref):
+        ref = as_ref(ref)
+        base.setdefault(ref.signal, 1 + sum(s.width for s in base))
+        return [base[ref.signal] + o for o in ref.offsets]
+
+    for sig in (opnd, ops, *node.outputs):
+        dims(sig)
+    width = 1 + sum(s.width for s in base)
+    r = list(range(width, width + 32))
+
+    class Recorder(MlpWriter):
+        def __init__(self):
+            super().__init__(weights=None, layer=0)
+            self.rows = []
+
+        def unit(self, gate, up, down):
+            self.rows.append((gate, up, down))
+            self.next_unit += 1
+            return self.next_unit - 1
+
+    def mlp(rows, x):
+        g, u, d = (np.zeros((len(rows), width + 32), np.float32) for _ in range(3))
+        for k, forms in enumerate(rows):
+            for m, form in zip((g, u, d), forms, strict=True):
+                for dim, coeff in form.items():
+                    m[k, dim] = coeff
+        with np.errstate(over="ignore"):
+            z = x @ g.T
+            h = z / (np.float32(1) + np.exp(-z)) * (x @ u.T)
+        return x + h @ d
+
+    low, high = Recorder(), Recorder()
+    node.emit(low, dims, 0, node.outputs)
+    ext.high(Ctx(high, dims, 0), r)
+    x = np.zeros((len(pairs), width + 32), np.float32)
+    x[:, 0] = 1
+    for row, (a, b) in enumerate(pairs):
+        word = a | b << 32
+        x[row, dims(opnd)[:64]] = [1 if word >> i & 1 else -1 for i in range(64)]
+    x[:, dims(opnd)[64:]] = -1
+    x[:, dims(ops)] = [1 if name == op else -1 for name in SUPPORTED_OPS]
+    x = mlp(low.rows, x)
+    for sig in node.outputs:
+        assert np.isin(x[:, dims(sig)], (-1.0, 0.0, 1.0)).all(), sig.name
+    x[:, r] = -1
+    x = mlp(high.rows, x)
+    assert np.isin(x[:, r], (-1.0, 1.0)).all()
+    return [sum(1 << i for i in range(32) if row[i] == 1) for row in x[:, r]]
+
+
+def _unit_pairs():
+    rng = random.Random(3)
+    vals = VALUES + [rng.getrandbits(32) for _ in range(24)]
+    amounts = list(range(34)) + AMOUNTS + [rng.getrandbits(32) for _ in range(16)]
+    return [(a, b) for a in vals for b in amounts]
+
+
+@pytest.mark.parametrize("op", ["shl", "shr.u", "shr.s", "add"])
+def test_shift_units_are_exact_in_float32(op):
+    """Level 1 and the high body alone, ~3,700 pairs per operation: exact for the shifts,
+    exactly 0 (the disabled family adds nothing) for another operation."""
+    from qgpu.circuit.machine import shift
+    from qgpu.isa.ops import OPS
+
+    pairs = _unit_pairs()
+    got = evaluate_family(shift, op, pairs)
+    want = [OPS[op].fn(a, b) if op in shift.SHIFT else 0 for a, b in pairs]
+    assert got == want
