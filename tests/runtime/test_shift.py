@@ -225,3 +225,19 @@ def test_shift_units_are_exact_in_float32(op):
     got = evaluate_family(shift, op, pairs)
     want = [OPS[op].fn(a, b) if op in shift.SHIFT else 0 for a, b in pairs]
     assert got == want
+
+
+def test_shift_launch_is_exact_with_large_margins(machine):
+    """circuit_report over a short shift launch (prompt and trace through the reference
+    engine): norms, signals, integral logits, and the gated units' and steps' margins."""
+    from qgpu.circuit.report import circuit_report
+    from qgpu.protocol import encode_prompt
+
+    prog = assemble("block 0:\n  tid r1\n  shl r2, r1, 2\n  ld.global r3, [r2]\n"
+                    "  shr.s r4, r3, r1\n  .writeback r4\n  exit\n")
+    memory = [0x80000001, 0xC0000003, 0xFFFFFFFF, 0x7FFFFFFE]
+    res = run_launch(prog, 1, 4, memory=memory)
+    tokens = encode_prompt(prog, 1, 4, memory) + expected_trace(res.events)
+    report = circuit_report(machine.compiled, tokens)
+    assert report.exact, str(report)
+    assert report.min_ratio >= 1e3 and report.min_logit_gap >= 2
