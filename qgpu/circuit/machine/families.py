@@ -61,3 +61,11 @@ FAMILIES.append(_shared)
 from qgpu.circuit.machine.atomics import build as _atomics  # noqa: E402
 
 FAMILIES.append(_atomics)
+
+from qgpu.circuit.machine.shift import build as _shift  # noqa: E402
+
+FAMILIES.append(_shift)
+
+from qgpu.circuit.machine.minmax import build as _minmax  # noqa: E402
+
+FAMILIES.append(_minmax)

@@ -22,8 +22,8 @@ SREG_OPS = ("tid", "ntid", "ctaid", "nctaid", "laneid", "warpid")
 MEMORY_OPS = ("ld.global", "st.global")
 # Families in their own modules (machine.families): each adds its operations here.
 MULTIPLY_OPS: tuple[str, ...] = ("mul",)  # machine.multiply
-SHIFT_OPS: tuple[str, ...] = ()  # machine.shift
-MINMAX_OPS: tuple[str, ...] = ()  # machine.minmax
+SHIFT_OPS: tuple[str, ...] = ("shl", "shr.u", "shr.s")  # machine.shift
+MINMAX_OPS: tuple[str, ...] = ("min.s", "max.s", "min.u", "max.u")  # machine.minmax
 WARP_OPS: tuple[str, ...] = ()  # machine.warp (shuffles, ballot)
 ATOMIC_OPS: tuple[str, ...] = ("atom.global.add", "atom.global.exch", "atom.global.and",
                                  "atom.global.or", "atom.global.xor")  # machine.atomics
