@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from qgpu.circuit.ir import BITS, ONEHOT, READ_SCALE, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import Bookkeeping
-from qgpu.circuit.machine.logic import WIDE, true_bit, unit
+from qgpu.circuit.machine.logic import WIDE, gated, true_bit, unit
 from qgpu.circuit.machine.rom import Instruction
 from qgpu.circuit.machine.spec import ADDRESSED_OPS
 from qgpu.circuit.primitives import plus, scaled
@@ -161,19 +161,23 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
                            for i in range(LO, j + 1)), ctx.v01(low, carry))
                 for k, sign in ((1, 2.0), (2, -2.0), (3, 2.0)):
                     ctx.step(s, k * 2 ** (j - LO), {r[j]: sign}, when=[en(name)], big=WIDE)
-        for i in range(32):
-            ab = plus(ctx.v01(a, i), ctx.v01(b, i))
-            for name, t, sign in (("and", 2, 2.0), ("or", 1, 2.0), ("xor", 1, 2.0),
-                                  ("xor", 2, -2.0)):
-                if ins.has(name):
-                    ctx.step(ab, t, {r[i]: sign}, when=[en(name)])
+        one = ctx.const(1)
+        for i in range(32):  # gated units: one SwiGLU unit per case (logic.gated)
+            ai, bi = ctx.v01(a, i), ctx.v01(b, i)
+            if ins.has("and"):
+                gated(ctx, plus(ai, bi, en("and")), 3, one, {r[i]: 2.0})
+            if ins.has("or"):  # a + b - ab
+                gated(ctx, en("or"), 1, plus(ai, bi), {r[i]: 2.0})
+                gated(ctx, plus(ai, bi, en("or")), 3, one, {r[i]: -2.0})
+            if ins.has("xor"):  # a + b - 2ab
+                gated(ctx, en("xor"), 1, plus(ai, bi), {r[i]: 2.0})
+                gated(ctx, plus(ai, bi, en("xor")), 3, one, {r[i]: -4.0})
             if ins.has("mov"):
-                ctx.step(ctx.v01(a, i), 1, {r[i]: 2.0}, when=[en("mov")])
-            if ins.has("selp"):
-                ctx.step(plus(ctx.v01(a, i), ctx.v01(low, 37)), 2, {r[i]: 2.0},
-                         when=[en("selp")])
-                ctx.step(plus(ctx.v01(b, i), ctx.const(1), scaled(ctx.v01(low, 37), -1)), 2,
-                         {r[i]: 2.0}, when=[en("selp")])
+                gated(ctx, en("mov"), 1, ai, {r[i]: 2.0})
+            if ins.has("selp"):  # c != 0 picks a, else b
+                gated(ctx, plus(en("selp"), ctx.v01(low, 37)), 2, ai, {r[i]: 2.0})
+                gated(ctx, plus(en("selp"), one, scaled(ctx.v01(low, 37), -1)), 2, bi,
+                      {r[i]: 2.0})
         ge_lo, le_lo, eq_lo = ctx.v01(low, 34), ctx.v01(low, 35), ctx.v01(low, 36)
         for name, (signed, kind) in SET_OPS.items():
             if not ins.has(name):
@@ -201,7 +205,7 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
                 ctx.step({ctx.d(loaded)[i]: 1.0 / READ_SCALE}, 1, {r[i]: 2.0},
                          when=[en("ld.global")])
             if ins.has("brev"):
-                ctx.step(ctx.v01(a, 31 - i), 1, {r[i]: 2.0}, when=[en("brev")])
+                gated(ctx, en("brev"), 1, ctx.v01(a, 31 - i), {r[i]: 2.0})
         if ins.has("popc"):
             _count_bits(ctx, ctx.sum01(a), r, en("popc"))
         if ins.has("clz"):

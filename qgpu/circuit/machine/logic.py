@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from qgpu.circuit.ir import BITS, ONEHOT, RAW, Circuit, Ref, Signal, Source, as_ref
-from qgpu.circuit.primitives import Form, MlpWriter, plus, scaled
-from qgpu.circuit.primitives_mlp import product, step
+from qgpu.circuit.primitives import Form, MlpWriter, Threshold, plus, scaled
+from qgpu.circuit.primitives_mlp import STEP_GAIN, product, step
 from qgpu.circuit.units import make_unit
 
 SMALL = 16.0  # enough "big" for conditions over a few bits
@@ -129,3 +129,14 @@ def true_member(dims: list[int], m: int) -> Form:
 
 def members(ref: Ref) -> int:
     return ref.signal.members if ref.kind == ONEHOT else len(ref)
+
+
+def gated(ctx: Ctx, gate: Form, on: float, up: Form, out: Form, name: str = "gated") -> None:
+    """out += coeff * up when the integer form `gate` equals `on`, else exactly 0. The
+    caller guarantees gate <= on for every input (a sum of 0/1 conditions, on = their
+    number): the unit's gate gain * (gate - on + 1/2) is gain/2 (silu is the identity)
+    when on and <= -gain/2 (silu is -0) otherwise. One unit; recorded as a threshold
+    (offset 1/2) for the margin report."""
+    g = plus(scaled(gate, STEP_GAIN), ctx.const(STEP_GAIN * (0.5 - on)))
+    u = ctx.mlp.unit(g, up, scaled(out, 2.0 / STEP_GAIN))
+    ctx.mlp.thresholds.append(Threshold(ctx.mlp.layer, u, gate, on, STEP_GAIN, 0.5, name))

@@ -20,9 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from qgpu.circuit.ir import BITS
-from qgpu.circuit.machine.logic import Ctx, unit
-from qgpu.circuit.primitives import Form, Threshold, plus, scaled
-from qgpu.circuit.primitives_mlp import STEP_GAIN
+from qgpu.circuit.machine.logic import Ctx, gated, unit
+from qgpu.circuit.primitives import Form, plus, scaled
 
 if TYPE_CHECKING:  # families imports this module at its end (build imports it late)
     from qgpu.circuit.machine.families import Extension, StageView
@@ -31,17 +30,6 @@ SHIFT = ("shl", "shr.u", "shr.s")
 LO_BITS = 2  # level 1 shifts by b mod 4
 HI_BITS = 3  # level 2 shifts by 4 * ((b >> 2) & 7) (when b < 32)
 FILL_BIG = 256.0  # > the range of the fill's amount form (0..7 + 8 * 27)
-
-
-def gated(ctx: Ctx, gate: Form, on: float, up: Form, out: Form, name: str = "gated") -> None:
-    """out += coeff * up when the integer form `gate` equals `on`, else exactly 0. The
-    caller guarantees gate <= on for every input (a sum of 0/1 conditions, on = their
-    number): the unit's gate gain * (gate - on + 1/2) is gain/2 (silu is the identity)
-    when on and <= -gain/2 (silu is -0) otherwise. One unit; recorded as a threshold
-    (offset 1/2) for the margin report."""
-    g = plus(scaled(gate, STEP_GAIN), ctx.const(STEP_GAIN * (0.5 - on)))
-    u = ctx.mlp.unit(g, up, scaled(out, 2.0 / STEP_GAIN))
-    ctx.mlp.thresholds.append(Threshold(ctx.mlp.layer, u, gate, on, STEP_GAIN, 0.5, name))
 
 
 def _is(ctx: Ctx, ref, i: int, value: int) -> Form:
