@@ -49,3 +49,7 @@ Builder = Callable[[StageView, int], "Extension | None"]  # (view, lane)
 
 FAMILIES: list[Builder] = []  # each family module's builder, appended below
 
+
+from qgpu.circuit.machine.warp import build as _warp  # noqa: E402
+
+FAMILIES.append(_warp)
