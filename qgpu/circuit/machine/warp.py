@@ -22,8 +22,9 @@ the lane keeps its own a. Two MLPs:
   -G_le - U - 2V + 3 Hb + G_up - 2 Z >= -1 (U, V, Z: the sums of X_j, Y_j, Z_j), so
   each result bit is one step per source (its a bit gates the step).
 
-ballot: result bit m (m < 4) = [lane m active and the sum of its a bits >= 1], one step
-per bit in the high body; the other bits stay 0. Every step is gated by the operation
+ballot: result bit m (m < 4) = [lane m active and the sum of its a bits >= 1], a step
+per bit in the flags (every lane computes all four), added by one linear unit per bit in
+the high body; the other bits stay 0. Every step is gated by the operation
 bits (the flags by construction), so a disabled family adds exactly 0.
 """
 
@@ -40,8 +41,8 @@ if TYPE_CHECKING:  # families imports this module at its end (FAMILIES.append)
     from qgpu.circuit.machine.families import Extension, HighBody, StageView
 
 SHFL = ("shfl.up", "shfl.down", "shfl.bfly", "shfl.idx")
-G_LE, G_UP, HB, X, Y, Z = 0, 1, 2, 3, 3 + LANES, 3 + 2 * LANES
-FLAGS = 3 + 3 * LANES
+G_LE, G_UP, HB, X, Y, Z, BALLOT = 0, 1, 2, 3, 3 + LANES, 3 + 2 * LANES, 3 + 3 * LANES
+FLAGS = 3 + 4 * LANES
 B, C, SEG = 32, 64, 72  # offsets of b, the clamp and the segment mask in the operands
 LANE_BITS = 5  # b, clamp and segment mask fields (PTX: 5 bits each)
 
@@ -62,7 +63,8 @@ def _or_of_and_not(xs: list[Form], ys: list[Form], one: int) -> list[list[Form]]
 
 
 def flags(view: StageView, lane: int):
-    """The shuffle flags of lane `lane` (BITS, layout G_LE, G_UP, HB, X_j, Y_j, Z_j)."""
+    """The flags of lane `lane` (BITS, layout G_LE, G_UP, HB, X_j, Y_j, Z_j, and the
+    ballot's result bits)."""
     opnd, bk, ins = view.operands[lane], view.bk, view.ins
 
     def body(ctx, outs):
@@ -85,6 +87,10 @@ def flags(view: StageView, lane: int):
         def eq(value):
             return [_lit(bv[k], value >> k & 1, one) for k in range(LANE_BITS)]
 
+        ballot = ctx.v01(ins.op("ballot"))
+        for m in range(LANES):  # ballot: lane m active and its a != 0
+            ctx.step(ctx.sum01(view.operands[m], range(32)), 1, true_bit(f[BALLOT + m]),
+                     when=[ballot, mask[m]], big=64.0)
         for term in _or_of_and_not(cv[2:], s[2:], one):  # G: max_lane >= 4
             cond(term + [le], f[G_LE])
             if lane > 0:  # lane 0 has no up source, G_up is never read
@@ -132,14 +138,15 @@ def flags(view: StageView, lane: int):
                 for _, fix, form in low_bound(-1.0):
                     cond(lits + fix, f[Z + j], form, -j)
 
-    (out,) = unit(view.c, f"warp.{ins.position}.{lane}", [opnd, bk.cur_mask, ins.ops],
+    others = [view.operands[j] for j in range(LANES) if j != lane]
+    (out,) = unit(view.c, f"warp.{ins.position}.{lane}", [opnd, *others, bk.cur_mask, ins.ops],
                   [(f"warp.{ins.position}.{lane}", BITS, FLAGS)], body)
     return out
 
 
 def high(view: StageView, lane: int, fl) -> HighBody:
     """The high MLP's part: the shuffle's source select and the ballot."""
-    ins, bk = view.ins, view.bk
+    ins = view.ins
 
     def body(ctx, r):
         def a(j, i):
@@ -160,10 +167,8 @@ def high(view: StageView, lane: int, fl) -> HighBody:
             ctx.step(own, -1, true_bit(r[i]), when=[a(lane, i), shfl], big=8.0)
             for j in others:
                 ctx.step(take[j], 2, true_bit(r[i]), when=[a(j, i)], big=8.0)
-        ballot = ctx.v01(ins.op("ballot"))
         for m in range(LANES):
-            ctx.step(ctx.sum01(view.operands[m], range(32)), 1, true_bit(r[m]),
-                     when=[ballot, ctx.v01(bk.cur_mask, m)], big=64.0)
+            ctx.linear(v(BALLOT + m), true_bit(r[m]))
 
     return body
 
@@ -173,4 +178,4 @@ def build(view: StageView, lane: int) -> Extension:
 
     fl = flags(view, lane)
     others = [view.operands[j] for j in range(LANES) if j != lane]
-    return Extension(inputs=[fl, *others, view.bk.cur_mask], high=high(view, lane, fl))
+    return Extension(inputs=[fl, *others], high=high(view, lane, fl))
