@@ -172,7 +172,7 @@ def _suite_cases():
             for launch in spec.launches if launch["grid"] == 1 and launch["block"] <= 4]
 
 
-@pytest.mark.parametrize("case", _suite_cases(), ids=lambda c: c[0].name)
+@pytest.mark.parametrize("case", _suite_cases(), ids=lambda c: f"{c[0].name}-{c[1]['block']}")
 def test_suite_kernel_on_the_model(machine, case):
     import numpy as np
 
