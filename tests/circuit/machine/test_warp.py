@@ -114,7 +114,9 @@ def test_units_match_the_interpreter(scratch, op, lane):
         values[operands[j]] = np.concatenate([pm(a[:, j], 32), pm(bc[0], 32), pm(bc[1], 32),
                                               np.ones((n, 1), np.float32)], axis=1)
     flags_node, high_node = lanes[lane]
-    values.update(evaluate(flags_node, values))
+    flags = evaluate(flags_node, values)
+    assert all(set(np.unique(f)) <= {-1.0, 1.0} for f in flags.values())
+    values.update(flags)
     (out,) = evaluate(high_node, values).values()
     assert set(np.unique(out)) <= {-1.0, 1.0}
     got = ((out > 0) * (1 << np.arange(32))).sum(axis=1)
