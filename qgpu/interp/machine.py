@@ -187,7 +187,7 @@ class Machine:
             mask = sum(1 << lane for lane in active if vals[lane][0] != 0)
             return {lane: mask for lane in active}
         if spec.kind == "shfl":
-            return {lane: self._shfl(warp, ins, lane, *vals[lane]) for lane in active}
+            return {lane: self._shfl(warp, ins, lane, active, *vals[lane]) for lane in active}
         mem = self._mem(spec.space, warp.cta)
         out: dict[int, int] = {}
         touched: dict[int, None] = {}
@@ -206,11 +206,13 @@ class Machine:
             mem_writes.append((M.flat_address(spec.space, word, warp.cta), mem[word]))
         return out
 
-    def _shfl(self, warp: Warp, ins: Instr, lane: int, a: int, b: int, c: int) -> int:
+    def _shfl(self, warp: Warp, ins: Instr, lane: int, active, a: int, b: int,
+              c: int) -> int:
         # PTX ISA, shfl.sync: c packs the clamp value (bits 0-4) and segment mask (8-12).
         # A source lane outside the 4-lane warp gives the lane's own value, as PTX does
-        # for a source outside the segment. An inactive source lane's register is read
-        # as it stands (PTX leaves that case undefined).
+        # for a source outside the segment. So does an inactive source lane: PTX leaves
+        # that case undefined, and the ISA defines it as the lane's own value (the
+        # model machine never reads an inactive lane's operand).
         mode = ins.spec.mode
         bval, cval, segmask = b & 31, c & 31, (c >> 8) & 31
         max_lane = (lane & segmask) | (cval & ~segmask)
@@ -227,7 +229,7 @@ class Machine:
         else:
             j = min_lane | (bval & ~segmask)
             ok = j <= max_lane
-        if not ok or not 0 <= j < M.LANES:
+        if not ok or not 0 <= j < M.LANES or j not in active:
             return a
         return self._value(warp, j, ins.srcs[0])
 

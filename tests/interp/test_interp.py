@@ -256,6 +256,44 @@ block 1:
     assert m[20:24] == [30, 30, 30, 30]
 
 
+def test_shuffle_from_an_inactive_lane_gives_the_lanes_own_value():
+    # lanes 0, 1 take block 1; lanes 2, 3 hold r2 = 100 + 10 * lane but are inactive there.
+    # PTX leaves reading an inactive lane undefined; the ISA gives the reading lane its own a.
+    res = run("""
+block 0:
+  tid r1
+  mul r2, r1, 10 ; shl r9, r1, 2
+  add r2, r2, 100
+  setlt.u r3, r1, 2
+  br r3, 1, 2
+block 1:
+  add r2, r2, 1
+  shfl.down r4, r2, 2, 0x1f ; shfl.down r5, r2, 1, 0x1f ; shfl.idx r6, r2, 3, 0x1f
+  shfl.bfly r7, r2, 1, 0x1f
+  st.global [r9], r4 ; st.global [r9+16], r5 ; st.global [r9+32], r6 ; st.global [r9+48], r7
+  exit
+block 2:
+  exit
+""")
+    m = res.memory
+    assert m[0:2] == [101, 111]          # sources 2, 3 inactive: own (updated) values
+    assert m[4:6] == [111, 111]          # lane 0 reads lane 1; lane 1's source 2 is inactive
+    assert m[8:10] == [101, 111]         # idx 3: inactive for both
+    assert m[12:14] == [111, 101]        # xor 1 stays among the active lanes
+
+
+def test_shuffle_in_a_partial_warp_does_not_read_absent_lanes():
+    res = run("""
+block 0:
+  tid r1
+  add r2, r1, 7 ; shl r9, r1, 2
+  shfl.down r3, r2, 1, 0x1f
+  st.global [r9], r3
+  exit
+""", block=3)
+    assert res.memory[:3] == [8, 9, 9]   # lane 2's source, lane 3, does not exist
+
+
 def test_ballot_counts_active_lanes_only():
     res = run("""
 block 0:

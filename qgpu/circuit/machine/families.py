@@ -69,3 +69,7 @@ FAMILIES.append(_shift)
 from qgpu.circuit.machine.minmax import build as _minmax  # noqa: E402
 
 FAMILIES.append(_minmax)
+
+from qgpu.circuit.machine.warp import build as _warp  # noqa: E402
+
+FAMILIES.append(_warp)

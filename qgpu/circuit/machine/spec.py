@@ -24,7 +24,7 @@ MEMORY_OPS = ("ld.global", "st.global")
 MULTIPLY_OPS: tuple[str, ...] = ("mul",)  # machine.multiply
 SHIFT_OPS: tuple[str, ...] = ("shl", "shr.u", "shr.s")  # machine.shift
 MINMAX_OPS: tuple[str, ...] = ("min.s", "max.s", "min.u", "max.u")  # machine.minmax
-WARP_OPS: tuple[str, ...] = ()  # machine.warp (shuffles, ballot)
+WARP_OPS = ("shfl.up", "shfl.down", "shfl.bfly", "shfl.idx", "ballot")  # machine.warp
 ATOMIC_OPS: tuple[str, ...] = ("atom.global.add", "atom.global.exch", "atom.global.and",
                                  "atom.global.or", "atom.global.xor")  # machine.atomics
 SHARED_OPS: tuple[str, ...] = ("ld.shared", "st.shared")  # machine.shared
