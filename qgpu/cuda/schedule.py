@@ -140,7 +140,8 @@ def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
 
     A machine block must read memory before it writes any (the circuit has no forwarding
     inside a block): once a block holds a store or atomic, loads and atomics wait for the
-    next block, which starts early if nothing else can go on. At each cut a
+    next block, which starts early if nothing else can go on; likewise once it holds
+    MAX_BLOCK_WRITES writes. At each cut a
     special-register value still needed later is re-read by a clone of its op instead of
     being carried across the cut."""
     ops = list(ops)
@@ -150,12 +151,14 @@ def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
     left = set(range(len(ops)))
     pieces: list[list[list[int]]] = []
     piece: list[list[int]] = []
-    wrote = False
+    wrote, writes = False, 0
     s = 0
     while left:
         cur: list[int] = []
         while len(cur) < machine.SLOTS:
-            ready = [j for j in left if not (wrote and _reads_memory(ops[j])) and all(
+            ready = [j for j in left if not (wrote and _reads_memory(ops[j]))
+                     and not (writes == machine.MAX_BLOCK_WRITES and _writes_memory(ops[j]))
+                     and all(
                 i in stage_of and (stage_of[i] < s if lat else stage_of[i] <= s)
                 for i, lat in preds[j])]
             if not ready:
@@ -170,6 +173,7 @@ def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
             cur.append(j)
             left.discard(j)
             wrote = wrote or _writes_memory(ops[j])
+            writes += _writes_memory(ops[j])
         if cur:
             piece.append(sorted(cur))
             s += 1
@@ -178,7 +182,7 @@ def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
         if left and (len(piece) == machine.STAGES or not cur):
             pieces.append(piece)
             progress = any(j < originals for st in piece for j in st)
-            piece, wrote = [], False
+            piece, wrote, writes = [], False, 0
             s += 1          # a new block: results of the last one are visible
             if progress:    # a block of clones alone carries its values (no endless cuts)
                 _recompute_cheap_after_cut(fn, ops, preds, height, stage_of, left,

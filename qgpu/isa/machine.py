@@ -13,6 +13,7 @@ ZERO_REG = 0
 STAGES = 4                # dependent stages per block
 SLOTS = 1                 # independent operations per stage (VLIW; what the circuit computes)
 ROM_BLOCKS = 32           # program ROM, in blocks; block 0 is the entry
+MAX_BLOCK_WRITES = 3      # memory writes (stores, atomics) per block
 
 GLOBAL_WORDS = 128        # 32-bit words of global memory
 SHARED_WORDS = 32         # 32-bit words of shared memory per CTA

@@ -181,6 +181,11 @@ def _check_memory_order(bi: int, blk: Block) -> None:
                     f"the write)")
             if kind in ("store", "atomic") and first_write is None:
                 first_write = (ins.op, si)
+    writes = sum(1 for st in blk.stages for ins in st
+                 if ins.op in OPS and OPS[ins.op].kind in ("store", "atomic"))
+    if writes > M.MAX_BLOCK_WRITES:
+        raise ProgramError(f"block {bi}: {writes} memory writes (stores and atomics); a block "
+                           f"holds at most {M.MAX_BLOCK_WRITES} (MAX_BLOCK_WRITES)")
 
 
 def validate(prog: Program) -> None:

@@ -5,7 +5,7 @@ import pytest
 
 import qgpu
 from qgpu.cuda import ENGINES
-from qgpu.errors import CompileError, LaunchError, ProgramError
+from qgpu.errors import CompileError, LaunchError
 from qgpu.isa import machine
 
 from .helpers import i32, u32
@@ -86,8 +86,8 @@ def test_launch_limits_and_engines(mod):
     args = [i32([1]), i32([1]), np.zeros(1, np.int32), 1]
     with pytest.raises(LaunchError, match="warps"):
         k(4, 16, args)
-    with pytest.raises(ProgramError, match="the model machine"):
-        k(1, 1, args, engine="model")
+    with pytest.raises(LaunchError, match="the model machine runs 1 warp"):
+        k(1, 8, [i32([1] * 8), i32([1] * 8), np.zeros(8, np.int32), 8], engine="model")
     with pytest.raises(LaunchError, match="unknown engine"):
         k(1, 1, args, engine="gpu")
     assert "interp" in ENGINES

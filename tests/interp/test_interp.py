@@ -243,8 +243,10 @@ block 0:
   shfl.down r7, r2, 2, 0x1f ; shfl.idx r8, r2, 3, 0x1f
   jmp 1
 block 1:
-  st.global [r9], r3 ; st.global [r9+16], r4 ; st.global [r9+32], r5 ; st.global [r9+48], r6
-  st.global [r9+64], r7 ; st.global [r9+80], r8
+  st.global [r9], r3 ; st.global [r9+16], r4 ; st.global [r9+32], r5
+  jmp 2
+block 2:
+  st.global [r9+48], r6 ; st.global [r9+64], r7 ; st.global [r9+80], r8
   exit
 """)
     m = res.memory
@@ -270,9 +272,12 @@ block 1:
   add r2, r2, 1
   shfl.down r4, r2, 2, 0x1f ; shfl.down r5, r2, 1, 0x1f ; shfl.idx r6, r2, 3, 0x1f
   shfl.bfly r7, r2, 1, 0x1f
-  st.global [r9], r4 ; st.global [r9+16], r5 ; st.global [r9+32], r6 ; st.global [r9+48], r7
-  exit
+  st.global [r9], r4 ; st.global [r9+16], r5 ; st.global [r9+32], r6
+  jmp 3
 block 2:
+  exit
+block 3:
+  st.global [r9+48], r7
   exit
 """)
     m = res.memory
