@@ -128,12 +128,12 @@ class NativePlan:
                         ("slots", sizes["slots"]), ("qkv", sizes["channels"]),
                         ("qn", sizes["key"] * dk), ("kn", sizes["key"] * dk), ("o", dv),
                         ("y", sizes["heads"] * dv), ("units", sizes["units"]),
-                        ("forms", sizes["units"])):
+                        ("forms", sizes["units"]), ("conv_out", sizes["channels"])):
             setattr(m, name, self._f(np.zeros(n, F32)))
         for name, n in (("nzq", sizes["key"] * dk), ("nzk", sizes["key"] * dk),
                         ("nq", sizes["key"]), ("nk", sizes["key"]),
                         ("nzch", sizes["channels"]), ("newc", sizes["channels"]),
-                        ("proc", sizes["channels"]), ("unit_list", sizes["units"]),
+                        ("proc", sizes["channels"]), ("unit_list", sizes["units"] + 8),
                         ("group_order", max(m.head.n_groups, 1))):
             setattr(m, name, self._i(np.zeros(n, np.int32)))
         ub = np.zeros(max(m.head.n_groups, 1), np.float64)
