@@ -55,7 +55,7 @@ MEMORY = [3, 5, 7, 9, 11]
 
 
 def load() -> str:
-    return "load %.2f %.2f %.2f" % os.getloadavg()
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def main() -> None:

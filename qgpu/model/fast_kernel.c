@@ -208,6 +208,9 @@ typedef struct {
     Csc down;                     /* one column per unit; output: hidden */
     int32_t n_down_rows;
     const int32_t *down_rows;
+    int32_t n_single;             /* units [0, n_single) have 1 up entry: */
+    const int32_t *up1_col;       /* [n_single] */
+    const float *up1_val;
 } Layer;
 
 typedef struct {
@@ -242,7 +245,7 @@ typedef struct {
     float *h, *x, *mixed, *slots, *qkv, *qn, *kn, *o, *y, *units, *forms, *head_x;
     int32_t *nzq, *nzk, *nq, *nk, *nzch, *newc, *proc, *unit_list, *group_order;
     double *group_ub;
-    float *conv_out;
+    float *conv_out, *acts;
 } Model;
 
 /* --- pieces --- */
@@ -443,20 +446,46 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
     memset(m->slots + n_ch, 0, sizeof(float) * (L->n_slots - n_ch));  /* z, b, a */
 }
 
+static inline float unit_silu(float g) {  /* silu(gate) as silu() computes it */
+    float s = g >= 17.0f ? g : 0.0f;
+    if (g > -89.0f && g < 17.0f && g != 0.0f) s = g / (1.0f + np_expf(-g));
+    return s;
+}
+
+/* the units [u0, u1) whose up row has 1 entry (silu(gate) * up written directly) or more
+   (listed when silu(gate) is not +-0), by scalar code: act list from n_act on, in
+   order; returns the new length */
+static int32_t mlp_units_scalar(const Model *m, const Layer *L, float bias_in, int32_t u0,
+                                int32_t u1, int32_t n_act) {
+    for (int32_t u = u0; u < u1; u++) {
+        const float s = unit_silu(m->forms[L->unit_form[u]] + L->unit_bias[u] * bias_in);
+        if (s == 0.0f) continue;  /* +-0 adds +-0 */
+        float up = 0.0f;
+        if (u < L->n_single) up += L->up1_val[u] * m->x[L->up1_col[u]];
+        else for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++)
+            up += L->up_val[p] * m->x[L->up_col[p]];
+        m->unit_list[n_act] = u;
+        m->acts[n_act] = s * up;
+        n_act += m->acts[n_act] != 0.0f;
+    }
+    return n_act;
+}
+
 static void mlp_layer(const Model *m, const Layer *L) {
     normalize(m, m->h, L->post_norm, m->x);
     memset(m->forms, 0, sizeof(float) * L->n_forms);
     csc_apply(&L->gate, m->x, m->forms);
     const float bias_in = L->bias_col >= 0 ? m->x[L->bias_col] : 0.0f;
-    const int32_t nu = L->n_units;
-    const int32_t *restrict unit_form = L->unit_form;
-    const float *restrict unit_bias = L->unit_bias, *forms = m->forms;
-    float *restrict units = m->units;
+    const int32_t nu = L->n_units, n1 = L->n_single;
     int32_t *list = m->unit_list;
-    /* silu(gate) of every unit, saturated sides by select, and the list of the units
-       that are on (silu(gate) not +-0), in order; the rare units in between are redone
-       with exp, and then the list too */
-    int32_t between = 0, n_on = 0, u = 0;
+    float *acts = m->acts;
+    /* act = silu(gate) * up of every unit whose act is not +-0 (the others add +-0), in
+       a list: first the units whose up row has one entry (the planner puts them first),
+       8 at a time: silu by select of its saturated sides, up by gathers, the list
+       left-packed; then the others: the units on (silu(gate) not +-0) listed 8 at a
+       time, then their up rows one by one. When a gate is between the saturated sides
+       (exp needed: rare), everything is redone by scalar code. */
+    int32_t n_act = 0, u = 0, between = 0;
 #ifdef __AVX2__
     {
         const __m256 vb = _mm256_set1_ps(bias_in), v17 = _mm256_set1_ps(17.0f),
@@ -464,62 +493,68 @@ static void mlp_layer(const Model *m, const Layer *L) {
         const __m256i step = _mm256_set1_epi32(8);
         __m256i ids = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         __m256 vbetween = vzero;
+#define GATE_8()                                                                          \
+        const __m256 g = _mm256_add_ps(                                                   \
+            _mm256_i32gather_ps(m->forms, _mm256_loadu_si256((const __m256i *)(L->unit_form + u)), 4), \
+            _mm256_mul_ps(_mm256_loadu_ps(L->unit_bias + u), vb));                        \
+        const __m256 on = _mm256_cmp_ps(g, v17, _CMP_GE_OQ);                             \
+        vbetween = _mm256_or_ps(vbetween, _mm256_and_ps(                                  \
+            _mm256_and_ps(_mm256_cmp_ps(g, vm89, _CMP_GT_OQ), _mm256_cmp_ps(g, v17, _CMP_LT_OQ)), \
+            _mm256_cmp_ps(g, vzero, _CMP_NEQ_OQ)))
+        for (; u + 8 <= n1; u += 8, ids = _mm256_add_epi32(ids, step)) {
+            GATE_8();
+            const __m256 xv = _mm256_i32gather_ps(m->x, _mm256_loadu_si256((const __m256i *)(L->up1_col + u)), 4);
+            const __m256 act = _mm256_mul_ps(_mm256_and_ps(g, on),
+                                             _mm256_mul_ps(_mm256_loadu_ps(L->up1_val + u), xv));
+            const int32_t mask = _mm256_movemask_ps(
+                _mm256_and_ps(on, _mm256_cmp_ps(act, vzero, _CMP_NEQ_UQ)));
+            _mm256_storeu_si256((__m256i *)(list + n_act),
+                                _mm256_permutevar8x32_epi32(ids, compress_lut[mask]));
+            _mm256_storeu_ps(acts + n_act, _mm256_permutevar8x32_ps(act, compress_lut[mask]));
+            n_act += __builtin_popcount(mask);
+        }
+        n_act = mlp_units_scalar(m, L, bias_in, u, n1, n_act);  /* no exp: redone if needed */
+        u = n1;
+        ids = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(n1));
+        int32_t n_on = n_act;  /* the units on are listed after the acts */
         for (; u + 8 <= nu; u += 8, ids = _mm256_add_epi32(ids, step)) {
-            const __m256 f = _mm256_i32gather_ps(forms, _mm256_loadu_si256((const __m256i *)(unit_form + u)), 4);
-            const __m256 g = _mm256_add_ps(f, _mm256_mul_ps(_mm256_loadu_ps(unit_bias + u), vb));
-            const __m256 on = _mm256_cmp_ps(g, v17, _CMP_GE_OQ);
-            _mm256_storeu_ps(units + u, _mm256_and_ps(g, on));
-            vbetween = _mm256_or_ps(vbetween, _mm256_and_ps(
-                _mm256_and_ps(_mm256_cmp_ps(g, vm89, _CMP_GT_OQ), _mm256_cmp_ps(g, v17, _CMP_LT_OQ)),
-                _mm256_cmp_ps(g, vzero, _CMP_NEQ_OQ)));
+            GATE_8();
             const int32_t mask = _mm256_movemask_ps(on);
             _mm256_storeu_si256((__m256i *)(list + n_on),
                                 _mm256_permutevar8x32_epi32(ids, compress_lut[mask]));
             n_on += __builtin_popcount(mask);
         }
+#undef GATE_8
         between = _mm256_movemask_ps(vbetween) != 0;
-    }
-#endif
-    for (; u < nu; u++) {
-        const float g = forms[unit_form[u]] + unit_bias[u] * bias_in;
-        units[u] = g >= 17.0f ? g : 0.0f;
-        between |= (g > -89.0f) & (g < 17.0f) & (g != 0.0f);
-        list[n_on] = u;
-        n_on += g >= 17.0f;
-    }
-    if (__builtin_expect(between, 0)) {
-        n_on = 0;
-        for (u = 0; u < nu; u++) {
-            const float g = forms[unit_form[u]] + unit_bias[u] * bias_in;
-            if (g > -89.0f && g < 17.0f && g != 0.0f) units[u] = g / (1.0f + np_expf(-g));
-            list[n_on] = u;
-            n_on += units[u] != 0.0f;
+        if (!between) {
+            for (int32_t t = n_act; t < n_on; t++) {  /* in place: n_act <= t */
+                const int32_t v = list[t];
+                /* no gate between the sides: silu(gate) = gate for the units on */
+                const float s = m->forms[L->unit_form[v]] + L->unit_bias[v] * bias_in;
+                float up = 0.0f;
+                for (int32_t p = L->up_ptr[v]; p < L->up_ptr[v + 1]; p++)
+                    up += L->up_val[p] * m->x[L->up_col[p]];
+                list[n_act] = v;
+                acts[n_act] = s * up;
+                n_act += acts[n_act] != 0.0f;
+            }
+            n_act = mlp_units_scalar(m, L, bias_in, u, nu, n_act);
         }
     }
-    /* units whose silu(gate) is +-0 add +-0: skipped. act = silu(gate) * up of the others,
-       compacted (branch-free, in place: list and, the gate sums being spent, forms) to
-       those whose act is not +-0 */
-    float *acts = m->forms;
-    const int32_t *up_ptr = L->up_ptr, *up_col = L->up_col;
-    const float *up_val = L->up_val, *x = m->x;
-    int32_t n_act = 0;
-    for (int32_t t = 0; t < n_on; t++) {
-        const int32_t u = list[t];
-        float up = 0.0f;
-        for (int32_t p = up_ptr[u]; p < up_ptr[u + 1]; p++) up += up_val[p] * x[up_col[p]];
-        const float act = units[u] * up;
-        list[n_act] = u;
-        acts[n_act] = act;
-        n_act += act != 0.0f;
-    }
+#else
+    (void)n1;
+    (void)u;
+    between = 1;
+#endif
+    if (between) n_act = mlp_units_scalar(m, L, bias_in, 0, nu, 0);
     for (int32_t t = 0; t < L->n_down_rows; t++) m->mixed[L->down_rows[t]] = 0.0f;
     const int32_t *d_ptr = L->down.ptr, *d_row = L->down.row;
     const float *d_val = L->down.val;
     float *mixed = m->mixed;
     for (int32_t t = 0; t < n_act; t++) {
-        const int32_t u = list[t];
+        const int32_t v = list[t];
         const float act = acts[t];
-        for (int32_t p = d_ptr[u]; p < d_ptr[u + 1]; p++) mixed[d_row[p]] += d_val[p] * act;
+        for (int32_t p = d_ptr[v]; p < d_ptr[v + 1]; p++) mixed[d_row[p]] += d_val[p] * act;
     }
     for (int32_t t = 0; t < L->n_down_rows; t++) m->h[L->down_rows[t]] += m->mixed[L->down_rows[t]];
 }

@@ -48,6 +48,7 @@ class Layer(ctypes.Structure):
         ("n_units", I32), ("n_forms", I32), ("bias_col", I32), ("gate", Csc),
         ("unit_form", I32P), ("unit_bias", F32P), ("up_ptr", I32P), ("up_col", I32P),
         ("up_val", F32P), ("down", Csc), ("n_down_rows", I32), ("down_rows", I32P),
+        ("n_single", I32), ("up1_col", I32P), ("up1_val", F32P),
     ]
 
 
@@ -73,7 +74,7 @@ class Model(ctypes.Structure):
         ("nzq", I32P), ("nzk", I32P), ("nq", I32P), ("nk", I32P), ("nzch", I32P),
         ("newc", I32P), ("proc", I32P), ("unit_list", I32P),
         ("group_order", I32P),
-        ("group_ub", F64P), ("conv_out", F32P),
+        ("group_ub", F64P), ("conv_out", F32P), ("acts", F32P),
     ]
 
 
