@@ -342,7 +342,26 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
         __builtin_prefetch(L->conv_w + (int64_t)m->proc[t] * K, 0);
     }
     float *acc_out = m->conv_out;
-    for (int32_t t = 0; t < n_proc; t++) {
+    if (K == 4) {  /* Qwen3.5's kernel size, unrolled: the same operations */
+        for (int32_t t = 0; t < n_proc; t++) {
+            const int32_t c = m->proc[t];
+            float *st = conv + (int64_t)c * 4;
+            const float *w = L->conv_w + (int64_t)c * 4;
+            const float in = m->slots[c], s1 = st[1], s2 = st[2], s3 = st[3];
+            float acc = 0.0f;
+            acc += w[0] * s1;
+            acc += w[1] * s2;
+            acc += w[2] * s3;
+            acc += w[3] * in;
+            st[0] = s1;
+            st[1] = s2;
+            st[2] = s3;
+            st[3] = in;
+            acc_out[t] = acc;
+            win[kept] = c;
+            kept += (s1 != 0.0f) | (s2 != 0.0f) | (s3 != 0.0f) | (in != 0.0f);
+        }
+    } else for (int32_t t = 0; t < n_proc; t++) {
         int32_t c = m->proc[t];
         float *st = conv + (int64_t)c * K;
         float in = m->slots[c];
