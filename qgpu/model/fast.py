@@ -19,6 +19,7 @@ Both always run the recurrent (per-token) delta rule, also for `prefill`.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -88,8 +89,13 @@ class FastEngine(Engine):
         """Consume one token; returns the greedy next token (argmax of `step`'s logits)."""
         if self._numpy is not None:
             return super().step_greedy(state, token)
-        token = int(self._check_tokens([token])[0])
-        out = self.plan.run(state, token, None, want_argmax=True)
+        try:
+            checked = 0 <= operator.index(token) < self.config.vocab_size
+        except TypeError:
+            checked = False
+        if not checked:  # the base class's checks and errors (a cheaper test first)
+            token = self._check_tokens([token])[0]
+        out = self.plan.run(state, int(token), None, want_argmax=True)
         state.position += 1
         return out
 

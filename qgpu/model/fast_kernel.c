@@ -12,11 +12,22 @@
  * -ffp-contract=off and without -ffast-math.
  *
  * Sparse products skip inputs that are exactly 0: each output is the sum of its terms in
- * input order, as a sequential dot product computes it (the terms skipped are +-0).
+ * input order, as a sequential dot product computes it (the terms skipped are +-0); the
+ * MLP's down sums take the units with a one-entry up row first (the planner's order),
+ * which equals the reference wherever its sums are exact, as every other order does.
+ *
+ * With AVX2 (-march=native), the MLP's units and the conv outputs' silu run 8 lanes at a
+ * time (the same IEEE operations lane by lane, fmaf as _mm256_fmadd_ps), lists of what is
+ * nonzero are left-packed with a permute table; without it, the same scalar code as the
+ * tails. Timing: qgpu_set_profile(buf) adds each layer's mixer and MLP seconds.
  */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef uint32_t v8u __attribute__((vector_size(32)));
@@ -70,6 +81,65 @@ static inline float silu(float x) {
     if (x <= -89.0f) return -0.0f;
     return x / (1.0f + np_expf(-x));
 }
+
+/* silu of n values in place: numpy's exp algorithm 8 lanes at a time (the same
+   operations as np_expf, so the same bits), lanes by lane where a group holds a value
+   outside the range where that is the whole computation (NaN, exp's denormal results) */
+static void silu_array(float *a, int32_t n) {
+    int32_t i = 0;
+#ifdef __AVX2__
+    if (!use_libm_exp) {
+        const __m256 v17 = _mm256_set1_ps(17.0f), vm89 = _mm256_set1_ps(-89.0f),
+                     vzero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f),
+                     over = _mm256_set1_ps(88.72283935546875f), negzero = _mm256_set1_ps(-0.0f),
+                     magic = _mm256_set1_ps(0x1.8p23f),
+                     log2e = _mm256_set1_ps(1.442695040888963407359924681001892137f);
+        for (; i + 8 <= n; i += 8) {
+            const __m256 x = _mm256_loadu_ps(a + i);
+            /* lanes computed with exp: -89 < x < 17, x != 0 (-x < 89: no denormal) */
+            const __m256 mid = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(x, vm89, _CMP_GT_OQ),
+                                                           _mm256_cmp_ps(x, v17, _CMP_LT_OQ)),
+                                             _mm256_cmp_ps(x, vzero, _CMP_NEQ_OQ));
+            const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(x, v17, _CMP_GE_OQ),
+                                             _mm256_cmp_ps(x, vzero, _CMP_EQ_OQ));
+            const __m256 low = _mm256_cmp_ps(x, vm89, _CMP_LE_OQ);
+            if (_mm256_movemask_ps(_mm256_or_ps(_mm256_or_ps(mid, keep), low)) != 0xff) {
+                for (int32_t j = 0; j < 8; j++) a[i + j] = silu(a[i + j]);  /* NaN */
+                continue;
+            }
+            if (!_mm256_movemask_ps(mid)) {
+                _mm256_storeu_ps(a + i, _mm256_blendv_ps(x, negzero, low));
+                continue;
+            }
+            const __m256 e = _mm256_xor_ps(x, negzero);  /* -x */
+            __m256 quadrant = _mm256_mul_ps(e, log2e);
+            quadrant = _mm256_add_ps(quadrant, magic);
+            quadrant = _mm256_sub_ps(quadrant, magic);
+            __m256 r = _mm256_fmadd_ps(quadrant, _mm256_set1_ps(-6.93145752e-1f), e);
+            r = _mm256_fmadd_ps(quadrant, _mm256_set1_ps(-1.42860677e-6f), r);
+            r = _mm256_fmadd_ps(quadrant, vzero, r);
+            __m256 num = _mm256_fmadd_ps(_mm256_set1_ps(5.082762527590693718096e-04f), r,
+                                         _mm256_set1_ps(6.757896990527504603057e-03f));
+            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(5.114512081637298353406e-02f));
+            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(2.473615434895520810817e-01f));
+            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(7.257664613233124478488e-01f));
+            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(9.999999999980870924916e-01f));
+            __m256 den = _mm256_fmadd_ps(_mm256_set1_ps(2.159509375685829852307e-02f), r,
+                                         _mm256_set1_ps(-2.742335390411667452936e-01f));
+            den = _mm256_fmadd_ps(den, r, one);
+            const __m256 poly = _mm256_div_ps(num, den);
+            const __m256i q = _mm256_slli_epi32(_mm256_cvttps_epi32(quadrant), 23);
+            __m256 ex = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(poly), q));
+            ex = _mm256_blendv_ps(ex, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(e, over, _CMP_GE_OQ));
+            const __m256 y = _mm256_div_ps(x, _mm256_add_ps(one, ex));
+            _mm256_storeu_ps(a + i, _mm256_blendv_ps(_mm256_blendv_ps(x, negzero, low), y, mid));
+        }
+    }
+#endif
+    for (; i < n; i++) a[i] = silu(a[i]);
+}
+
+void qgpu_silu(float *a, int64_t n) { silu_array(a, (int32_t)n); }
 
 static inline float sigmoid(float x) { return 1.0f / (1.0f + np_expf(-x)); }
 
@@ -145,6 +215,9 @@ typedef struct {
     Csc down;                     /* one column per unit; output: hidden */
     int32_t n_down_rows;
     const int32_t *down_rows;
+    int32_t n_single;             /* units [0, n_single) have 1 up entry: */
+    const int32_t *up1_col;       /* [n_single] */
+    const float *up1_val;
 } Layer;
 
 typedef struct {
@@ -179,9 +252,25 @@ typedef struct {
     float *h, *x, *mixed, *slots, *qkv, *qn, *kn, *o, *y, *units, *forms, *head_x;
     int32_t *nzq, *nzk, *nq, *nk, *nzch, *newc, *proc, *unit_list, *group_order;
     double *group_ub;
+    float *conv_out, *acts;
 } Model;
 
 /* --- pieces --- */
+
+#ifdef __AVX2__
+/* compress_lut[mask]: the lanes of mask's set bits, first, in order (for an 8-wide
+   left-packing permute) */
+static __m256i compress_lut[256];
+
+__attribute__((constructor)) static void init_compress_lut(void) {
+    for (int32_t mask = 0; mask < 256; mask++) {
+        int32_t lanes[8] = {0}, n = 0;
+        for (int32_t j = 0; j < 8; j++) if (mask >> j & 1) lanes[n++] = j;
+        compress_lut[mask] = _mm256_loadu_si256((const __m256i *)lanes);
+    }
+}
+#endif
+
 
 static float norm_scale(const Model *m, const float *h) {
     float ms = pairwise_sumsq(h, m->hidden) / (float)m->hidden;
@@ -259,7 +348,27 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
         __builtin_prefetch(conv + (int64_t)m->proc[t] * K, 1);
         __builtin_prefetch(L->conv_w + (int64_t)m->proc[t] * K, 0);
     }
-    for (int32_t t = 0; t < n_proc; t++) {
+    float *acc_out = m->conv_out;
+    if (K == 4) {  /* Qwen3.5's kernel size, unrolled: the same operations */
+        for (int32_t t = 0; t < n_proc; t++) {
+            const int32_t c = m->proc[t];
+            float *st = conv + (int64_t)c * 4;
+            const float *w = L->conv_w + (int64_t)c * 4;
+            const float in = m->slots[c], s1 = st[1], s2 = st[2], s3 = st[3];
+            float acc = 0.0f;
+            acc += w[0] * s1;
+            acc += w[1] * s2;
+            acc += w[2] * s3;
+            acc += w[3] * in;
+            st[0] = s1;
+            st[1] = s2;
+            st[2] = s3;
+            st[3] = in;
+            acc_out[t] = acc;
+            win[kept] = c;
+            kept += (s1 != 0.0f) | (s2 != 0.0f) | (s3 != 0.0f) | (in != 0.0f);
+        }
+    } else for (int32_t t = 0; t < n_proc; t++) {
         int32_t c = m->proc[t];
         float *st = conv + (int64_t)c * K;
         float in = m->slots[c];
@@ -269,12 +378,19 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
         acc += w[K - 1] * in;
         for (int32_t j = 0; j < K - 1; j++) st[j] = st[j + 1];
         st[K - 1] = in;
-        float out = silu(acc);
+        acc_out[t] = acc;
+        int32_t any = 0;
+        for (int32_t j = 0; j < K; j++) any |= st[j] != 0.0f;
+        win[kept] = c;  /* branch-free append of the channels whose window is not 0 */
+        kept += any;
+    }
+    silu_array(acc_out, n_proc);
+    for (int32_t t = 0; t < n_proc; t++) {
+        const int32_t c = m->proc[t];
+        const float out = acc_out[t];
         m->qkv[c] = out;
-        if (out != 0.0f) m->nzch[n_nz++] = c;
-        int32_t j = 0;
-        while (j < K && st[j] == 0.0f) j++;
-        if (j < K) win[kept++] = c;
+        m->nzch[n_nz] = c;
+        n_nz += out != 0.0f;
     }
     *n_win = kept;
     for (int32_t t = 0; t < n_new; t++) m->slots[m->newc[t]] = 0.0f;
@@ -356,30 +472,115 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
     memset(m->slots + n_ch, 0, sizeof(float) * (L->n_slots - n_ch));  /* z, b, a */
 }
 
+static inline float unit_silu(float g) {  /* silu(gate) as silu() computes it */
+    float s = g >= 17.0f ? g : 0.0f;
+    if (g > -89.0f && g < 17.0f && g != 0.0f) s = g / (1.0f + np_expf(-g));
+    return s;
+}
+
+/* the units [u0, u1) whose up row has 1 entry (silu(gate) * up written directly) or more
+   (listed when silu(gate) is not +-0), by scalar code: act list from n_act on, in
+   order; returns the new length */
+static int32_t mlp_units_scalar(const Model *m, const Layer *L, float bias_in, int32_t u0,
+                                int32_t u1, int32_t n_act) {
+    for (int32_t u = u0; u < u1; u++) {
+        const float s = unit_silu(m->forms[L->unit_form[u]] + L->unit_bias[u] * bias_in);
+        if (s == 0.0f) continue;  /* +-0 adds +-0 */
+        float up = 0.0f;
+        if (u < L->n_single) up += L->up1_val[u] * m->x[L->up1_col[u]];
+        else for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++)
+            up += L->up_val[p] * m->x[L->up_col[p]];
+        m->unit_list[n_act] = u;
+        m->acts[n_act] = s * up;
+        n_act += m->acts[n_act] != 0.0f;
+    }
+    return n_act;
+}
+
 static void mlp_layer(const Model *m, const Layer *L) {
     normalize(m, m->h, L->post_norm, m->x);
     memset(m->forms, 0, sizeof(float) * L->n_forms);
     csc_apply(&L->gate, m->x, m->forms);
     const float bias_in = L->bias_col >= 0 ? m->x[L->bias_col] : 0.0f;
-    int32_t n_on = 0;
-    for (int32_t u = 0; u < L->n_units; u++) {  /* silu(gate): saturated sides by select */
-        const float g = m->forms[L->unit_form[u]] + L->unit_bias[u] * bias_in;
-        float s = g >= 17.0f ? g : 0.0f;
-        if (__builtin_expect(g > -89.0f && g < 17.0f && g != 0.0f, 0)) s = g / (1.0f + np_expf(-g));
-        m->units[u] = s;
-        m->unit_list[n_on] = u;  /* branch-free append of the units that are on */
-        n_on += s != 0.0f;
+    const int32_t nu = L->n_units, n1 = L->n_single;
+    int32_t *list = m->unit_list;
+    float *acts = m->acts;
+    /* act = silu(gate) * up of every unit whose act is not +-0 (the others add +-0), in
+       a list: first the units whose up row has one entry (the planner puts them first),
+       8 at a time: silu by select of its saturated sides, up by gathers, the list
+       left-packed; then the others: the units on (silu(gate) not +-0) listed 8 at a
+       time, then their up rows one by one. When a gate is between the saturated sides
+       (exp needed: rare), everything is redone by scalar code. */
+    int32_t n_act = 0, u = 0, between = 0;
+#ifdef __AVX2__
+    {
+        const __m256 vb = _mm256_set1_ps(bias_in), v17 = _mm256_set1_ps(17.0f),
+                     vm89 = _mm256_set1_ps(-89.0f), vzero = _mm256_setzero_ps();
+        const __m256i step = _mm256_set1_epi32(8);
+        __m256i ids = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        __m256 vbetween = vzero;
+#define GATE_8()                                                                          \
+        const __m256 g = _mm256_add_ps(                                                   \
+            _mm256_i32gather_ps(m->forms, _mm256_loadu_si256((const __m256i *)(L->unit_form + u)), 4), \
+            _mm256_mul_ps(_mm256_loadu_ps(L->unit_bias + u), vb));                        \
+        const __m256 on = _mm256_cmp_ps(g, v17, _CMP_GE_OQ);                             \
+        vbetween = _mm256_or_ps(vbetween, _mm256_and_ps(                                  \
+            _mm256_and_ps(_mm256_cmp_ps(g, vm89, _CMP_GT_OQ), _mm256_cmp_ps(g, v17, _CMP_LT_OQ)), \
+            _mm256_cmp_ps(g, vzero, _CMP_NEQ_OQ)))
+        for (; u + 8 <= n1; u += 8, ids = _mm256_add_epi32(ids, step)) {
+            GATE_8();
+            const __m256 xv = _mm256_i32gather_ps(m->x, _mm256_loadu_si256((const __m256i *)(L->up1_col + u)), 4);
+            const __m256 act = _mm256_mul_ps(_mm256_and_ps(g, on),
+                                             _mm256_mul_ps(_mm256_loadu_ps(L->up1_val + u), xv));
+            const int32_t mask = _mm256_movemask_ps(
+                _mm256_and_ps(on, _mm256_cmp_ps(act, vzero, _CMP_NEQ_UQ)));
+            _mm256_storeu_si256((__m256i *)(list + n_act),
+                                _mm256_permutevar8x32_epi32(ids, compress_lut[mask]));
+            _mm256_storeu_ps(acts + n_act, _mm256_permutevar8x32_ps(act, compress_lut[mask]));
+            n_act += __builtin_popcount(mask);
+        }
+        n_act = mlp_units_scalar(m, L, bias_in, u, n1, n_act);  /* no exp: redone if needed */
+        u = n1;
+        ids = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(n1));
+        int32_t n_on = n_act;  /* the units on are listed after the acts */
+        for (; u + 8 <= nu; u += 8, ids = _mm256_add_epi32(ids, step)) {
+            GATE_8();
+            const int32_t mask = _mm256_movemask_ps(on);
+            _mm256_storeu_si256((__m256i *)(list + n_on),
+                                _mm256_permutevar8x32_epi32(ids, compress_lut[mask]));
+            n_on += __builtin_popcount(mask);
+        }
+#undef GATE_8
+        between = _mm256_movemask_ps(vbetween) != 0;
+        if (!between) {
+            for (int32_t t = n_act; t < n_on; t++) {  /* in place: n_act <= t */
+                const int32_t v = list[t];
+                /* no gate between the sides: silu(gate) = gate for the units on */
+                const float s = m->forms[L->unit_form[v]] + L->unit_bias[v] * bias_in;
+                float up = 0.0f;
+                for (int32_t p = L->up_ptr[v]; p < L->up_ptr[v + 1]; p++)
+                    up += L->up_val[p] * m->x[L->up_col[p]];
+                list[n_act] = v;
+                acts[n_act] = s * up;
+                n_act += acts[n_act] != 0.0f;
+            }
+            n_act = mlp_units_scalar(m, L, bias_in, u, nu, n_act);
+        }
     }
+#else
+    (void)n1;
+    (void)u;
+    between = 1;
+#endif
+    if (between) n_act = mlp_units_scalar(m, L, bias_in, 0, nu, 0);
     for (int32_t t = 0; t < L->n_down_rows; t++) m->mixed[L->down_rows[t]] = 0.0f;
-    for (int32_t t = 0; t < n_on; t++) {  /* units whose silu(gate) is +-0 add +-0 */
-        const int32_t u = m->unit_list[t];
-        const float s = m->units[u];
-        float up = 0.0f;
-        for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++) up += L->up_val[p] * m->x[L->up_col[p]];
-        float act = s * up;
-        if (act == 0.0f) continue;
-        for (int32_t p = L->down.ptr[u]; p < L->down.ptr[u + 1]; p++)
-            m->mixed[L->down.row[p]] += L->down.val[p] * act;
+    const int32_t *d_ptr = L->down.ptr, *d_row = L->down.row;
+    const float *d_val = L->down.val;
+    float *mixed = m->mixed;
+    for (int32_t t = 0; t < n_act; t++) {
+        const int32_t v = list[t];
+        const float act = acts[t];
+        for (int32_t p = d_ptr[v]; p < d_ptr[v + 1]; p++) mixed[d_row[p]] += d_val[p] * act;
     }
     for (int32_t t = 0; t < L->n_down_rows; t++) m->h[L->down_rows[t]] += m->mixed[L->down_rows[t]];
 }
@@ -458,6 +659,19 @@ static int32_t head_argmax(const Model *m, const float *x) {
     return best_id;
 }
 
+/* --- optional timing: seconds per layer part, accumulated into a caller's buffer of
+   2 * n_layers + 1 doubles (mixer and MLP of each layer, then the final norm and head) */
+
+static double *prof_buf = NULL;
+
+void qgpu_set_profile(double *buf) { prof_buf = buf; }
+
+static inline double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
 /* One token through the model. states[i], convs[i], wins[i], win_counts[i]: layer i's
    recurrent state [Hv, dk, dv], live-channel conv state, and its list of channels with
    a nonzero window (NULL for other layers). logits (or NULL):
@@ -468,19 +682,25 @@ int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
                      int32_t *const *wins, int32_t *win_counts, int64_t token,
                      float *logits, int32_t want_argmax) {
     memcpy(m->h, m->embed + token * m->hidden, sizeof(float) * m->hidden);
+    double *prof = prof_buf, t0 = prof ? now() : 0.0, t1;
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
         if (L->kind == 1 && L->n_heads)
             gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i);
+        if (prof) { t1 = now(); prof[2 * i] += t1 - t0; t0 = t1; }
         if (L->n_units) mlp_layer(m, L);
+        if (prof) { t1 = now(); prof[2 * i + 1] += t1 - t0; t0 = t1; }
     }
     normalize(m, m->h, m->final_norm, m->head_x);
     const Head *hd = &m->head;
+    int32_t out = 0;
     if (logits) {
         for (int32_t r = 0; r < hd->n_rows; r++) logits[hd->row_ids[r]] = head_row(hd, r, m->head_x);
-        return 0;
+    } else if (want_argmax) {
+        out = head_argmax(m, m->head_x);
     }
-    return want_argmax ? head_argmax(m, m->head_x) : 0;
+    if (prof) prof[2 * m->n_layers] += now() - t0;
+    return out;
 }
 
 /* The full logits of the token last run (after qgpu_forward returned -1). */

@@ -48,6 +48,7 @@ class Layer(ctypes.Structure):
         ("n_units", I32), ("n_forms", I32), ("bias_col", I32), ("gate", Csc),
         ("unit_form", I32P), ("unit_bias", F32P), ("up_ptr", I32P), ("up_col", I32P),
         ("up_val", F32P), ("down", Csc), ("n_down_rows", I32), ("down_rows", I32P),
+        ("n_single", I32), ("up1_col", I32P), ("up1_val", F32P),
     ]
 
 
@@ -73,7 +74,7 @@ class Model(ctypes.Structure):
         ("nzq", I32P), ("nzk", I32P), ("nq", I32P), ("nk", I32P), ("nzch", I32P),
         ("newc", I32P), ("proc", I32P), ("unit_list", I32P),
         ("group_order", I32P),
-        ("group_ub", F64P),
+        ("group_ub", F64P), ("conv_out", F32P), ("acts", F32P),
     ]
 
 
@@ -124,8 +125,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_head_logits.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p]
     lib.qgpu_exp.restype = None
     lib.qgpu_exp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    lib.qgpu_silu.restype = None
+    lib.qgpu_silu.argtypes = [ctypes.c_void_p, ctypes.c_int64]
     lib.qgpu_sumsq.restype = None
     lib.qgpu_sumsq.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+    lib.qgpu_set_profile.restype = None
+    lib.qgpu_set_profile.argtypes = [ctypes.c_void_p]
     lib.qgpu_set_exp_mode.restype = None
     lib.qgpu_set_exp_mode.argtypes = [ctypes.c_int]
 
@@ -134,6 +139,12 @@ def kernel_exp(lib: ctypes.CDLL, x: np.ndarray) -> np.ndarray:
     x = np.ascontiguousarray(x, np.float32)
     y = np.empty_like(x)
     lib.qgpu_exp(x.ctypes.data, y.ctypes.data, x.size)
+    return y
+
+
+def kernel_silu(lib: ctypes.CDLL, x: np.ndarray) -> np.ndarray:
+    y = np.array(x, np.float32)  # a contiguous copy, overwritten
+    lib.qgpu_silu(y.ctypes.data, y.size)
     return y
 
 

@@ -7,8 +7,10 @@ embedding, which the kernel reads by row, is):
 - per GDN layer: the projections of the live heads (q, k of live key heads, v, z, b, a of
   live value heads: `live_gdn_heads`) as one column-sparse matrix over the hidden input;
   the conv channels whose projection row is nonzero; out_proj by head column;
-- per MLP: the live units' gate as a column-sparse matrix, up as sparse rows (computed
-  only for units whose silu(gate) is not 0), down by unit;
+- per MLP: the live units (those whose up row has one entry first, in order, then the
+  others: the kernel runs the first kind 8 at a time) with their gate as a column-sparse
+  matrix of distinct forms, up as sparse rows (computed only for units whose silu(gate)
+  is not 0), down by unit;
 - the output head as sparse rows, plus max/min bounds over blocks of 32 rows and groups
   of 1,024 rows, which let the greedy argmax skip every block that provably cannot hold
   the maximum (exact: a skipped block's bound, widened by the worst float32 rounding of a
@@ -128,12 +130,13 @@ class NativePlan:
                         ("slots", sizes["slots"]), ("qkv", sizes["channels"]),
                         ("qn", sizes["key"] * dk), ("kn", sizes["key"] * dk), ("o", dv),
                         ("y", sizes["heads"] * dv), ("units", sizes["units"]),
-                        ("forms", sizes["units"])):
+                        ("forms", sizes["units"]), ("conv_out", sizes["channels"]),
+                        ("acts", sizes["units"] + 8)):
             setattr(m, name, self._f(np.zeros(n, F32)))
         for name, n in (("nzq", sizes["key"] * dk), ("nzk", sizes["key"] * dk),
                         ("nq", sizes["key"]), ("nk", sizes["key"]),
                         ("nzch", sizes["channels"]), ("newc", sizes["channels"]),
-                        ("proc", sizes["channels"]), ("unit_list", sizes["units"]),
+                        ("proc", sizes["channels"]), ("unit_list", sizes["units"] + 8),
                         ("group_order", max(m.head.n_groups, 1))):
             setattr(m, name, self._i(np.zeros(n, np.int32)))
         ub = np.zeros(max(m.head.n_groups, 1), np.float64)
@@ -205,6 +208,9 @@ class NativePlan:
         L.n_units = len(live)
         if not live.size:
             return
+        single = up.counts[live] == 1  # these units first (each class in order)
+        live = np.concatenate([live[single], live[~single]])
+        L.n_single = int(single.sum())
         forms, unit_form, unit_bias, L.bias_col = _gate_forms(gate.take_rows(live))
         L.n_forms = forms.shape[0]
         L.unit_form, L.unit_bias = self._i(unit_form), self._f(unit_bias)
@@ -212,6 +218,8 @@ class NativePlan:
         up_live = up.take_rows(live)
         L.up_ptr = self._i(up_live.indptr)
         L.up_col, L.up_val = self._i(up_live.cols), self._f(up_live.vals)
+        first = up_live.indptr[:L.n_single]
+        L.up1_col, L.up1_val = self._i(up_live.cols[first]), self._f(up_live.vals[first])
         down_live = down.take_cols(live)
         self._csc(L.down, down_live, all_columns=True)
         rows = down_live.live_rows()

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from qgpu.circuit.table_machine import build_table_machine
+from qgpu.model import layers
 from qgpu.model.fast import FastEngine
-from qgpu.model.fast_native import exp_probe, kernel_exp, kernel_sumsq, load_kernel
+from qgpu.model.fast_native import exp_probe, kernel_exp, kernel_silu, kernel_sumsq, load_kernel
 from qgpu.model.reference import ReferenceEngine
 from qgpu.model.weights import EMBED, LM_HEAD, QwenWeights
 
@@ -33,6 +34,23 @@ def test_kernel_exp_and_sums_are_numpys():
     for n in (1, 7, 8, 9, 127, 128, 129, 1000, 1024, 4096, 4099):
         v = (rng.normal(size=n) * rng.uniform(0.01, 100)).astype(np.float32)
         assert kernel_sumsq(lib, v) == np.sum(v * v, dtype=np.float32), n
+
+
+def test_kernel_silu_is_numpys():
+    """The kernel's silu over arrays (8 lanes at a time where it can) gives
+    layers.silu's bits, on exp's probes, both signs, the saturation edges, zeros, NaN and
+    +inf, in every position of a group of 8 (not -inf: the kernel's silu(-inf) is -0,
+    numpy's NaN, in the scalar code as in the vector code)."""
+    x = exp_probe()
+    edges = np.array([17.0, np.nextafter(17.0, 0), -89.0, np.nextafter(-89.0, 0), 0.0, -0.0,
+                      88.7228, -88.7228, -88.8, np.inf, np.nan, 1.0, -1.0, 2.0 ** -20],
+                     np.float32)
+    rng = np.random.default_rng(5)
+    for v in (x, -x, np.resize(edges, 1003), rng.permutation(np.resize(edges, 64)),
+              np.concatenate([rng.uniform(-100, 30, 4099).astype(np.float32), edges])):
+        v = np.asarray(v, np.float32)
+        want = layers.silu(v)
+        np.testing.assert_array_equal(kernel_silu(lib, v).view(np.int32), want.view(np.int32))
 
 
 def test_table_machine_states_bit_identical_to_reference():

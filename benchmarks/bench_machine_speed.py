@@ -1,0 +1,133 @@
+"""Decode speed of the fast engine on the compiled machine (`load_machine()`), on a
+reference launch: a loop of loads, adds, xors and stores (--iterations) on one warp.
+
+Prints the machine's layers, hidden size and nonzeros, the launch's prompt and trace
+tokens, tokens/s of the fast engine's native backend (wall and per CPU second: the
+machine is shared, the load average is printed with every figure) and of its numpy
+backend (on the first --numpy-tokens tokens), and the native kernel's time per token
+split by layer into mixer and MLP (plus the final norm and output head). Every run's
+tokens are checked against the interpreter's trace.
+
+    .venv/bin/python benchmarks/bench_machine_speed.py [--iterations 150] [--repeats 3]
+        [--numpy-tokens 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from qgpu.interp import run_launch  # noqa: E402
+from qgpu.isa.asm import assemble  # noqa: E402
+from qgpu.model.fast import FastEngine  # noqa: E402
+from qgpu.protocol import encode_prompt, expected_trace  # noqa: E402
+from qgpu.runtime.generate import generate_launch  # noqa: E402
+from qgpu.runtime.machine import load_machine  # noqa: E402
+
+LOOP = """
+block 0:
+  tid r1
+  mov r2, 0
+  mov r3, 0
+  jmp 1
+block 1:
+  add r3, r3, r2
+  ld.global r5, [r0+4]
+  xor r5, r5, r3
+  jmp 2
+block 2:
+  st.global [r0+8], r5
+  add r2, r2, 1
+  setlt.u r4, r2, {n}
+  br r4, 1, 3
+block 3:
+  mov r6, r3
+  exit
+"""
+MEMORY = [3, 5, 7, 9, 11]
+
+
+def load() -> str:
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--iterations", type=int, default=150)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--numpy-tokens", type=int, default=300)
+    args = ap.parse_args()
+
+    start = time.perf_counter()
+    machine = load_machine(progress=False)
+    weights, engine = machine.compiled.weights, machine.engine
+    c = weights.config
+    print(f"machine: {c.num_hidden_layers} layers, hidden {c.hidden_size}, vocabulary "
+          f"{c.vocab_size:,}, {weights.nonzero_count():,} nonzeros; loaded in "
+          f"{time.perf_counter() - start:.1f} s; backend {engine.backend}", flush=True)
+
+    program = assemble(LOOP.format(n=args.iterations))
+    want = expected_trace(run_launch(program, 1, 4, memory=MEMORY).events)
+    prompt = encode_prompt(program, 1, 4, MEMORY)
+    print(f"launch: loop of {args.iterations} iterations, block 4: {len(prompt)} prompt "
+          f"tokens, {len(want)} trace tokens", flush=True)
+
+    for rep in range(args.repeats):
+        before = load()
+        cpu = time.process_time()
+        run = generate_launch(machine, program, 1, 4, MEMORY, max_tokens=len(want) + 8)
+        cpu = time.process_time() - cpu
+        assert run.trace == want, "the model's trace differs from the interpreter's"
+        n = len(prompt) + len(run.trace)
+        print(f"native generate_launch #{rep + 1}: {run.tokens_per_second:,.0f} trace tok/s "
+              f"wall ({n / run.seconds:,.0f} tok/s counting the prompt), "
+              f"{n / cpu:,.0f} tok/s per CPU second; {before} -> {load()}", flush=True)
+
+    if engine.backend == "native":
+        profile(engine, prompt + want)
+
+    tokens = (prompt + want)[:args.numpy_tokens + 1]
+    numpy_engine = FastEngine(weights, backend="numpy")
+    state = numpy_engine.new_state()
+    before = load()
+    wall, cpu = time.perf_counter(), time.process_time()
+    numpy_engine.consume(state, tokens[:len(prompt) - 1])
+    got = [numpy_engine.step_greedy(state, t) for t in tokens[len(prompt) - 1:-1]]
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert got == want[:len(got)], "the numpy backend's tokens differ from the interpreter's"
+    print(f"numpy backend, first {len(tokens) - 1} tokens: {(len(tokens) - 1) / wall:,.0f} "
+          f"tok/s wall, {(len(tokens) - 1) / cpu:,.0f} per CPU second; {before} -> {load()}")
+
+
+def profile(engine: FastEngine, tokens: list[int]) -> None:
+    """The native kernel's own clock per layer part over `tokens` (step_greedy each)."""
+    n = engine.config.num_hidden_layers
+    buf = np.zeros(2 * n + 1)
+    lib = engine.plan.lib
+    state = engine.new_state()
+    before = load()
+    lib.qgpu_set_profile(buf.ctypes.data)
+    wall = time.perf_counter()
+    try:
+        for t in tokens:
+            engine.step_greedy(state, t)
+    finally:
+        lib.qgpu_set_profile(None)
+    wall = time.perf_counter() - wall
+    us = buf / len(tokens) * 1e6
+    print(f"per token ({len(tokens)} tokens, {before} -> {load()}): {wall / len(tokens) * 1e6:.0f}"
+          f" us wall, of which kernel {us.sum():.0f} us: mixers {us[0:2 * n:2].sum():.0f}, "
+          f"MLPs {us[1:2 * n:2].sum():.0f}, final norm + head {us[-1]:.0f}; by layer "
+          "(mixer/MLP us):")
+    print("  " + "  ".join(f"{i}:{us[2 * i]:.0f}/{us[2 * i + 1]:.0f}" for i in range(n)))
+
+
+if __name__ == "__main__":
+    main()
