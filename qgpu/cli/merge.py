@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from qgpu.merge import merge_checkpoint
 from qgpu.merge.circuits import CIRCUITS, compile_named
-from qgpu.merge.layout import NORM_MODES, layer_shape_of
+from qgpu.merge.layout import NORM_MODES, MergeError, layer_shape_of
 from qgpu.merge.source import CheckpointSource
 
 DEFAULT_CIRCUIT = "machine"
@@ -23,12 +23,26 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-neutralise", action="store_true",
                         help="let GPU tokens decay/write the base's GDN state (to measure)")
     parser.add_argument("--shard-gb", type=float, default=4.0, help="shard size in GiB")
+    parser.add_argument("--ops", help="comma-separated operations to compile into the machine "
+                        "(default: all it supports); whole families are kept, and the merged "
+                        "machine refuses programs outside them")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def main(args) -> int:
     base = CheckpointSource(args.base).config
-    part = compile_named(args.circuit, layer_shape_of(base), progress=not args.quiet)
+    spec = None
+    if args.ops:
+        from qgpu.circuit.machine.spec import MachineSpec
+
+        if args.circuit != "machine":
+            raise MergeError("--ops applies to the machine circuit only")
+        try:
+            spec = MachineSpec(ops=tuple(o.strip() for o in args.ops.split(",") if o.strip()))
+        except ValueError as err:
+            raise MergeError(f"--ops: {err}") from None
+    part = compile_named(args.circuit, layer_shape_of(base), progress=not args.quiet,
+                         spec=spec)
     layout = merge_checkpoint(args.base, part, args.out, shard_bytes=int(args.shard_gb * 2**30),
                               progress=not args.quiet, norm_mode=args.norm_mode,
                               neutralise=not args.no_neutralise)

@@ -88,7 +88,13 @@ CIRCUITS: dict[str, Callable[..., CircuitPart]] = {
 }
 
 
-def compile_named(name: str, shape: LayerShape, progress: bool = False) -> CircuitPart:
+def compile_named(name: str, shape: LayerShape, progress: bool = False,
+                  spec=None) -> CircuitPart:
+    """A named circuit compiled at `shape`; spec: the machine's MachineSpec (machine only)."""
     if name not in CIRCUITS:
         raise MergeError(f"unknown circuit {name!r}; known: {', '.join(sorted(CIRCUITS))}")
+    if spec is not None:
+        if name != MACHINE:
+            raise MergeError("a machine spec applies to the machine circuit only")
+        return machine_part(shape, progress=progress, spec=spec)
     return CIRCUITS[name](shape, progress=progress)

@@ -27,14 +27,25 @@ pytestmark = pytest.mark.slow
 SEVEN = "__global__ void k(int *out) { if (threadIdx.x == 0) out[0] = 7 + out[1]; }\n"
 
 
+def _test_ops() -> tuple[str, ...]:
+    import qgpu
+    from qgpu.circuit.machine.spec import MachineSpec
+
+    programs = [assemble(MEMORY_PROGRAMS["memory"]),
+                qgpu.compile(SEVEN).get_function("k").program]
+    return MachineSpec.for_programs(programs).op_names
+
+
 @pytest.fixture(scope="module")
 def merged_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("machine_merge")
     (root / "base").mkdir()
     write_release_layout(root / "base", machine_base("m160_tied_full_first", seed=5))
     write_tokenizer(root / "base")
+    # the machine is the default circuit; --ops keeps the dense checkpoint small (the
+    # operations of the programs these tests run: whole families)
     assert main(["merge", "--base", str(root / "base"), "--out", str(root / "out"),
-                 "--quiet"]) == 0  # the machine is the default circuit
+                 "--ops", ",".join(_test_ops()), "--quiet"]) == 0
     yield root
     shutil.rmtree(root)  # ~14 GB
 
