@@ -137,7 +137,8 @@ def family_units(module):
     opnd, ops = make_unit(c, "src", "machine", [],
                           [("opnd", BITS, 97, {}), ("ops", BITS, len(SUPPORTED_OPS), {})],
                           lambda *args: None)
-    ins = SimpleNamespace(position=0, ops=ops, op=lambda n: ops[SUPPORTED_OPS.index(n)])
+    ins = SimpleNamespace(position=0, ops=ops, op=lambda n: ops[SUPPORTED_OPS.index(n)],
+                          has=lambda *names: True)
     ext = module.build(SimpleNamespace(c=c, ins=ins, operands={0: opnd}), 0)
     (node,) = [n for n in c.nodes if n.name != "src"]
     return node, ext, opnd, ops

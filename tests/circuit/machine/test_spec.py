@@ -1,9 +1,9 @@
-"""machine.spec: what the v0 circuit runs, and the clear errors for everything else."""
+"""machine.spec: what the machine circuit runs, and the clear errors for everything else."""
 
 import pytest
 
-from qgpu.circuit.machine.spec import SUPPORTED_OPS, MachineSpec, check_launch
-from qgpu.errors import LaunchError, ProgramError
+from qgpu.circuit.machine.spec import MAX_RECORDS, SUPPORTED_OPS, MachineSpec, check_launch
+from qgpu.errors import AssemblyError, LaunchError, ProgramError
 from qgpu.isa import machine as M
 from qgpu.isa.asm import assemble
 from qgpu.isa.ops import OPS
@@ -26,12 +26,19 @@ def test_supported_operations_exist():
     ("block 0:\n  atom.global.cas r1, [0], 1, 2\n  exit\n", 1, 4, ProgramError,
      "operation 'atom.global.cas'"),
     ("block 0:\n  exit\n", 2, 4, LaunchError, "1 warp"),
-    ("block 0:\n  st.global [r0], r0\n  st.global [r0+4], r0\n  st.global [r0+8], r0\n"
-     "  st.global [r0+12], r0\n  exit\n", 1, 4, ProgramError, "memory records"),
 ])
 def test_rejections_are_clear(src, grid, block, error, match):
     with pytest.raises(error, match=match):
         check_launch(MachineSpec(), assemble(src), grid, block)
+
+
+def test_a_block_with_more_memory_records_than_the_counter_holds_is_not_a_program():
+    # 4 stores x 4 lanes = 16 records > the 12 the model counts: the ISA's
+    # MAX_BLOCK_WRITES keeps every program inside that limit
+    with pytest.raises(AssemblyError, match="MAX_BLOCK_WRITES"):
+        assemble("block 0:\n  st.global [r0], r0\n  st.global [r0+4], r0\n"
+                 "  st.global [r0+8], r0\n  st.global [r0+12], r0\n  exit\n")
+    assert M.MAX_BLOCK_WRITES * M.LANES <= MAX_RECORDS
 
 
 def test_operations_outside_the_spec_are_rejected():

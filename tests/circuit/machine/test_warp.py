@@ -82,7 +82,8 @@ def scratch():
     operands = {j: c.token_bits(f"operands.{j}", 97, lambda t: 0) for j in range(LANES)}
     mask = c.token_bits("mask", LANES, lambda t: 0)
     ops = c.token_bits("ops", len(SUPPORTED_OPS), lambda t: 0)
-    ins = SimpleNamespace(position=0, ops=ops, op=lambda name: ops[SUPPORTED_OPS.index(name)])
+    ins = SimpleNamespace(position=0, ops=ops, op=lambda name: ops[SUPPORTED_OPS.index(name)],
+                          has=lambda *names: True)
     view = StageView(c, SimpleNamespace(cur_mask=mask), ins, operands, {}, {}, {})
     lanes = {}
     for lane in range(LANES):
