@@ -1,6 +1,8 @@
 """cli.demo: `qgpu demo`, the dot product of [1, 2, 3] and [4, 5, 6]: the CUDA kernel is
-compiled by the front end (clang-19 -> PTX -> machine blocks), launched, and the trace
-the model writes is printed as readable records with its token count and the result 32."""
+compiled by the front end (clang-19 -> PTX -> machine blocks), launched on the compiled
+model (or, with --engine interp, the reference interpreter), and the trace the model
+writes is printed as readable records with its token count and the result 32 (read from
+the model's recurrent state)."""
 
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quiet", action="store_true", help="print only the result")
     parser.add_argument("--program", action="store_true",
                         help="also print the machine program (assembly)")
-    parser.add_argument("--engine", default="interp", choices=("interp", "model"),
-                        help="run on the reference interpreter or the compiled model")
+    parser.add_argument("--engine", default="model", choices=("interp", "model"),
+                        help="run on the compiled model (default; compiled once, then "
+                             "cached on disk) or the reference interpreter")
 
 
 def main(args) -> int:

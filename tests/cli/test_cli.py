@@ -4,6 +4,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from qgpu.cli import main
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
@@ -23,17 +25,19 @@ block 1:
 """
 
 
-def test_demo_prints_32(capsys):
-    assert main(["demo"]) == 0
+@pytest.mark.slow
+def test_demo_is_written_by_the_model_and_prints_32(capsys):
+    assert main(["demo"]) == 0                           # the compiled model by default
     out = capsys.readouterr().out
-    assert "result: 32" in out and "HALT" in out
+    assert "engine: model" in out and "result: 32" in out and "HALT" in out
     tokens = int(re.search(r"trace: (\d+) tokens", out).group(1))
     assert tokens <= 47                                  # the seed's count
 
 
-def test_demo_model_engine_is_a_clear_error(capsys):
-    assert main(["demo", "--engine", "model"]) == 1   # dot needs mul, atomics, 2 slots
-    assert "the model machine" in capsys.readouterr().err
+def test_demo_on_the_interpreter_prints_32(capsys):
+    assert main(["demo", "--engine", "interp"]) == 0
+    out = capsys.readouterr().out
+    assert "engine: interp" in out and "result: 32" in out and "HALT" in out
 
 
 def test_asm_round_trip_and_run(tmp_path, capsys):
