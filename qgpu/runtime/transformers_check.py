@@ -199,14 +199,21 @@ def reference_layer_outputs(weights, tokens: list[int], n_layers: int,
 
 class PeakRss:
     """Peak resident memory of a phase: Linux resets the peak (VmHWM) when 5 is written
-    to /proc/self/clear_refs; elsewhere the process's peak so far is reported."""
+    to /proc/self/clear_refs; elsewhere the process's peak so far is reported. `growth`:
+    the peak minus the resident memory when the phase began (what the phase itself
+    needs, whatever else the process already holds, e.g. other tests' machines)."""
 
     def __enter__(self):
+        self.start = _status_bytes("VmRSS:")
         try:
             Path("/proc/self/clear_refs").write_text("5")
         except OSError:
             pass
         return self
+
+    @property
+    def growth(self) -> int:
+        return max(0, self.bytes - self.start)
 
     def __exit__(self, *exc):
         self.bytes = peak_rss_bytes()
@@ -217,6 +224,17 @@ class PeakRss:
         except OSError:
             pass
         return False
+
+
+def _status_bytes(key: str) -> int:
+    """A /proc/self/status memory line in bytes (0 where there is none)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 @dataclass
@@ -231,6 +249,7 @@ class LaunchCheck:
     paths_equal: bool | None = None    # layer 0: chunked == recurrent == the full pass
     seconds: dict = field(default_factory=dict)
     peak_rss: dict = field(default_factory=dict)  # phase -> bytes
+    rss_growth: dict = field(default_factory=dict)  # phase -> peak minus RSS at its start
     largest_module_bytes: int = 0
     checkpoint_bytes: int = 0
 
@@ -250,6 +269,7 @@ class LaunchCheck:
                 "logits_equal": self.logits_equal, "paths_equal": self.paths_equal,
                 "seconds": {k: round(v, 1) for k, v in self.seconds.items()},
                 "peak_rss_gib": {k: round(v / 2**30, 2) for k, v in self.peak_rss.items()},
+                "rss_growth_gib": {k: round(v / 2**30, 2) for k, v in self.rss_growth.items()},
                 "largest_module_gib": round(self.largest_module_bytes / 2**30, 2),
                 "checkpoint_gib": round(self.checkpoint_bytes / 2**30, 2)}
 
@@ -289,7 +309,7 @@ def check_launch(compiled, directory: str | Path, prompt: list[int], trace: list
         with PeakRss() as peak:
             save_checkpoint(compiled.weights, directory)
         check.seconds["export"] = time.perf_counter() - t
-        check.peak_rss["export"] = peak.bytes
+        check.peak_rss["export"], check.rss_growth["export"] = peak.bytes, peak.growth
     check.checkpoint_bytes = sum(f.stat().st_size for f in directory.iterdir())
     n_ref = compiled.weights.config.num_hidden_layers if reference_layers is None \
         else reference_layers
@@ -305,7 +325,7 @@ def check_launch(compiled, directory: str | Path, prompt: list[int], trace: list
         state = SimpleNamespace(recurrent=recurrent_states(cache, linear))
         check.memory = read_memory(compiled, state)
     check.seconds["transformers"] = time.perf_counter() - t
-    check.peak_rss["transformers"] = peak.bytes
+    check.peak_rss["transformers"], check.rss_growth["transformers"] = peak.bytes, peak.growth
     check.largest_module_bytes = streamed.loaded_bytes
 
     if paths:
@@ -324,7 +344,7 @@ def check_launch(compiled, directory: str | Path, prompt: list[int], trace: list
         if ref_logits is not None:
             check.logits_equal = bool(np.array_equal(logits.numpy(), ref_logits))
         check.seconds["reference"] = time.perf_counter() - t
-        check.peak_rss["reference"] = peak.bytes
+        check.peak_rss["reference"], check.rss_growth["reference"] = peak.bytes, peak.growth
     return check
 
 

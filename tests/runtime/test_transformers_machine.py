@@ -47,6 +47,6 @@ def test_dot_launch_in_transformers_streamed(tmp_path):
     assert max(check.layers_diff.values()) <= REFERENCE_TOLERANCE
     assert check.logits_equal and check.paths_equal
     assert check.largest_module_bytes < 2 * GIB          # the LM head, 1.6 GiB
-    assert check.peak_rss["transformers"] < 8 * GIB
-    assert check.peak_rss["export"] < 8 * GIB
+    assert check.rss_growth["transformers"] < 8 * GIB  # the process may hold other machines
+    assert check.rss_growth["export"] < 8 * GIB
     assert check.ok
