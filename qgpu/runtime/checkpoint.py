@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
+from qgpu.circuit.machine.memory import decode_memory_rows
 from qgpu.circuit.machine.spec import SUPPORTED_OPS, MachineSpec, check_launch
 from qgpu.errors import LaunchError, ProgramError, QgpuError
 from qgpu.model.engine import Engine
@@ -63,24 +62,6 @@ class OffsetEngine:
 
     def step_greedy(self, state: ModelState, token: int) -> int:
         return self._out(self.inner.step_greedy(state, self.offset + int(token)))
-
-
-def decode_memory_rows(rows: np.ndarray) -> list[int]:
-    """Global memory words from the memory table's rows (machine.memory's encoding: bit i
-    as the pair (32 b, 32 (1 - b)) in columns 2i, 2i + 1; a row never written is 0)."""
-    words = []
-    for a, row in enumerate(np.asarray(rows)):
-        pairs = row.reshape(32, 2)
-        if not np.any(pairs):
-            words.append(0)
-            continue
-        ok = np.all(((pairs[:, 0] == 32) & (pairs[:, 1] == 0)) |
-                    ((pairs[:, 0] == 0) & (pairs[:, 1] == 32)))
-        if not ok:
-            raise QgpuError(f"memory word {a} in the model's state is not a clean stored "
-                            f"word: {row.tolist()}")
-        words.append(int(sum(1 << b for b in range(32) if pairs[b, 0] == 32)))
-    return words
 
 
 @dataclass

@@ -156,9 +156,14 @@ def read_memory(compiled, state) -> list[int]:
     table = next(n for n in plan.order if isinstance(n, Table) and n.name == "mem.stage0")
     layer = plan.layer[table]
     head = plan.heads[table][0] * compiled.weights.config.value_heads_per_key_head
-    rows = np.asarray(state.recurrent[layer][head, :M.GLOBAL_WORDS, :64])
+    return decode_memory_rows(state.recurrent[layer][head, :M.GLOBAL_WORDS, :64])
+
+
+def decode_memory_rows(rows) -> list[int]:
+    """Memory words from the memory table's rows (bit i as the pair (32 b, 32 (1 - b)) in
+    columns 2i, 2i + 1; a row never written is 0); shared by every reader of the state."""
     words = []
-    for a, row in enumerate(rows):
+    for a, row in enumerate(np.asarray(rows)):
         pairs = row.reshape(32, 2)
         if not np.any(pairs):
             words.append(0)
