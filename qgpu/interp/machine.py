@@ -31,6 +31,7 @@ class BlockEvent:
     writeback: list[tuple[int, dict[int, int]]]   # (register, {lane: value}) ascending reg
     mem_writes: list[tuple[int, int]]             # (flat word index, value after the op)
     branch_taken: tuple[int, ...] | None = None   # br: active lanes that took the branch
+    epoch: int = 0                                # barriers the CTA has released so far
 
 
 @dataclass
@@ -88,6 +89,9 @@ class Machine:
                       for c in range(grid) for w in range(per_cta)]
         self.events: list[BlockEvent] = []
         self.instructions = 0
+        # barrier releases per CTA: every running lane has passed exactly this many
+        # barriers (the protocol's EXEC carries it mod 4; docs/protocol.md)
+        self.releases = [0] * grid
 
     # -- scheduling -------------------------------------------------------------------
     def run(self) -> LaunchResult:
@@ -100,7 +104,9 @@ class Machine:
                                    f"executed without finishing (runaway loop?)")
             pc = min(warp.pc[lane] for lane in warp.running())
             active = tuple(lane for lane in warp.running() if warp.pc[lane] == pc)
-            self.events.append(self.execute(warp, pc, active))
+            event = self.execute(warp, pc, active)
+            event.epoch = self.releases[warp.cta]
+            self.events.append(event)
             self._release_barrier(warp.cta)
         return LaunchResult(self.memory, self.shared, self.events, self.instructions)
 
@@ -115,6 +121,8 @@ class Machine:
                                f"different barriers (continuing at blocks {sorted(targets)})")
         for w, lane in waiting:
             w.status[lane] = RUNNING
+        if waiting:
+            self.releases[cta] += 1
 
     # -- one block ----------------------------------------------------------------------
     def execute(self, warp: Warp, pc: int, active: tuple[int, ...]) -> BlockEvent:

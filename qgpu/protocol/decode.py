@@ -13,7 +13,7 @@ from qgpu.isa import machine as M
 from qgpu.isa.ops import OPS
 from qgpu.isa.program import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg
 from qgpu.protocol.prompt import operand_selectors
-from qgpu.protocol.vocab import IMM_FIELDS, OP_NAMES, SEL_FWD, SEL_IMM, TERMS, fields_of, name
+from qgpu.protocol.vocab import EPOCHS, IMM_FIELDS, OP_NAMES, SEL_FWD, SEL_IMM, TERMS, fields_of, name
 
 
 @dataclass
@@ -161,13 +161,15 @@ class _Lanes:
         self.pc = [[0] * M.LANES for _ in range(self.nwarps)]
         self.status = [["run" if (w % self.per_cta) * M.LANES + ln < launch.block
                         else "absent" for ln in range(M.LANES)] for w in range(self.nwarps)]
+        self.releases = [0] * launch.grid  # barrier releases per CTA (EXEC's epoch)
 
-    def next_exec(self) -> tuple[int, int, tuple[int, ...]] | None:
+    def next_exec(self) -> tuple[int, int, tuple[int, ...], int] | None:
         for w in range(self.nwarps):
             running = [ln for ln in range(M.LANES) if self.status[w][ln] == "run"]
             if running:
                 b = min(self.pc[w][ln] for ln in running)
-                return b, w, tuple(ln for ln in running if self.pc[w][ln] == b)
+                return (b, w, tuple(ln for ln in running if self.pc[w][ln] == b),
+                        self.releases[w // self.per_cta] % EPOCHS)
         return None
 
     def finish(self, w: int, active, term, taken) -> None:
@@ -183,9 +185,11 @@ class _Lanes:
         lanes = [(x, ln) for x in range(cta * self.per_cta, (cta + 1) * self.per_cta)
                  for ln in range(M.LANES)]
         if not any(self.status[x][ln] == "run" for x, ln in lanes):
-            for x, ln in lanes:
-                if self.status[x][ln] == "wait":
-                    self.status[x][ln] = "run"
+            waiting = [(x, ln) for x, ln in lanes if self.status[x][ln] == "wait"]
+            for x, ln in waiting:
+                self.status[x][ln] = "run"
+            if waiting:
+                self.releases[cta] += 1
 
 
 def _lanes_of(mask: int) -> tuple[int, ...]:
@@ -210,12 +214,13 @@ def decode_trace(launch: Launch, tokens: list[int]) -> list[Record]:
             if r.pos != len(r.toks):
                 raise ProtocolError(f"trace: tokens after HALT at position {r.pos}")
             return out
-        b, w, m = r.take("EXEC")
-        if want is None or (b, w, _lanes_of(m)) != want:
+        b, w, m, e = r.take("EXEC")
+        if want is None or (b, w, _lanes_of(m), e) != want:
             raise ProtocolError(f"trace: position {start}: {name(tokens[start])}, but the "
                                 f"machine schedules " + (
                                     f"block {want[0]} for warp {want[1]} lanes "
-                                    f"{''.join(map(str, want[2]))}" if want else "HALT"))
+                                    f"{''.join(map(str, want[2]))} (barrier epoch "
+                                    f"{want[3]})" if want else "HALT"))
         active = want[2]
         blk = prog.blocks[b]
         rec = Record(start, "exec", b, w, active)

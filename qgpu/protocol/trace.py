@@ -2,7 +2,7 @@
 from the reference interpreter's block events (protocol v1).
 
 For each executed block, in order:
-    EXEC(b, w, m)            m = the active lanes
+    EXEC(b, w, m, e)         m = the active lanes, e = the CTA's barrier releases mod 4
     R(r) {V(lo) V(hi)}       per writeback register r (ascending), per active lane
     ADDR(a) V(lo) V(hi)      per memory word written, in operation order
     END(t)                   t = the active lanes that took a `br` (0 otherwise)
@@ -12,7 +12,7 @@ and finally HALT.
 from __future__ import annotations
 
 from qgpu.interp.machine import BlockEvent
-from qgpu.protocol.vocab import split32, tok
+from qgpu.protocol.vocab import EPOCHS, split32, tok
 
 
 def lane_mask(lanes) -> int:
@@ -20,7 +20,7 @@ def lane_mask(lanes) -> int:
 
 
 def event_tokens(ev: BlockEvent) -> list[int]:
-    out = [tok("EXEC", ev.block, ev.warp, lane_mask(ev.active))]
+    out = [tok("EXEC", ev.block, ev.warp, lane_mask(ev.active), ev.epoch % EPOCHS)]
     for reg, per_lane in ev.writeback:
         out.append(tok("R", reg))
         for lane in ev.active:

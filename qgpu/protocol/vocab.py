@@ -3,7 +3,8 @@ out kind after kind in the order of KINDS, value tokens first so that V(x) has i
 docs/protocol.md's vocabulary table is generated from KINDS (tests check it).
 
 Multi-field tokens pack their fields mixed-radix, first field most significant
-(`pack`/`unpack`); e.g. EXEC(b, w, m) has argument (b * MAX_WARPS + w) * 2^LANES + m.
+(`pack`/`unpack`); e.g. EXEC(b, w, m, e) has argument
+((b * MAX_WARPS + w) * 2^LANES + m) * EPOCHS + e.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 from qgpu.isa import machine as M
 from qgpu.isa.ops import OPS
 
-PROTOCOL_VERSION = 2    # 2: mulhi.s/mulhi.u left the ISA (OPD ids and every later id moved)
+PROTOCOL_VERSION = 3    # 3: EXEC carries the barrier epoch (EXEC, R, END, HALT ids moved)
+#                        2: mulhi.s/mulhi.u left the ISA (OPD ids and every later id moved)
 OP_NAMES: tuple[str, ...] = tuple(OPS)          # OP index i is the i-th mnemonic of OPS
 TERMS = ("jmp", "br", "bar", "exit")
 N_SLOTS = M.STAGES * M.SLOTS                     # instruction positions in a block
@@ -24,6 +26,7 @@ SEL_IMM = M.REGS + N_SLOTS
 N_SEL = SEL_IMM + 1
 IMM_FIELDS = ("a", "b", "c", "offset")          # IMM(b, p, j): operand j's immediate, or offset
 MASKS = 1 << M.LANES
+EPOCHS = 4  # EXEC's barrier epoch: the CTA's barrier releases so far, mod 4
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("ADDR", (M.FLAT_WORDS,), "ADDR(a) V(lo) V(hi): memory word a (flat) holds the value"),
     Kind("GO", (), "last prompt token; the model writes the trace from here"),
     # trace
-    Kind("EXEC", (M.ROM_BLOCKS, M.MAX_WARPS, MASKS), "EXEC(b, w, m): warp w runs block b "
-                                                     "with active lanes m"),
+    Kind("EXEC", (M.ROM_BLOCKS, M.MAX_WARPS, MASKS, EPOCHS),
+         "EXEC(b, w, m, e): warp w runs block b with active lanes m; e: its CTA's barrier "
+         "releases so far, mod 4"),
     Kind("R", (M.REGS,), "R(r): the values of register r follow, V(lo) V(hi) per active "
                          "lane"),
     Kind("END", (MASKS,), "END(t): the block ends; t = active lanes that took a br"),
@@ -145,7 +149,7 @@ def name(token: int) -> str:
     if kind == "V":
         return f"V(0x{f[0]:04x})"
     if kind == "EXEC":
-        return f"EXEC({f[0]},w{f[1]},{_mask(f[2])})"
+        return f"EXEC({f[0]},w{f[1]},{_mask(f[2])}" + (f",e{f[3]})" if f[3] else ")")
     if kind in ("END",):
         return f"END({_mask(f[0])})"
     if kind == "OPD":

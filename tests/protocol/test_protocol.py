@@ -49,7 +49,7 @@ def test_vocabulary_is_a_bijection():
     assert tok("V", 0x1234) == 0x1234
     assert tok("HALT") == VOCAB_SIZE - 1
     with pytest.raises(ValueError):
-        tok("EXEC", M.ROM_BLOCKS, 0, 0)
+        tok("EXEC", M.ROM_BLOCKS, 0, 0, 0)
     with pytest.raises(ValueError):
         kind_of(VOCAB_SIZE)
 
@@ -92,7 +92,7 @@ def test_trace_layout_and_decoding():
     prog = assemble(LOOP)
     res = run_launch(prog, 1, 3)
     trace = expected_trace(res.events)
-    assert trace[0] == tok("EXEC", 0, 0, 0b0111) and trace[-1] == tok("HALT")
+    assert trace[0] == tok("EXEC", 0, 0, 0b0111, 0) and trace[-1] == tok("HALT")
     recs = decode_trace(decode_prompt(encode_prompt(prog, 1, 3)), trace)
     assert [r.block for r in recs[:-1]] == [e.block for e in res.events]
     # block 0 returns r1, r2, r3 (live into the loop): 3 x (R + 3 lanes x 2) + END
@@ -126,7 +126,8 @@ block 1:
 
 
 def test_names_are_readable():
-    assert name(tok("EXEC", 3, 1, 0b1011)) == "EXEC(3,w1,013)"
+    assert name(tok("EXEC", 3, 1, 0b1011, 0)) == "EXEC(3,w1,013)"
+    assert name(tok("EXEC", 3, 1, 0b1011, 2)) == "EXEC(3,w1,013,e2)"
     assert name(tok("V", 42)) == "V(0x002a)"
     assert name(tok("END", 0b0101)) == "END(02)"
     assert name(tok("SRCAB", 3, SEL_IMM)) == "SRCAB(r3,imm)"
@@ -136,8 +137,8 @@ def test_names_are_readable():
 @pytest.mark.parametrize("mutate, message", [
     (lambda t: t[:-1], "stream ends"),
     (lambda t: t + [tok("HALT")], "tokens after HALT"),
-    (lambda t: [tok("EXEC", 1, 0, 7)] + t[1:], "machine schedules block 0"),
-    (lambda t: [tok("EXEC", 0, 0, 3)] + t[1:], "machine schedules block 0"),
+    (lambda t: [tok("EXEC", 1, 0, 7, 0)] + t[1:], "machine schedules block 0"),
+    (lambda t: [tok("EXEC", 0, 0, 3, 0)] + t[1:], "machine schedules block 0"),
     (lambda t: t[:1] + [tok("HALT")] + t[2:], "expected R"),
     (lambda t: t[:1] + [tok("R", 2)] + t[2:], "writes back r1 next"),
     (lambda t: [tok("HALT")], "can still run"),

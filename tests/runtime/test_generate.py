@@ -54,8 +54,8 @@ def test_check_reports_the_first_mismatch(machine):
 
 
 def test_programs_outside_the_circuit_are_rejected(machine):
-    with pytest.raises(LaunchError, match="warp"):
-        generate_launch(machine, assemble("block 0:\n  exit\n"), 1, 8)
+    with pytest.raises(LaunchError, match="needs 8"):
+        generate_launch(machine, assemble("block 0:\n  exit\n"), 2, 16)
 
 
 def test_two_slots_per_stage():

@@ -66,12 +66,34 @@ def _adder_low(ctx, a, b_form, carry_in: float, out, carry, en):
             ctx.step(s, 2 ** LO, {carry: 2.0}, when=[en], big=WIDE)
 
 
-def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> tuple[Signal, Signal]:
+def shared_base(c: Circuit, ins: Instruction, bk: Bookkeeping) -> Signal | None:
+    """The current CTA's number when position ins.position holds a shared-space operation
+    (2 bits, else 0): alu_low adds 128 * it to the byte address, so that the word one-hot
+    names the flat row GLOBAL_WORDS + cta * SHARED_WORDS + j - GLOBAL_WORDS of CTA cta's
+    word j in the shared table and its records (docs/isa.md's flat word space)."""
+    shared = [n for n in ADDRESSED_OPS if ".shared" in n and ins.has(n)]
+    if not shared:
+        return None
+
+    def body(ctx, outs):
+        (base,) = outs
+        for i in range(len(bk.cur_cta)):
+            ctx.step(plus(ctx.v01(bk.cur_cta, i), *(ctx.v01(ins.op(n)) for n in shared)), 2,
+                     true_bit(base[i]))
+
+    (base,) = unit(c, f"shared_base.{ins.position}", [ins.ops, bk.cur_cta],
+                   [(f"shared_base.{ins.position}", BITS, len(bk.cur_cta))], body)
+    return base
+
+
+def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
+            cta_base: Signal | None = None) -> tuple[Signal, Signal]:
     """add lo (16) | add carry | sub lo (16) | sub carry | ge_lo | le_lo | eq_lo | c != 0 |
     ready (always +1: reads for the next stage gate on it, so they are placed in the
     layer of this unit's successor instead of long before they are needed); and the
     memory word one-hot of a load, store or atomic of either space (spec.ADDRESSED_OPS;
-    none otherwise): word w <=> the low 16 bits of a + offset lie in [4w, 4w + 4)."""
+    none otherwise): word w <=> the low 16 bits of a + offset (+ 128 * cta_base: `shared_base`)
+    lie in [4w, 4w + 4)."""
     a, b, cc = opnd[0:32], opnd[32:64], opnd[64:96]
 
     def body(ctx, outs):
@@ -99,6 +121,8 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> tuple[Sign
         if not memory_ops:
             return
         s = plus(ctx.num(a, 0, LO), ctx.num(ins.offset, 0, LO))
+        if cta_base is not None:
+            s = plus(s, scaled(ctx.num(cta_base), 4.0 * M.SHARED_WORDS))
         mem = [plus(*(ctx.v01(ins.op(n)) for n in memory_ops))]
         words = M.GLOBAL_WORDS
         for base in (0, 1 << LO):  # S < 2^16, or S wrapped past 2^16 (negative offsets)
@@ -112,7 +136,8 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal) -> tuple[Sign
                     out[word[-1]] = -1.0 if w == 0 else 1.0
                 ctx.step(s, base + 4 * w, out, when=mem, big=WIDE)
 
-    out, word = unit(c, f"alu_low.{ins.position}.{lane}", [opnd, ins.ops, ins.offset],
+    out, word = unit(c, f"alu_low.{ins.position}.{lane}",
+                     [opnd, ins.ops, ins.offset, *([cta_base] if cta_base is not None else [])],
                      [(f"alu_low.{ins.position}.{lane}", BITS, 39 + 32),
                       (f"word.{ins.position}.{lane}", ONEHOT, M.GLOBAL_WORDS)], body)
     return out, word
@@ -193,13 +218,15 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
             for form, t, sign in conds:
                 ctx.step(form, t, {r[0]: sign}, when=[en(name)], big=4 * WIDE)
         lane_ops = [n for n in ("tid", "laneid") if ins.has(n)]
-        for i in range(2):  # tid and laneid: the lane (one warp); ctaid, warpid: 0
+        for i in range(2):  # tid = LANES * (warp in CTA) + lane; laneid = lane
             if lane >> i & 1 and lane_ops:
                 ctx.linear(plus(*(en(n) for n in lane_ops)), {r[i]: 2.0})
-        for name, value in (("ntid", bk.ntid), ("nctaid", bk.nctaid)):
+        for name, value, at in (("ntid", bk.ntid, 0), ("nctaid", bk.nctaid, 0),
+                                ("tid", bk.cur_warp_in_cta, 2), ("ctaid", bk.cur_cta, 0),
+                                ("warpid", bk.cur_warp_in_cta, 0)):
             if ins.has(name):
                 for i in range(len(value)):
-                    ctx.step(ctx.v01(value, i), 1, {r[i]: 2.0}, when=[en(name)])
+                    ctx.step(ctx.v01(value, i), 1, {r[at + i]: 2.0}, when=[en(name)])
         for i in range(32):
             if ins.has("ld.global"):
                 ctx.step({ctx.d(loaded)[i]: 1.0 / READ_SCALE}, 1, {r[i]: 2.0},
@@ -215,6 +242,7 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
 
     inputs = [sig for ext in extensions for sig in ext.inputs]
     (out,) = unit(c, f"alu_high.{ins.position}.{lane}", [opnd, low, ins.ops, bk.ntid, bk.nctaid,
+                                                         bk.cur_warp_in_cta, bk.cur_cta,
                                                          loaded, *inputs],
                   [(f"result.{ins.position}.{lane}", BITS, 32)], body)
     return out

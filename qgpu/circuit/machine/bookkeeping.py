@@ -1,7 +1,8 @@
 """machine.bookkeeping: what every position knows early: the token's own fields (the
-embedding), the latches (current block and active mask written at EXEC; the last non-V
-token's kind and register, written at every non-V token; the launch configuration), the
-count of V tokens since the last non-V token, and the lane order of the active mask.
+embedding), the latches (current block, warp, active mask and barrier epoch written at
+EXEC; the last non-V token's kind and register, written at every non-V token; the launch
+configuration), the count of V tokens since the last non-V token, the lane order of the
+active mask, and the launch's warp layout (`launch_layout`).
 
 Lane order: the n-th value token after R(r) (n = 1, 2, ...) belongs to the
 ((n-1) // 2)-th active lane, half (n-1) % 2. `lane_order` gives e[L, j] = "lane L is the
@@ -15,14 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qgpu.circuit.ir import BITS, Circuit, Signal
-from qgpu.circuit.machine.logic import true_bit, unit
+from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Signal
+from qgpu.circuit.machine.logic import true_bit, true_member, unit
 from qgpu.circuit.machine.spec import MAX_RECORDS
 from qgpu.circuit.primitives import plus, scaled
 from qgpu.isa import machine as M
 from qgpu.protocol.vocab import VOCAB_SIZE, fields_of
 
 LANES = M.LANES
+WARP_BITS = 2  # warp numbers 0..MAX_WARPS-1; also CTA numbers (MAX_CTAS = 4)
+EPOCH_BITS = 2  # EXEC's barrier epoch (protocol.vocab.EPOCHS = 4)
 COUNT_LIMIT = 2 * LANES  # value tokens in one R record at most
 
 
@@ -85,6 +88,10 @@ class Bookkeeping:
     end_taken: Signal  # END(t)'s t
     cur_block: Signal  # latch: block of the last EXEC (bits)
     cur_mask: Signal  # latch: its active mask (bits)
+    cur_warp: Signal  # latch: its warp (bits)
+    cur_epoch: Signal  # latch: its barrier epoch (bits)
+    cur_warp_onehot: Signal
+    exec_warp: Signal  # one-hot, EXEC tokens only: the token's own warp
     rec_is_r: Signal  # latch: the last non-V token was R
     rec_reg: Signal  # latch: its register (0 for other tokens)
     rec_is_addr: Signal  # latch: the last non-V token was ADDR
@@ -96,7 +103,10 @@ class Bookkeeping:
     rec_reg_onehot: Signal
     lane_rank: Signal  # bits e[L * LANES + j]: lane L is the j-th active lane
     popc: Signal  # bits popc[k - 1]: k lanes active (k = 1..LANES)
-    present: Signal  # bits: lane L exists (one warp: L < ntid)
+    present: Signal  # bits present[w * LANES + L]: lane L of warp w exists
+    per_cta: Signal  # one-hot k - 1: k warps per CTA (ceil(ntid / LANES))
+    cur_cta: Signal  # bits: the current warp's CTA
+    cur_warp_in_cta: Signal  # bits: the current warp's index in its CTA
 
 
 def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
@@ -114,13 +124,17 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     exec_block = tt.field_onehot("exec.block", "EXEC", M.ROM_BLOCKS)
     exec_bits = tt.field_bits("exec.block_bits", "EXEC", 0, 5)
     exec_mask = tt.field_bits("exec.mask", "EXEC", 2, LANES)
+    exec_warp_bits = tt.field_bits("exec.warp_bits", "EXEC", 1, WARP_BITS)
+    exec_epoch = tt.field_bits("exec.epoch", "EXEC", 3, EPOCH_BITS)
+    exec_warp = tt.field_onehot("exec.warp", "EXEC", M.MAX_WARPS, 1)
     r_reg = tt.field_bits("r.reg", "R", 0, 4)
     end_taken = tt.field_bits("end.taken", "END", 0, LANES)
     ntid_value = tt.field_bits("ntid.value", "NTID", 0, 5, offset=1)
     grid_value = tt.field_bits("grid.value", "GRID", 0, 3, offset=1)
 
-    cur = c.table("latch.exec", rows=1, width=5 + LANES)
-    cur.write(0, [(exec_bits, 0), (exec_mask, 0)], enable=is_exec)
+    cur = c.table("latch.exec", rows=1, width=5 + LANES + WARP_BITS + EPOCH_BITS)
+    cur.write(0, [(exec_bits, 0), (exec_mask, 0), (exec_warp_bits, 0), (exec_epoch, 0)],
+              enable=is_exec)
     cur_read = cur.read(0, name="cur").bits
     rec = c.table("latch.record", rows=1, width=6)
     rec.write(0, [(is_r, 0), (r_reg, 0), (is_addr, 0)], enable=is_nonv)
@@ -132,6 +146,9 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     records = c.counter("records", reset=is_exec, tick=is_addr, limit=MAX_RECORDS)
 
     cur_block, cur_mask = cur_read[0:5], cur_read[5:5 + LANES]
+    cur_warp = cur_read[5 + LANES:5 + LANES + WARP_BITS]
+    cur_epoch = cur_read[5 + LANES + WARP_BITS:]
+    cur_warp_onehot = U.decode(c, cur_warp, name="cur.warp_onehot")
     ntid, nctaid = launch_read[0:5], launch_read[5:8]
     cur_block_onehot = U.decode(c, cur_block, name="cur.block_onehot")
     rec_reg_onehot = U.decode(c, rec_read[1:5], name="rec.reg_onehot")
@@ -151,17 +168,62 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     lane_rank, popc = unit(c, "lanes", [cur_mask], [("lane_rank", BITS, LANES * LANES),
                                                     ("popc", BITS, LANES)], rank)
 
-    def presence(ctx, outs):
-        (p,) = outs
-        for lane in range(LANES):
-            ctx.step(ctx.num(ntid), lane + 1, true_bit(p[lane]))
-
-    (present,) = unit(c, "present", [ntid], [("present", BITS, LANES)], presence)
+    present, per_cta, cta, wic = launch_layout(c, ntid, nctaid, cur_warp_onehot)
     return Bookkeeping(is_v, is_nonv, is_exec, is_r, is_end, is_go, is_addr, v_bits,
-                       exec_block, end_taken, cur_block, cur_mask, rec_read[0:1],
+                       exec_block, end_taken, cur_block, cur_mask, cur_warp, cur_epoch,
+                       cur_warp_onehot, exec_warp, rec_read[0:1],
                        rec_read[1:5], rec_read[5:6], ntid, nctaid, count, records,
-                       cur_block_onehot, rec_reg_onehot, lane_rank, popc, present)
+                       cur_block_onehot, rec_reg_onehot, lane_rank, popc, present, per_cta,
+                       cta, wic)
 
+
+def launch_layout(c: Circuit, ntid: Signal, nctaid: Signal, cur_warp_onehot: Signal):
+    """The launch's warps (docs/isa.md: k = ceil(n / LANES) warps per CTA, warp w is warp
+    w mod k of CTA w // k, its lane L is thread LANES * (w mod k) + L): present[w, L]
+    (the thread exists: w < g * k and its thread index < n), the one-hot of k, and the
+    current warp's CTA and warp-in-CTA bits. Thermometers of n and g first, then each
+    output is one exclusive case per k."""
+
+    def thermometers(ctx, outs):
+        nge, gge = outs
+        for j in range(M.MAX_THREADS_PER_CTA):
+            ctx.step(ctx.num(ntid), j + 1, true_bit(nge[j]))
+        for j in range(M.MAX_CTAS):
+            ctx.step(ctx.num(nctaid), j + 1, true_bit(gge[j]))
+
+    nge, gge = unit(c, "launch.thermo", [ntid, nctaid],
+                    [("launch.nge", BITS, M.MAX_THREADS_PER_CTA),
+                     ("launch.gge", BITS, M.MAX_CTAS)], thermometers)
+
+    def per_cta_is(ctx, k):  # 0/1 form: k warps per CTA (n in 4(k-1)+1 .. 4k)
+        form = ctx.v01(nge, LANES * (k - 1))
+        if k < M.MAX_WARPS:
+            form = plus(form, scaled(ctx.v01(nge, LANES * k), -1))
+        return form
+
+    def layout(ctx, outs):
+        present, per_cta, cta, wic = outs
+        for k in range(1, M.MAX_WARPS + 1):
+            ctx.step(per_cta_is(ctx, k), 1, true_member(per_cta, k - 1))
+            for w in range(M.MAX_WARPS):
+                if w // k < M.MAX_CTAS:
+                    for lane in range(LANES):
+                        ctx.step(plus(per_cta_is(ctx, k),
+                                      ctx.v01(nge, LANES * (w % k) + lane),
+                                      ctx.v01(gge, w // k)), 3,
+                                 true_bit(present[w * LANES + lane]))
+                for bits, value in ((cta, w // k), (wic, w % k)):
+                    for i in range(WARP_BITS):
+                        if value >> i & 1:
+                            ctx.step(plus(per_cta_is(ctx, k),
+                                          ctx.v01(cur_warp_onehot.member(w))), 2,
+                                     true_bit(bits[i]))
+
+    return tuple(unit(c, "launch.layout", [nge, gge, cur_warp_onehot],
+                      [("present", BITS, M.MAX_WARPS * LANES),
+                       ("per_cta", ONEHOT, M.MAX_WARPS),
+                       ("cur.cta", BITS, WARP_BITS), ("cur.warp_in_cta", BITS, WARP_BITS)],
+                      layout))
 
 def value_slots(c: Circuit, bk: Bookkeeping) -> tuple[Signal, Signal]:
     """(next, done): next[L * 2 + h] = the next value token is lane L's half h (from the

@@ -6,7 +6,7 @@ a layer shape (cached on disk by the compiler; progress on stderr).
 
 Output rules (the token the model writes after each trace position): V(value) while an R
 record has values left; R(next writeback register) or END(t) at EXEC and at a record's
-last value; EXEC(b, w, m) or HALT at GO and END. Prompt positions fall to the default
+last value; EXEC(b, w, m, e) or HALT at GO and END. Prompt positions fall to the default
 (LAUNCH), which the host never reads.
 """
 
@@ -17,7 +17,8 @@ from pathlib import Path
 
 from qgpu.circuit.compile import Compiled, compile_circuit
 from qgpu.circuit.ir import Circuit
-from qgpu.circuit.machine.alu import OPERANDS_READY, READY, alu_high, alu_low, operands
+from qgpu.circuit.machine.alu import (OPERANDS_READY, READY, alu_high, alu_low, operands,
+                                      shared_base)
 from qgpu.circuit.machine.bookkeeping import LANES, TokenTable, bookkeeping, value_slots
 from qgpu.circuit.machine.emission import emission
 from qgpu.circuit.machine.families import FAMILIES, StageView
@@ -62,11 +63,12 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
         pending, words = [], {}
         for i in stage:
             opnds, lows = {}, {}
+            cta_base = shared_base(c, i, bk)
             for lane in range(LANES):
                 earlier = [results[(q, lane)] for q in spec.earlier(i.position)]
                 opnds[lane] = operands(c, i, lane, [regs[(i.position, j, lane)]
                                                     for j in range(3)], earlier)
-                lows[lane], words[(i.position, lane)] = alu_low(c, i, lane, opnds[lane])
+                lows[lane], words[(i.position, lane)] = alu_low(c, i, lane, opnds[lane], cta_base)
                 operand_b[(i.position, lane)] = opnds[lane][32:64]
             pending.append((i, opnds, lows))
         loaded = memory.loads(k, words)

@@ -1,11 +1,12 @@
-"""machine.registers: the register file, one warp: per lane a table of 16 rows (register
-r) x 32 bits (lo, hi), written when a block's results come back as tokens and read at
-EXEC for every operand.
+"""machine.registers: the register file: per lane a table of MAX_WARPS x 16 rows (row
+16 w + r: register r of warp w) x 32 bits (lo, hi), written when a block's results come
+back as tokens and read at EXEC for every operand.
 
 Write: the n-th value token after R(r) (n = 1..8) is half (n-1) % 2 of the
 ((n-1) // 2)-th active lane. The row is written at the hi token (n even) with the lo
-token one position back (conv lag 1): key (r, lane) from the record latch, the count and
-the lane order (bookkeeping); every other token's key is the none member (no write).
+token one position back (conv lag 1): key (w, r) from the EXEC and record latches, the
+count and the lane order (bookkeeping); every other token's key is the none member (no
+write). The operand queries (rom: one-hot of (w, r)) carry the EXEC token's warp.
 A lane's row never written reads 0, the interpreter's initial register value, and the
 lanes live in separate heads, so a read is always a whole written row or nothing
 (docs/circuit-plan.md wanted one head for 4 lanes, but a row shared by lanes is written
@@ -24,23 +25,28 @@ from qgpu.circuit.machine.logic import true_member, unit
 from qgpu.circuit.machine.rom import BlockRow, Instruction
 from qgpu.isa import machine as M
 
+ROWS = M.MAX_WARPS * M.REGS  # row w * REGS + r
+
 
 def write_keys(c: Circuit, bk: Bookkeeping) -> list[Signal]:
-    """Per lane: one-hot register row written at this token (none: no write)."""
+    """Per lane: one-hot register row (w, r) written at this token (none: no write)."""
     keys = []
     for lane in range(LANES):
         def body(ctx, outs, lane=lane):
             (key,) = outs
-            for r in range(1, M.REGS):
-                for j in range(LANES):
-                    ctx.step(ctx.v01(bk.rec_reg_onehot.member(r)), 1, true_member(key, r),
-                             when=[ctx.v01(bk.count.member(2 * j + 2)),
-                                   ctx.v01(bk.lane_rank, lane * LANES + j),
-                                   ctx.v01(bk.rec_is_r)])
+            for w in range(M.MAX_WARPS):
+                for r in range(1, M.REGS):
+                    for j in range(LANES):
+                        ctx.step(ctx.v01(bk.rec_reg_onehot.member(r)), 1,
+                                 true_member(key, w * M.REGS + r),
+                                 when=[ctx.v01(bk.count.member(2 * j + 2)),
+                                       ctx.v01(bk.lane_rank, lane * LANES + j),
+                                       ctx.v01(bk.rec_is_r),
+                                       ctx.v01(bk.cur_warp_onehot.member(w))])
 
         (key,) = unit(c, f"rf.key.{lane}", [bk.rec_reg_onehot, bk.count, bk.lane_rank,
-                                             bk.rec_is_r],
-                      [(f"rf.key.{lane}", ONEHOT, M.REGS)], body)
+                                             bk.rec_is_r, bk.cur_warp_onehot],
+                      [(f"rf.key.{lane}", ONEHOT, ROWS)], body)
         keys.append(key)
     return keys
 
@@ -52,7 +58,7 @@ class RegisterFile:
         self.c, self.bk, self.keys = c, bk, keys
 
     def _table(self, lane: int, name: str):
-        t = self.c.table(name, rows=M.REGS, width=32)
+        t = self.c.table(name, rows=ROWS, width=32)
         t.write(self.keys[lane], [(self.bk.v_bits, 1), (self.bk.v_bits, 0)])
         return t
 

@@ -2,8 +2,8 @@
 rejects (with a clear error, before any token is fed) programs and launches outside it.
 
 The circuit computes `slots` operations per stage (positions p = stage * isa SLOTS + slot
-with slot < slots, the protocol's numbering), one warp, and the operations in
-`SUPPORTED_OPS`. Nothing is ever run elsewhere in its place: an unsupported program is an
+with slot < slots, the protocol's numbering), every warp and CTA of the ISA, and the
+operations in `SUPPORTED_OPS`. Nothing is ever run elsewhere in its place: an unsupported program is an
 error, not a fallback.
 """
 
@@ -42,7 +42,7 @@ MAX_RECORDS = 12  # memory records per block (the record counter's limit)
 class MachineSpec:
     slots: int = 1  # operations per stage the circuit computes
     stages: int = M.STAGES
-    warps: int = 1
+    warps: int = M.MAX_WARPS  # the circuit schedules every warp the ISA has
     # The operations compiled in (None: every supported one). A subset makes a smaller
     # machine, e.g. one that runs given kernels only; programs outside it are refused.
     ops: tuple[str, ...] | None = None
@@ -52,6 +52,9 @@ class MachineSpec:
             raise ValueError(f"slots must be in 1..{M.SLOTS}")
         if not 1 <= self.stages <= M.STAGES:
             raise ValueError(f"stages must be in 1..{M.STAGES}")
+        if self.warps != M.MAX_WARPS:
+            raise ValueError(f"warps must be {M.MAX_WARPS}: the circuit schedules every "
+                             f"warp of the ISA")
         if self.ops is not None:
             unknown = sorted(set(self.ops) - set(SUPPORTED_OPS))
             if unknown:
@@ -120,5 +123,3 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
             raise ProgramError(f"block {b}: {stores} stores or atomics may write "
                                f"{stores * M.LANES} words; the model machine emits at most "
                                f"{MAX_RECORDS} memory records per block")
-    # bar: with one warp (checked above) the barrier is the one CTA's, which the lane PCs
-    # of machine.schedule_pcs keep (waiting bits, released when no lane runs).
