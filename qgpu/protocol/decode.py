@@ -13,7 +13,16 @@ from qgpu.isa import machine as M
 from qgpu.isa.ops import OPS
 from qgpu.isa.program import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg
 from qgpu.protocol.prompt import operand_selectors
-from qgpu.protocol.vocab import EPOCHS, IMM_FIELDS, OP_NAMES, SEL_FWD, SEL_IMM, TERMS, fields_of, name
+from qgpu.protocol.vocab import (
+    EPOCHS,
+    IMM_FIELDS,
+    OP_NAMES,
+    SEL_FWD,
+    SEL_IMM,
+    TERMS,
+    fields_of,
+    name,
+)
 
 
 @dataclass

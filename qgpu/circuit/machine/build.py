@@ -17,8 +17,7 @@ from pathlib import Path
 
 from qgpu.circuit.compile import Compiled, compile_circuit
 from qgpu.circuit.ir import Circuit
-from qgpu.circuit.machine.alu import (OPERANDS_READY, READY, alu_high, alu_low, operands,
-                                      shared_base)
+from qgpu.circuit.machine.alu import OPERANDS_READY, READY, alu_high, alu_low, operands, shared_base
 from qgpu.circuit.machine.bookkeeping import LANES, TokenTable, bookkeeping, value_slots
 from qgpu.circuit.machine.emission import emission
 from qgpu.circuit.machine.families import FAMILIES, StageView

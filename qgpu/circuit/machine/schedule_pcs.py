@@ -111,7 +111,7 @@ def scheduler(c: Circuit, bk: Bookkeeping, block: BlockRow) -> Scheduler:
 
     def running(ctx, outs):
         (run,) = outs
-        for k, (w, lane) in enumerate(LANE_IDS):
+        for k, (w, _lane) in enumerate(LANE_IDS):
             for per_cta in range(1, WARPS + 1):
                 cta = w // per_cta
                 peers = [j for j, (x, _) in enumerate(LANE_IDS) if x // per_cta == cta]
@@ -148,7 +148,7 @@ def scheduler(c: Circuit, bk: Bookkeeping, block: BlockRow) -> Scheduler:
 
     def active(ctx, outs):
         (act,) = outs
-        for k, (w, lane) in enumerate(LANE_IDS):
+        for k, (w, _lane) in enumerate(LANE_IDS):
             ks = range(k * (LANES - 1), (k + 1) * (LANES - 1))
             lower = scaled(ctx.sum01(warp_any, range(w)), -float(LANES))
             ctx.step(plus(ctx.v01(run, k), ctx.sum01(le, ks), lower), LANES,
@@ -159,7 +159,7 @@ def scheduler(c: Circuit, bk: Bookkeeping, block: BlockRow) -> Scheduler:
 
     def first(ctx, outs):
         (f,) = outs
-        for k, (w, lane) in enumerate(LANE_IDS):
+        for k, (w, _lane) in enumerate(LANE_IDS):
             ctx.step(plus(ctx.v01(act, k), scaled(ctx.sum01(act, range(w * LANES, k)), -1)),
                      1, true_bit(f[k]))
 

@@ -3,8 +3,8 @@ rejects (with a clear error, before any token is fed) programs and launches outs
 
 The circuit computes `slots` operations per stage (positions p = stage * isa SLOTS + slot
 with slot < slots, the protocol's numbering), every warp and CTA of the ISA, and the
-operations in `SUPPORTED_OPS`. Nothing is ever run elsewhere in its place: an unsupported program is an
-error, not a fallback.
+operations in `SUPPORTED_OPS`. Nothing is ever run elsewhere in its place: an
+unsupported program is an error, not a fallback.
 """
 
 from __future__ import annotations
