@@ -6,7 +6,11 @@ Write: the n-th value token after R(r) (n = 1..8) is half (n-1) % 2 of the
 ((n-1) // 2)-th active lane. The row is written at the hi token (n even) with the lo
 token one position back (conv lag 1): key (w, r) from the EXEC and record latches, the
 count and the lane order (bookkeeping); every other token's key is the none member (no
-write). The operand queries (rom: one-hot of (w, r)) carry the EXEC token's warp.
+write).
+
+Reads happen at EXEC: the decoder's query (one-hot of r) and the EXEC token's warp w make
+the row's one-hot (w, r) in a unit placed just before the read (it waits for the read's
+gate), so that the wide one-hots live for a layer, not from the ROM fetch on.
 A lane's row never written reads 0, the interpreter's initial register value, and the
 lanes live in separate heads, so a read is always a whole written row or nothing
 (docs/circuit-plan.md wanted one head for 4 lanes, but a row shared by lanes is written
@@ -57,6 +61,23 @@ class RegisterFile:
     def __init__(self, c: Circuit, bk: Bookkeeping, keys: list[Signal]):
         self.c, self.bk, self.keys = c, bk, keys
 
+    def _query(self, query: Signal, name: str, gate: Signal | None) -> Signal:
+        """One-hot row (w, r) of the EXEC token's warp w and register query r."""
+        bk = self.bk
+
+        def body(ctx, outs):
+            (out,) = outs
+            when = [ctx.v01(gate)] if gate is not None else []
+            for w in range(M.MAX_WARPS):
+                for r in range(1, M.REGS):
+                    ctx.step(ctx.v01(query.member(r)), 1, true_member(out, w * M.REGS + r),
+                             when=[ctx.v01(bk.exec_warp.member(w)), *when])
+
+        (out,) = unit(self.c, f"rf.query.{name}",
+                      [query, bk.exec_warp, *([gate] if gate is not None else [])],
+                      [(f"rf.query.{name}", ONEHOT, ROWS)], body)
+        return out
+
     def _table(self, lane: int, name: str):
         t = self.c.table(name, rows=ROWS, width=32)
         t.write(self.keys[lane], [(self.bk.v_bits, 1), (self.bk.v_bits, 0)])
@@ -66,16 +87,21 @@ class RegisterFile:
         """{(p, j, lane): bits} for the operands of stage k's positions (0 when an operand
         is not a register). gate: a bit that exists only when the stage is about to run,
         so the reads and their dims wait for it."""
+        queries = {(i.position, j): self._query(i.queries[j], f"{i.position}.{j}", gate)
+                   for i in ins for j in range(3)}
         out = {}
         for lane in range(LANES):
             t = self._table(lane, f"rf.{lane}.stage{k}")
             for i in ins:
                 for j in range(3):
                     out[(i.position, j, lane)] = t.read(
-                        i.queries[j], gate=gate, name=f"rf.{lane}.{i.position}.{j}").bits
+                        queries[(i.position, j)], gate=gate,
+                        name=f"rf.{lane}.{i.position}.{j}").bits
         return out
 
     def condition_reads(self, block: BlockRow, gate: Signal | None) -> list[Signal]:
-        """Per lane: the bits of br's condition register as the block began."""
+        """Per lane: the bits of br's condition register as the block began (read at EXEC,
+        where the branch outcome is computed and latched)."""
+        query = self._query(block.cond_query, "cond", gate)
         return [self._table(lane, f"rf.{lane}.cond").read(
-            block.cond_query, gate=gate, name=f"rf.{lane}.cond").bits for lane in range(LANES)]
+            query, gate=gate, name=f"rf.{lane}.cond").bits for lane in range(LANES)]

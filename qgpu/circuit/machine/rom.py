@@ -13,9 +13,9 @@ row with the latched current block (read at every position: R/V need the writeba
 mask, END the targets).
 
 Decoders turn the fetched fields into what later units gate on: one bit per supported
-operation, the destination one-hot, per operand a register query (one-hot over the
-register file's rows (w, r): the EXEC token's warp w, or the latched warp for the branch
-condition; none for r0, an immediate or a forwarded operand) and forward bits.
+operation, the destination one-hot, per operand a register query (one-hot over the 16
+registers; none for r0, an immediate or a forwarded operand; machine.registers adds the
+warp just before the read) and forward bits.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from qgpu.isa import machine as M
 from qgpu.protocol.vocab import OP_NAMES, SEL_FWD, TERMS
 
 OP_BITS, REG_BITS, SEL_BITS = 7, 4, 6
-RF_ROWS = M.MAX_WARPS * M.REGS  # register file rows (machine.registers)
 
 
 @dataclass
@@ -61,7 +60,7 @@ class Instruction:
 class BlockRow:
     wb: Signal  # writeback mask bits
     kinds: Signal  # bits: jmp, br, bar, exit
-    cond_query: Signal  # one-hot over register rows: br's condition register
+    cond_query: Signal  # one-hot over registers: br's condition register
     cond: Signal  # its bits
     taken: Signal  # target bits (jmp/bar/br taken)
     not_taken: Signal
@@ -80,7 +79,7 @@ def rom(c: Circuit, tt: TokenTable, bk: Bookkeeping, spec: MachineSpec) -> list[
         table.write(key, [(op_bits, 2), (dst_bits, 2), (sel_a, 1), (sel_b, 1), (sel_c, 0)],
                     key_lag=3)
         row = table.read(bk.exec_block, name=f"ins.{p}").bits
-        out.append(_decode(c, spec, p, row, bk.exec_warp))
+        out.append(_decode(c, spec, p, row))
     return out
 
 
@@ -100,7 +99,7 @@ def immediates(c: Circuit, tt: TokenTable, bk: Bookkeeping, ins: Instruction,
             ins.imms.append(bits)
 
 
-def _decode(c: Circuit, spec: MachineSpec, p: int, row, warp: Signal) -> Instruction:
+def _decode(c: Circuit, spec: MachineSpec, p: int, row) -> Instruction:
     op, dst = row[0:OP_BITS], row[OP_BITS:OP_BITS + REG_BITS]
     sels = [row[OP_BITS + REG_BITS + SEL_BITS * j:OP_BITS + REG_BITS + SEL_BITS * (j + 1)]
             for j in range(3)]
@@ -108,7 +107,7 @@ def _decode(c: Circuit, spec: MachineSpec, p: int, row, warp: Signal) -> Instruc
     names = spec.op_names
     outputs = [(f"ins.{p}.ops", BITS, len(names)),
                (f"ins.{p}.dst_onehot", ONEHOT, M.REGS)]
-    outputs += [(f"ins.{p}.query.{j}", ONEHOT, RF_ROWS) for j in range(3)]
+    outputs += [(f"ins.{p}.query.{j}", ONEHOT, M.REGS) for j in range(3)]
     if earlier:
         outputs += [(f"ins.{p}.forward.{j}", BITS, len(earlier)) for j in range(3)]
 
@@ -118,14 +117,12 @@ def _decode(c: Circuit, spec: MachineSpec, p: int, row, warp: Signal) -> Instruc
         for q in range(M.REGS):
             ctx.step(*ctx.equals(dst, q), true_member(outs[1], q))
         for j, sel in enumerate(sels):
-            for w in range(M.MAX_WARPS):
-                for q in range(1, M.REGS):  # r0 reads 0: no query
-                    ctx.step(*ctx.equals(sel, q), true_member(outs[2 + j], w * M.REGS + q),
-                             when=[ctx.v01(warp.member(w))])
+            for q in range(1, M.REGS):  # r0 reads 0: no query
+                ctx.step(*ctx.equals(sel, q), true_member(outs[2 + j], q))
             for i, src in enumerate(earlier):
                 ctx.step(*ctx.equals(sel, SEL_FWD + src), true_bit(outs[5 + j][i]))
 
-    sigs = unit(c, f"decode.ins.{p}", [op, dst, *sels, warp], outputs, body)
+    sigs = unit(c, f"decode.ins.{p}", [op, dst, *sels], outputs, body)
     forwards = sigs[5:8] if earlier else [None, None, None]
     return Instruction(p, sigs[0], dst, sigs[1], sigs[2:5], forwards, [], names=names)
 
@@ -146,12 +143,10 @@ def block_row(c: Circuit, tt: TokenTable, bk: Bookkeeping) -> BlockRow:
         kinds, query = outs
         for k in range(len(TERMS)):
             ctx.step(*ctx.equals(kind_r, k), true_bit(kinds[k]))
-        for w in range(M.MAX_WARPS):
-            for q in range(1, M.REGS):
-                ctx.step(*ctx.equals(cond_r, q), true_member(query, w * M.REGS + q),
-                         when=[ctx.v01(bk.cur_warp_onehot.member(w))])
+        for q in range(1, M.REGS):
+            ctx.step(*ctx.equals(cond_r, q), true_member(query, q))
 
-    kinds, cond_query = unit(c, "decode.block", [kind_r, cond_r, bk.cur_warp_onehot],
+    kinds, cond_query = unit(c, "decode.block", [kind_r, cond_r],
                              [("block.kinds", BITS, len(TERMS)),
-                              ("block.cond_query", ONEHOT, RF_ROWS)], body)
+                              ("block.cond_query", ONEHOT, M.REGS)], body)
     return BlockRow(row[0:16], kinds, cond_query, cond_r, row[22:27], row[27:32])
