@@ -69,6 +69,17 @@ def _unit_row(node: Unit) -> str:
     return f"- {node.op} `{node.name}` ({node.units} units): {args} -> {outs}"
 
 
+def _piece(ref) -> str:
+    """A piece of a signal: its name when whole, else its offsets (a range when
+    consecutive)."""
+    offs = ref.offsets
+    if len(offs) == ref.signal.width:
+        return ref.signal.name
+    if offs == tuple(range(offs[0], offs[-1] + 1)):
+        return ref.describe()
+    return f"{ref.signal.name}[{','.join(map(str, offs))}]"
+
+
 def _signal_table(plan) -> list[str]:
     rows = ["| signal | encoding | width | dims | made at | last read |",
             "|---|---|---|---|---|---|"]
@@ -113,10 +124,10 @@ def circuit_doc(compiled) -> str:
         lines += [_unit_row(n) for n in plan.nodes_at(L, MLP)]
         gone = plan.cancels.get(L, [])
         if gone:
-            lines.append("- cancelled (dims freed): " + ", ".join(f"`{g.name}`" for g in gone))
+            lines.append("- cancelled (dims freed): " + ", ".join(f"`{_piece(g)}`" for g in gone))
         live = plan.live_at(2 * L + 1)
         lines.append("\nLive at the layer's input: "
-                     + (", ".join(f"`{x.name}`" for x in live) or "-") + "\n")
+                     + (", ".join(f"`{_piece(x)}`" for x in live) or "-") + "\n")
     lines += ["#### Signals", ""] + _signal_table(plan) + ["", "#### Outputs", ""]
     for rule in c.rules:
         toks = rule.tokens

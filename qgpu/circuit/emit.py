@@ -6,7 +6,7 @@ The weights are written sparse: `QwenWeights.zeros` holds every large matrix as 
 into a numpy array; the embedding and the output head are built sparse too.
 
 Order per layer: the mixer's tables and counters (emit_tables), then the MLP: the units
-placed there (in topological order), the cancellations of dead signals, and the norm
+placed there (in topological order), the cancellations of dead pieces, and the norm
 ledger's rebalancing unit, so that after every MLP the residual's mean square is again
 exactly the ledger's power of 4 and every RMSNorm stays the identity. Every step a unit
 places is recorded as a `Threshold` (named "<node>: <step>") for the margin report.
@@ -100,8 +100,8 @@ def emit(plan: Plan, progress: bool = False) -> Emitted:
                                    f"counted {node.units}")
             for th in mlp.thresholds[first:]:
                 th.name = f"{node.name}: {th.name}"
-        for sig in plan.cancels.get(layer, []):  # adds -x: 32 x * (-1/32), exact
-            for d in plan.dims[sig]:
+        for piece in plan.cancels.get(layer, []):  # adds -x: 32 x * (-1/32), exact
+            for d in plan.ref_dims(piece):
                 mlp.unit({one: 32.0}, {d: 1.0}, {d: -1.0 / 32})
         if mlp.next_unit != plan.units[layer]:
             raise CircuitError(f"layer {layer}: {mlp.next_unit} units, planned "

@@ -93,9 +93,10 @@ def circuit_report(compiled, tokens, mode: str = "recurrent") -> CircuitReport:
             norm_failures += int(np.sum(L.mean_square(x)[:, 0] != mean))
         if not np.array_equal(get(layer, "mlp_in"), h1):
             norm_failures += 1
-        for sig in plan.live_at(2 * layer + 1):
-            if not _ideal(sig, h[:, plan.dims[sig]], sig in counters):
-                signal_failures.append(f"{sig.name} at layer {layer}")
+        for piece in plan.live_at(2 * layer + 1):
+            sig = piece.signal
+            if not _ideal(sig, h[:, plan.ref_dims(piece)], sig in counters):
+                signal_failures.append(f"{piece.describe()} at layer {layer}")
     norms += final.shape[0]
     norm_failures += int(np.sum(L.mean_square(final)[:, 0] != mean))
 

@@ -1,21 +1,22 @@
 """circuit.schedule: from a `Circuit` and a layer shape to a `Plan`: which layer (and
 which heads / how many MLP units) each node gets, which residual dims each signal holds,
-when dead signals are cancelled, and the sum of squares the norm ledger keeps after
-every MLP.
+when dead signals (or dead pieces of them) are cancelled, and the sum of squares the
+norm ledger keeps after every MLP.
 
 Time is counted in *stages*: the embedding is stage 0, the mixer of layer L is stage
-2L + 1 and its MLP stage 2L + 2. A node reads signals of earlier stages only:
-- a table or counter goes into the mixer of the first layer after all its key, value,
-  enable, clear, query and gate signals exist (all its heads in that one layer);
-- a unit goes into the first MLP after its inputs exist;
-and later when that layer's heads (key heads: every copy and segment of a table takes
-one, with its value head) or MLP units are used up (list scheduling in topological
-order). One unit per MLP is kept for the ledger's rebalancing.
+2L + 1 and its MLP stage 2L + 2. A node reads signals of earlier stages only: a table or
+counter goes into a mixer after all its key, value, enable, clear, query and gate
+signals exist (all its heads in that one layer), a unit into an MLP after its inputs
+exist; which one, and when each dead piece is cancelled, is the list scheduler's choice
+(`placement`: critical units first, then cancels, then units that free dims, then the
+rest; key heads and MLP units per layer are the budgets). One unit per MLP is kept for
+the ledger's rebalancing.
 
 Residual dims: dim 0 is the constant one, dims 1-4 the ledger's ballast. With
-`reuse_dims`, a signal whose last reader has run is cancelled (one unit per dim adds
--x exactly) in the first MLP with spare units, and its dims go to signals born later;
-without it every signal keeps its dims for good (more dims, fewer units).
+`reuse_dims`, a piece of a signal whose last reader has run is cancelled (one unit per
+dim adds -x exactly) in an MLP with spare units, and its dims go to signals born in that
+same MLP (not raw ones) or later; without it every signal keeps its dims for good (more
+dims, fewer units).
 
 The last layer is the all-zero full-attention layer transformers needs to cache the
 stack: the last scheduled layer when it has no table (its MLP still computes), else an
@@ -27,7 +28,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from qgpu.circuit.ir import EMBED, MIXER, RAW, Circuit, Node, Signal
+from qgpu.circuit.ir import EMBED, MIXER, RAW, Circuit, Node, Ref, Signal
+from qgpu.circuit.placement import NEVER, graph, piece_sumsq, place
 from qgpu.circuit.primitives import CircuitError
 
 ONE = 0
@@ -35,7 +37,11 @@ BALLAST = [1, 2, 3, 4]
 FIRST_FREE_DIM = 5
 LEDGER_UNITS = 1  # the ledger's rebalancing unit in every MLP
 TINY_BUDGET = 2.0 ** -25  # sum of squares of all raw dims must stay far below ulp(1)/2
-NEVER = 10 ** 9
+# (layers over the unbounded-budget count aimed at, slack of a critical unit, least net
+# dims freed by a unit placed before the rest, -8: also units adding a few): the
+# placement settings schedule tries
+SWEEP = [(extra, slack, score) for extra in range(8) for slack in (0, 2) for score in (1, -8)]
+SPARE_LAYERS = 1  # layers over the fewest found that the narrowest plan may take
 
 
 @dataclass(frozen=True)
@@ -90,12 +96,13 @@ class Plan:
     dims: dict[Signal, list[int]]
     birth: dict[Signal, int]
     last_use: dict[Signal, int]
-    cancels: dict[int, list[Signal]]  # layer -> signals cancelled in its MLP
+    cancels: dict[int, list[Ref]]  # layer -> pieces of signals cancelled in its MLP
     hidden: int
     mean: int
     embed_sumsq: int
     sumsq_after: list[int]  # non-ballast sum of squares after each layer's MLP
     order: list[Node] = field(default_factory=list)
+    pieces: dict[Signal, list[Ref]] = field(default_factory=dict)  # liveness units
 
     @property
     def one(self) -> int:
@@ -108,128 +115,123 @@ class Plan:
     def nodes_at(self, layer: int, sublayer: str) -> list[Node]:
         return [n for n in self.order if self.layer.get(n) == layer and n.sublayer == sublayer]
 
-    def live_at(self, s: int) -> list[Signal]:
-        """Signals holding their dims at stage s (born before, not yet cancelled)."""
-        gone = {sig: 2 * L + 2 for L, sigs in self.cancels.items() for sig in sigs}
-        return [sig for sig in self.dims if self.birth[sig] < s <= gone.get(sig, NEVER)]
+    def live_at(self, s: int) -> list[Ref]:
+        """Pieces of signals holding their dims at stage s (born before, not yet
+        cancelled); a whole signal is one Ref unless its pieces die apart."""
+        gone = {p: 2 * L + 2 for L, ps in self.cancels.items() for p in ps}
+        return [p for sig in self.dims for p in self.pieces[sig]
+                if self.birth[sig] < s <= gone.get(p, NEVER)]
+
+    def ref_dims(self, ref: Ref) -> list[int]:
+        return [self.dims[ref.signal][o] for o in ref.offsets]
 
 
-def schedule(circuit: Circuit, shape: LayerShape, reuse_dims: bool = True) -> Plan:
+def schedule(circuit: Circuit, shape: LayerShape, reuse_dims: bool = True,
+             spare_layers: int = SPARE_LAYERS) -> Plan:
+    """Place `circuit` for `shape`: the list scheduler (`placement`) runs with every
+    setting of SWEEP; the plan kept is the narrowest (fewest dims) of those with at most
+    `spare_layers` layers more than the fewest any setting reached. Without reuse_dims,
+    one run that places units highest first and cancels nothing."""
     circuit.validate()
     shape.validate()
     if circuit.conv_window != shape.conv:
         raise CircuitError(f"circuit uses a conv window of {circuit.conv_window}, "
                            f"the layer shape {shape.conv}")
-    order = circuit.topological()
+    g = graph(circuit)
     budget = shape.mlp - LEDGER_UNITS
-    ready: dict[Signal, int] = {}
-    layer: dict[Node, int] = {}
-    heads: dict[Node, list[int]] = {}
-    units: dict[int, int] = {}
-    heads_used: dict[int, int] = {}
-    for node in order:
-        p = max((ready[r.signal] for r in node.inputs()), default=0)
-        cost = node.cost(shape)
-        if node.sublayer == EMBED:
-            at = -1
-        elif node.sublayer == MIXER:
-            if cost > shape.key_heads:
-                raise CircuitError(f"{node.name} needs {cost} heads, a layer has "
-                                   f"{shape.key_heads}")
-            at = (p + 1) // 2
-            while heads_used.get(at, 0) + cost > shape.key_heads:
-                at += 1
-            first = heads_used.get(at, 0)
-            heads[node] = list(range(first, first + cost))
-            heads_used[at] = first + cost
-        else:
-            if cost > budget:
-                raise CircuitError(f"{node.name} needs {cost} MLP units, a layer has {budget}")
-            at = p // 2
-            while units.get(at, 0) + cost > budget:
-                at += 1
-            units[at] = units.get(at, 0) + cost
-        layer[node] = at
-        for sig in node.outputs:
-            ready[sig] = stage(node.sublayer, at)
     for sig in circuit.output_signals():
-        if sig not in ready:
+        if sig.producer not in g.index:
             raise CircuitError(f"output signal {sig.name} is not produced")
-
-    compute = max([at + 1 for at in layer.values()], default=0)
-    has_mixer = {layer[n] for n in order if n.sublayer == MIXER}
-    if compute and compute - 1 not in has_mixer:
-        attention, n_layers = compute - 1, compute
-    else:
-        attention, n_layers = compute, compute + 1
-
+    runs = []
+    for extra, slack, score in (SWEEP if reuse_dims else [(0, NEVER, None)]):
+        placed = place(g, shape, budget, reuse_dims, g.asap_layers + extra, slack, score)
+        n_layers, attention = _layers(g, placed)
+        dims = _allocate(g, placed, n_layers)
+        hidden = max([d + 1 for ds in dims.values() for d in ds], default=FIRST_FREE_DIM)
+        runs.append((n_layers, hidden, len(runs), placed, dims, attention))
+    fewest = min(r[0] for r in runs)
+    n_layers, hidden, _, placed, dims, attention = min(
+        (r for r in runs if r[0] <= fewest + spare_layers), key=lambda r: (r[1], r[0], r[2]))
+    ready, layer, cancels = placed.born, placed.layer, placed.cancels
     last_use = {sig: ready[sig] for sig in ready}
-    for node in order:
+    for node in g.order:
         for ref in node.inputs():
             last_use[ref.signal] = max(last_use[ref.signal], stage(node.sublayer, layer[node]))
     for sig in circuit.output_signals():
         last_use[sig] = NEVER
-    unit_list = [units.get(i, 0) for i in range(n_layers)]
-    dims, cancels = _allocate(ready, last_use, unit_list, n_layers, budget, reuse_dims)
     raw_sumsq = sum(s.width * s.scale ** 2 for s in ready if s.kind == RAW)
     if raw_sumsq >= TINY_BUDGET:
         raise CircuitError(f"raw reads square-sum to {raw_sumsq:.3g}: too many to stay "
                            "norm-neutral")
 
     embed_sumsq = 1.0 + sum(s.sumsq for s in ready if ready[s] == 0)
-    gone = {sig: L for L, sigs in cancels.items() for sig in sigs}
+    gone = {p: L for L, ps in cancels.items() for p in ps}
     sumsq_after = []
     for L in range(n_layers):
-        live = [s for s in ready if ready[s] <= 2 * L + 2 and gone.get(s, NEVER) > L]
-        sumsq_after.append(1.0 + sum(s.sumsq for s in live))
+        sumsq_after.append(1.0 + sum(piece_sumsq(p) for s in ready if ready[s] <= 2 * L + 2
+                                     for p in g.pieces[s] if gone.get(p, NEVER) > L))
     for value in [embed_sumsq, *sumsq_after]:
         if value != int(value):
             raise CircuitError(f"a sum of squares {value} is not an integer: use integer "
                                "constants")
-    hidden = max([d + 1 for ds in dims.values() for d in ds], default=FIRST_FREE_DIM)
     mean = 64
     while mean * hidden < max([embed_sumsq, *sumsq_after]) + 1:
         mean *= 4
-    return Plan(circuit, shape, reuse_dims, layer, heads, n_layers, attention, unit_list,
-                [heads_used.get(i, 0) for i in range(n_layers)], dims, ready, last_use,
-                cancels, hidden, mean, int(embed_sumsq), [int(v) for v in sumsq_after], order)
+    pad = n_layers - len(placed.units)
+    return Plan(circuit, shape, reuse_dims, layer, placed.heads, n_layers, attention,
+                placed.units[:n_layers] + [0] * pad,
+                placed.heads_used[:n_layers] + [0] * pad, dims, ready, last_use,
+                cancels, hidden, mean, int(embed_sumsq), [int(v) for v in sumsq_after],
+                g.order, g.pieces)
 
 
-def _allocate(birth: dict[Signal, int], last_use: dict[Signal, int], units: list[int],
-              n_layers: int, budget: int, reuse: bool):
-    """Residual dims per signal; with reuse, cancels dead signals where units are spare
-    (mutates `units`) and hands their dims to signals born at later stages."""
+def _layers(g, placed) -> tuple[int, int]:
+    """(layers, the zero full-attention layer): the last computing layer when its mixer
+    is empty, else one more."""
+    compute = max([at + 1 for at in placed.layer.values()], default=0)
+    has_mixer = {placed.layer[n] for n in g.order if n.sublayer == MIXER}
+    if compute and compute - 1 not in has_mixer:
+        return compute, compute - 1
+    return compute + 1, compute
+
+
+def _allocate(g, placed, n_layers: int) -> dict[Signal, list[int]]:
+    """Residual dims per signal (offset order), piece by piece: a piece born at a stage
+    takes dims freed before it, lowest first, else new ones. The dims of a bits, one-hot
+    or constant piece cancelled in an MLP go to bits, one-hot or constant pieces born in
+    that same MLP first (the cancel's -x and the new value's terms are summed into one
+    MLP output: exact for small integers; raw dims, of tiny scale, never share an MLP
+    this way)."""
     free: list[int] = []
     next_dim = FIRST_FREE_DIM
-    dims: dict[Signal, list[int]] = {}
-    cancels: dict[int, list[Signal]] = {}
-    pending: list[Signal] = []
-    by_birth: dict[int, list[Signal]] = {}
-    for sig, s in birth.items():
-        by_birth.setdefault(s, []).append(sig)
+    at: dict[Ref, list[int]] = {}
+    by_birth: dict[int, list[Ref]] = {}
+    for sig in sorted(placed.born, key=lambda s: g.index[s.producer]):
+        for p in g.pieces[sig]:
+            by_birth.setdefault(placed.born[sig], []).append(p)
     for s in range(0, 2 * n_layers + 1):
-        for sig in by_birth.get(s, []):
+        mlp = s >= 2 and s % 2 == 0
+        cancelled = placed.cancels.get((s - 2) // 2, []) if mlp else []
+        early = sorted(d for p in cancelled if p.signal.kind != RAW for d in at[p])
+        early.reverse()
+        for p in sorted(by_birth.get(s, []), key=lambda p: p.signal.kind == RAW):
             picked = []
-            for _ in range(sig.width):
-                if free:
+            for _ in range(len(p)):
+                if early and p.signal.kind != RAW:
+                    picked.append(early.pop())
+                elif free:
                     picked.append(heapq.heappop(free))
                 else:
                     picked.append(next_dim)
                     next_dim += 1
-            dims[sig] = sorted(picked)
-            if reuse and last_use[sig] < NEVER:
-                pending.append(sig)
-        if reuse and s >= 2 and s % 2 == 0:  # the MLP of layer (s - 2) / 2
-            L = (s - 2) // 2
-            released, keep = [], []
-            for sig in sorted(pending, key=lambda x: last_use[x]):
-                if last_use[sig] <= s and birth[sig] < s and units[L] + sig.width <= budget:
-                    units[L] += sig.width
-                    cancels.setdefault(L, []).append(sig)
-                    released += dims[sig]
-                else:
-                    keep.append(sig)
-            pending = keep
-            for d in released:
-                heapq.heappush(free, d)
-    return dims, cancels
+            at[p] = sorted(picked)
+        for d in early + [d for p in cancelled if p.signal.kind == RAW for d in at[p]]:
+            heapq.heappush(free, d)
+    dims: dict[Signal, list[int]] = {}
+    for sig in sorted(placed.born, key=lambda s: (placed.born[s], g.index[s.producer])):
+        row = [0] * sig.width
+        for p in g.pieces[sig]:
+            for o, d in zip(p.offsets, at[p], strict=True):
+                row[o] = d
+        dims[sig] = row
+    return dims

@@ -9,7 +9,7 @@ from qgpu.circuit.demos import adder_machine, register_echo
 from qgpu.circuit.ir import Circuit
 from qgpu.circuit.outputs import output_value
 from qgpu.circuit.primitives import CircuitError
-from qgpu.circuit.schedule import FIRST_FREE_DIM, LayerShape, schedule
+from qgpu.circuit.schedule import FIRST_FREE_DIM, LayerShape, schedule, stage
 
 SMALL = LayerShape.small()
 
@@ -76,13 +76,13 @@ def test_a_table_too_wide_for_a_layer_is_refused():
 @pytest.mark.parametrize("reuse", [True, False])
 def test_live_signals_never_share_dims(reuse):
     plan = schedule(adder_machine().circuit, SMALL, reuse_dims=reuse)
-    for stage in range(2 * plan.n_layers + 1):
+    for s in range(2 * plan.n_layers + 1):
         taken = {}
-        for sig in plan.live_at(stage + 1):
-            for d in plan.dims[sig]:
+        for piece in plan.live_at(s + 1):
+            for d in plan.ref_dims(piece):
                 assert d >= FIRST_FREE_DIM
-                assert d not in taken, (stage, sig.name, taken.get(d))
-                taken[d] = sig.name
+                assert d not in taken, (s, piece.describe(), taken.get(d))
+                taken[d] = piece.describe()
     cancelled = [s for sigs in plan.cancels.values() for s in sigs]
     assert bool(cancelled) == reuse
 
@@ -92,9 +92,17 @@ def test_reuse_trades_units_for_dims():
     without = schedule(adder_machine().circuit, SMALL, reuse_dims=False)
     assert with_reuse.hidden < without.hidden
     assert sum(with_reuse.units) > sum(without.units)
-    for L, sigs in with_reuse.cancels.items():  # a dead signal, cancelled after its reads
-        for sig in sigs:
-            assert with_reuse.last_use[sig] <= 2 * L + 2 and with_reuse.birth[sig] < 2 * L + 2
+    for L, pieces in with_reuse.cancels.items():  # a dead piece, cancelled after its reads
+        for piece in pieces:
+            assert last_read(with_reuse, piece) <= 2 * L + 2
+            assert with_reuse.birth[piece.signal] < 2 * L + 2
+
+
+def last_read(plan, piece):
+    """The stage of the last node reading any dim of `piece`."""
+    stages = [stage(n.sublayer, plan.layer[n]) for n in plan.order for ref in n.inputs()
+              if ref.signal is piece.signal and set(ref.offsets) & set(piece.offsets)]
+    return max(stages, default=plan.birth[piece.signal])
 
 
 def test_ledger_sums_of_squares_follow_the_live_signals():
@@ -104,3 +112,37 @@ def test_ledger_sums_of_squares_follow_the_live_signals():
     # + restored bits (4) and found after layer 0, + hit and miss after layer 1
     assert plan.sumsq_after == [8 + 5, 8 + 5 + 2]
     assert plan.mean * plan.hidden >= max(plan.sumsq_after)
+
+
+def pieces_circuit():
+    """x's low bits are read in layer 0, its high bits only in layer 2."""
+    c = Circuit("pieces", 16)
+    x = c.token_bits("x", 4, lambda t: t)
+    lo = U.negate(c, x[0:2], name="lo")
+    again = U.negate(c, lo, name="again")
+    total, _ = U.add(c, again, x[2:4], name="total")
+    output_value(c, total, [0, 1, 2, 3])
+    return c
+
+
+def test_pieces_of_a_signal_die_apart_and_dims_pass_on_within_an_mlp():
+    from qgpu.circuit.compile import compile_circuit
+    from qgpu.circuit.report import circuit_report
+    from qgpu.model.reference import ReferenceEngine
+
+    c = pieces_circuit()
+    compiled = compile_circuit(c, SMALL, cache=False)
+    plan = compiled.plan
+    x, lo = c.signals["x"], c.signals["lo"]
+    low = next(p for p in plan.cancels[0] if p.signal is x)
+    assert low.offsets == (0, 1)  # cancelled in layer 0, while x[2:4] stays live
+    assert [p.offsets for p in plan.live_at(3) if p.signal is x] == [(2, 3)]
+    # lo is born in the MLP that cancels x[0:2] and takes its dims there: that MLP adds
+    # -x (the cancel) and lo's -x to the same dims, exactly
+    assert plan.dims[lo] == plan.ref_dims(low)
+    tokens = list(range(16))
+    engine = ReferenceEngine(compiled.weights)
+    logits = engine.prefill(engine.new_state(), tokens)
+    assert logits.argmax(1).tolist() == [((t & 3) + (t >> 2)) % 4 for t in tokens]
+    assert circuit_report(compiled, tokens).exact
+
