@@ -18,7 +18,7 @@ from qgpu.circuit.compile import Compiled
 from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.multiply import UNIT
 from qgpu.circuit.machine.spec import MachineSpec, check_launch
-from qgpu.circuit.margins import MarginReport, margin_report
+from qgpu.circuit.margins import MarginReport, accelerate, margin_report
 from qgpu.errors import QgpuError
 from qgpu.interp import run_launch
 from qgpu.isa.program import Program
@@ -55,7 +55,7 @@ def numpy_engine(machine) -> NumpyFastEngine:
     """A numpy fast engine over the machine's weights (one per machine)."""
     key = id(machine.compiled.weights)
     if key not in _engines:
-        _engines[key] = NumpyFastEngine(machine.compiled.weights)
+        _engines[key] = accelerate(NumpyFastEngine(machine.compiled.weights))
     return _engines[key]
 
 
