@@ -35,11 +35,18 @@ class MarginMachine:
     spec: MachineSpec
 
 
+_machines: dict[MachineSpec, MarginMachine] = {}
+
+
 def load_margin_machine(spec: MachineSpec | None = None, progress: bool = False):
+    """The default shape's machine for `spec` (runtime.machine's DEFAULT_SPEC), once per
+    process."""
     from qgpu.runtime.machine import DEFAULT_SPEC
 
     spec = spec or DEFAULT_SPEC
-    return MarginMachine(compile_machine(spec=spec, progress=progress), spec)
+    if spec not in _machines:
+        _machines[spec] = MarginMachine(compile_machine(spec=spec, progress=progress), spec)
+    return _machines[spec]
 
 
 def machine_raw_grid(name: str) -> float | None:
