@@ -46,7 +46,7 @@ def test_mul_launch(machine):
     check(report)
 
 
-@pytest.mark.parametrize("name", ["dot", "gcd_euclid", "bit_intrinsics"])
+@pytest.mark.parametrize("name", ["dot", "abs_neg_minmax", "atomic_exch_conservation"])
 def test_suite_launches(machine, name):
     cases = list(suite_margins(machine, [name]))
     measured = [(case, r) for case, r in cases if not isinstance(r, str)]
