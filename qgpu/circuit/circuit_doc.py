@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from qgpu.circuit.ir import MIXER, MLP, Counter, Table, Unit
+from qgpu.circuit.ir import MIXER, MLP, Counter, Table, Unit, bits_per_head
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "circuit.md"
 BEGIN, END = "<!-- generated:circuits -->", "<!-- end:circuits -->"
@@ -45,7 +45,7 @@ def _table_rows(plan, node: Table) -> list[str]:
         extra.append("presence bit")
     rows = [f"- table `{node.name}`: {node.rows} rows x {node.width} bits; write: "
             + "; ".join(extra)]
-    per = dv // 2
+    per = bits_per_head(dv)
     for r, read in enumerate(node.reads):
         for s in range(segs):
             head = plan.heads[node][r * segs + s]

@@ -1,7 +1,7 @@
 """circuit.emit_tables: the mixer side of the emitter, tables and counters in GDN heads.
 
 A table is written through `primitives_memory.row_memory` (one call per segment of
-dv/2 bits, all read copies of that segment at once) and then adjusted per head:
+dv/2 - 1 bits, all read copies of that segment at once) and then adjusted per head:
 - raw reads: out_proj columns scaled by READ_SCALE (2^-20, a power of two, so the read
   of a written bit lands as exactly +-2^-20: fl(y * g * 2^-20) = 2^-20 fl(y * g));
 - fixed rows (latches): the key or query channel of that row reads the `one` dim;
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qgpu.circuit.ir import COUNTER_SCALE, READ_SCALE, Counter, Table
+from qgpu.circuit.ir import COUNTER_SCALE, READ_SCALE, Counter, Table, bits_per_head
 from qgpu.circuit.primitives import CircuitError
 from qgpu.circuit.primitives_memory import GATE, KEY, VALUE, _head_rows, row_memory
 from qgpu.model import layers as L
@@ -60,7 +60,7 @@ def emit_table(w: QwenWeights, layer: int, table: Table, key_heads: list[int], d
     if table.presence:
         stored.append((PRESENT, 0))
     raw_dims = [dims(r.raw.ref) for r in table.reads]
-    per_head = dv // 2
+    per_head = bits_per_head(dv)
     segments = table.segments(dv)
     write_address = dims(wp.key)[:table.rows] if not isinstance(wp.key, int) else []
     reads = table.reads

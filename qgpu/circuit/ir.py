@@ -173,6 +173,12 @@ class Read:
     found: Signal | None
 
 
+def bits_per_head(value_dim: int) -> int:
+    """Stored bits per table head: a pair of value columns per bit, and the last column
+    for the norm ballast (primitives_memory)."""
+    return value_dim // 2 - 1
+
+
 @dataclass(eq=False)
 class Table(Node):
     """A GDN state region: `rows` keys, `width` stored bits (+ a presence bit), one
@@ -190,8 +196,8 @@ class Table(Node):
         return self.width + (1 if self.presence else 0)
 
     def segments(self, value_dim: int) -> int:
-        """Heads per copy: each holds value_dim / 2 stored bits."""
-        return -(-self.stored_bits // (value_dim // 2))
+        """Heads per copy: each holds `bits_per_head(value_dim)` stored bits."""
+        return -(-self.stored_bits // bits_per_head(value_dim))
 
     def cost(self, shape) -> int:
         return max(1, len(self.reads)) * self.segments(shape.value_dim)

@@ -2,7 +2,16 @@
 
 `row_memory` turns GDN value heads into a table of rows (DESIGN.md section 1):
 - stores: row i of the state of each head = 32 * (b0, 1-b0, b1, 1-b1, ...) for the data
-  bits written at address i; unwritten rows are 0. Up to dk rows of dv/2 bits.
+  bits written at address i, and BALLAST = 2^22 in the last column; unwritten rows are
+  0. Up to dk rows of dv/2 - 1 bits.
+- the ballast makes the read's norm independent of the data: RMSNormGated sums the
+  squares of the head's read, 32 q per stored 1 (q = dk^-0.5 for dk = 128 has 24
+  significant bits), and without the ballast that sum depended on *where* the n nonzero
+  elements lie (numpy's pairwise sum keeps 8 accumulators by position mod 8, torch its
+  own lanes): for some n (32 bits per head: registers, the result queue, memory records)
+  one stored value read back one ulp (2^-23 relative) off another. The ballast's square
+  (BALLAST q)^2 is so large that all the data squares together stay below a quarter of
+  its ulp, so the sum is that one square in *any* order, the same float for every row.
 - uses: value heads `heads` (copies of one table, written together, each with its own
   read address and output dims); their key heads' q and k channels, the v channels
   (2 per bit), z, b, a, A_log/dt_bias of those heads, out_proj columns of those heads.
@@ -34,6 +43,7 @@ from qgpu.model.weights import QwenWeights
 
 KEY = 32.0  # 2^5: l2norm(32 e_i) == e_i exactly, and silu(32) == 32
 VALUE = 32.0
+BALLAST = 2.0 ** 22  # in the last value column of every written row (see above)
 GATE = 32.0  # silu(32) == 32 exactly: z is a constant power-of-two gain
 OPEN = 32.0  # in_proj_b on the constant dim: sigmoid(32) == 1.0 exactly
 F32 = np.float32
@@ -43,12 +53,18 @@ def read_gain(config: QwenConfig, n_bits: int) -> float:
     """out_proj gain g with fl(y * g) == 1.0 exactly for the read of a written bit on both
     query-scaling paths, where y is what RMSNormGated outputs for it."""
     dk, dv = config.linear_key_head_dim, config.linear_value_head_dim
+    if 2 * n_bits > dv - 2:
+        raise CircuitError(f"{n_bits} bits exceed a head's {dv // 2 - 1}")
     pattern = np.zeros(dv, F32)
     pattern[0:2 * n_bits:2] = VALUE
+    pattern[dv - 1] = BALLAST
     unit = L.l2norm(np.eye(1, dk, dtype=F32) * F32(KEY))[0, 0]
     outputs = []
     for q in (unit / F32(dk ** 0.5), unit * F32(dk ** -0.5)):  # decode divides, prefill multiplies
         o = pattern * q
+        big = np.float64(o[dv - 1]) ** 2
+        if n_bits * np.float64(o[0]) ** 2 > np.spacing(F32(big)) / 4:
+            raise CircuitError(f"the ballast does not dominate {n_bits} bits' squares")
         y = L.rms_norm_gated(o[None], np.full((1, dv), GATE, F32), np.ones(dv, F32),
                              config.rms_norm_eps)[0, 0]
         outputs.append(y)
@@ -121,8 +137,9 @@ def row_memory(weights: QwenWeights, layer: int, heads: list[int], *, one: int,
         raise CircuitError("row_memory needs one read address group and output list per head")
     if len(write_address) > c.linear_key_head_dim:
         raise CircuitError(f"{len(write_address)} rows exceed the key dim {c.linear_key_head_dim}")
-    if 2 * len(data) > c.linear_value_head_dim:
-        raise CircuitError(f"{len(data)} bits exceed half the value dim {c.linear_value_head_dim}")
+    if 2 * len(data) > c.linear_value_head_dim - 2:
+        raise CircuitError(f"{len(data)} bits exceed a head's {c.linear_value_head_dim // 2 - 1}"
+                           f" (value dim {c.linear_value_head_dim}, the ballast column)")
     p = f"model.layers.{layer}.linear_attn."
     qkv, out_proj = weights[p + "in_proj_qkv.weight"], weights[p + "out_proj.weight"]
     gain = read_gain(c, len(data))
@@ -141,6 +158,7 @@ def row_memory(weights: QwenWeights, layer: int, heads: list[int], *, one: int,
         for bit, dim in enumerate(data):  # pair (b, 1-b) * 32, b = (x + 1) / 2
             qkv[v.start + 2 * bit, [dim, one]] = [VALUE / 2, VALUE / 2]
             qkv[v.start + 2 * bit + 1, [dim, one]] = [-VALUE / 2, VALUE / 2]
+        qkv[v.start + dv - 1, one] = BALLAST
         for bit, dim in enumerate(outputs[n]):
             out_proj[dim, head * dv + 2 * bit] = gain
             out_proj[dim, head * dv + 2 * bit + 1] = -gain

@@ -17,6 +17,12 @@ Where the reference's sums are exact (every term an integer or a dyadic value wi
 2^24 ulps: what the circuit relies on), both engines give bit-identical values and
 states; elsewhere they differ only by summation order (fp32 rounding).
 
+An optional `observer(layer, site, array)` sees, per layer, the residual before the layer
+("residual_in"; layer n_layers: the final residual), after the mixer ("residual_mid"),
+the MLP's normed input ("mlp_in") and the gate pre-activations of the live units
+("mlp_gate_live", columns in the order of `mlp_units(layer)`): views of arrays the
+engine updates in place, valid only during the call (circuit.margins reads them).
+
 The fast engine always runs the recurrent (per-token) delta rule, also for `prefill`;
 projections are batched over the prompt. `state.recurrent[layer]` is the full
 [Hv, dk, dv] state as in the reference; `state.conv[layer]` holds only the live conv
@@ -33,7 +39,7 @@ from qgpu.model import layers as L
 from qgpu.model.config import LINEAR
 from qgpu.model.csr import Csr
 from qgpu.model.engine import Engine
-from qgpu.model.reference import ReferenceEngine
+from qgpu.model.reference import Observer, ReferenceEngine
 from qgpu.model.sparse import SparseRows
 from qgpu.model.state import ModelState
 from qgpu.model.weights import EMBED, FINAL_NORM, QwenWeights
@@ -97,11 +103,13 @@ class _Mlp:
     gate_up: SparseRows  # rows: gate of live units, then up of live units
     n_units: int
     down: SparseRows
+    units: np.ndarray  # the live units' indices in the layer's MLP
 
 
 class NumpyFastEngine(Engine):
-    def __init__(self, weights: QwenWeights):
+    def __init__(self, weights: QwenWeights, observer: Observer | None = None):
         super().__init__(weights)
+        self.observer = observer
         c = self.config
         self._dense_attention = ReferenceEngine(weights)
         self.gdn: dict[int, _Gdn] = {}
@@ -142,11 +150,15 @@ class NumpyFastEngine(Engine):
     def _compile_mlp(self, i: int) -> _Mlp:
         live, gate, up, down = live_mlp_units(self.weights, i)
         return _Mlp(SparseRows(Csr.vstack([gate.take_rows(live), up.take_rows(live)])),
-                    len(live), SparseRows(down.take_cols(live)))
+                    len(live), SparseRows(down.take_cols(live)), live)
 
     def conv_channels(self, layer: int) -> np.ndarray:
         """Which conv channels (rows of the reference's conv state) this engine keeps."""
         return self.gdn[layer].channels
+
+    def mlp_units(self, layer: int) -> np.ndarray:
+        """The MLP units this engine computes (the columns of "mlp_gate_live")."""
+        return self.mlp[layer].units
 
     def new_state(self) -> ModelState:
         state = ModelState.empty(self.config)
@@ -163,7 +175,10 @@ class NumpyFastEngine(Engine):
         eps = F32(c.rms_norm_eps)
         h = self.embed[ids]
         positions = np.arange(state.position, state.position + ids.size)
+        see = self.observer
         for i in range(c.num_hidden_layers):
+            if see is not None:
+                see(i, "residual_in", h)
             if i in self.gdn:
                 g = self.gdn[i]
                 if g.heads.size:
@@ -174,13 +189,20 @@ class NumpyFastEngine(Engine):
                 x = (h * L.rsqrt(L.mean_square(h) + eps)) * self.in_norm[i]
                 h = h + self._dense_attention.attention_mixer(i, x, state, positions)
             m = self.mlp[i]
+            if see is not None:
+                see(i, "residual_mid", h)
             if m.n_units:
                 u = (h * L.rsqrt(L.mean_square(h) + eps)) * self.post_norm[i]
                 pre = np.zeros((h.shape[0], 2 * m.n_units), F32)
                 pre[:, m.gate_up.rows] = m.gate_up.matmat(u)
+                if see is not None:
+                    see(i, "mlp_in", u)
+                    see(i, "mlp_gate_live", pre[:, :m.n_units])
                 act = L.silu(pre[:, :m.n_units]) * pre[:, m.n_units:]
                 h[:, m.down.rows] += m.down.matmat(act)
         state.position += ids.size
+        if see is not None:
+            see(c.num_hidden_layers, "residual_in", h)
         final = (h * L.rsqrt(L.mean_square(h) + eps)) * self.final_norm
         logits = np.zeros((h.shape[0], c.vocab_size), F32)
         logits[:, self.head.rows] = self.head.matmat(final)

@@ -15,7 +15,7 @@ def test_doc_of_a_compiled_circuit(tmp_path):
     for node in compiled.plan.order:
         if node.sublayer != "embed":
             assert f"`{node.name}`" in text
-    assert "key head 1: copy 1, stored bits 0..15; read `add.b` (lag 0, 1)" in text
+    assert "key head 2: copy 1, stored bits 0..14; read `add.b` (lag 0, 1)" in text
     assert "add `sum` (112 units)" in text
     path = tmp_path / "circuit.md"
     path.write_text(f"# doc\n{circuit_doc.BEGIN}\nstale\n{circuit_doc.END}\nend\n")

@@ -5,7 +5,7 @@ checkpoint. Results are checked as exact tokens and exact state values."""
 import numpy as np
 import pytest
 
-from qgpu.circuit.primitives_memory import VALUE, latch, token_history
+from qgpu.circuit.primitives_memory import BALLAST, VALUE, latch, token_history
 from qgpu.circuit.primitives_norm import NormLedger, margin_report
 from qgpu.circuit.table_machine import build_table_machine
 from qgpu.model.config import FULL, LINEAR, QwenConfig
@@ -45,6 +45,7 @@ def expected_state(machine, table):
         for m in range(machine.bits):
             b = v >> m & 1
             S[:machine.copies, a, 2 * m:2 * m + 2] = (VALUE * b, VALUE * (1 - b))
+        S[:machine.copies, a, -1] = BALLAST
     return S
 
 

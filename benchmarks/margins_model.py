@@ -1,0 +1,80 @@
+"""The "no drift" figure (DESIGN.md section 3): over every suite launch the model machine
+accepts, and the 12,577-token launch of tests/runtime/test_long_run.py, the smallest
+threshold margin against the largest deviation of any threshold input from its ideal
+value (circuit.margins: prompt + expected trace teacher-forced through the numpy fast
+engine, every threshold, live signal, norm and logit observed).
+
+    python benchmarks/margins_model.py [--no-suite] [--no-long] [NAME ...]
+
+One line per launch (refused launches with the reason), then the totals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+
+from qgpu.circuit.margins import MarginReport
+from qgpu.isa.asm import assemble
+from qgpu.runtime.margins import launch_margins, load_margin_machine, suite_margins
+
+
+def line(case: str, report: MarginReport, seconds: float) -> str:
+    dev = report.max_deviation
+    ratio = "inf" if math.isinf(report.ratio) else f"{report.ratio:.3g}"
+    where = f" at {dev.what} (layer {dev.layer})" if dev.value else ""
+    sig = report.max_signal_deviation
+    sig_where = f" {sig.what} (layer {sig.layer})" if sig.value else ""
+    ok = "exact" if report.exact else "NOT EXACT"
+    return (f"{case:44s} {report.positions:6d} pos  margin {report.min_margin.value:.4f}  "
+            f"dev {dev.value:.3g}{where}  ratio {ratio}  signal dev {sig.value:.3g}"
+            f"{sig_where}  wrong {report.wrong}/{report.forced}  norms bad "
+            f"{report.norm_failures}  {ok}  {seconds:.0f}s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="suite kernels (default: all)")
+    parser.add_argument("--no-suite", action="store_true")
+    parser.add_argument("--no-long", action="store_true")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    machine = load_margin_machine(progress=False)
+    plan = machine.compiled.plan
+    print(f"machine: {plan.n_layers} layers, hidden {plan.hidden}, "
+          f"{len(machine.compiled.thresholds)} thresholds; loaded in "
+          f"{time.perf_counter() - start:.0f}s (load average {os.getloadavg()[0]:.1f})",
+          flush=True)
+    total, measured, refused = MarginReport(), 0, 0
+    if not args.no_suite:
+        t = time.perf_counter()
+        for case, result in suite_margins(machine, args.names):
+            if isinstance(result, str):
+                refused += 1
+                print(f"{case:44s} refused: {result[:100]}", flush=True)
+            else:
+                measured += 1
+                total = total.merge(result)
+                print(line(case, result, time.perf_counter() - t), flush=True)
+            t = time.perf_counter()
+        print(f"suite: {measured} launches measured, {refused} refused by check_launch",
+              flush=True)
+        print(f"suite overall:\n{total}", flush=True)
+    if not args.no_long:
+        from tests.runtime.test_long_run import LONG_LOOP
+
+        t = time.perf_counter()
+        memory = [0x9E3779B9, 7, 0xFFFFFFFF, 0x80000000]
+        long = launch_margins(machine, assemble(LONG_LOOP), 1, 4, memory)
+        print(line("long run (test_long_run)", long, time.perf_counter() - t), flush=True)
+        print(f"long run:\n{long}", flush=True)
+        total = total.merge(long)
+    print(f"overall:\n{total}")
+    print(f"total {time.perf_counter() - start:.0f}s (load average {os.getloadavg()[0]:.1f})")
+    return 0 if total.exact else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,106 @@
+"""runtime.margins: circuit.margins over machine launches. A launch's tokens are the
+prompt and the interpreter's expected trace, fed as one teacher-forced sequence to the
+compiled machine (numpy fast engine, observed), so a whole launch is measured in one pass
+and the argmax at every trace position is checked against the trace; the suite's
+launches that the machine accepts (`spec.check_launch`) are measured one by one.
+
+    machine = load_margin_machine()   # or runtime.machine.load_machine()
+    report = launch_margins(machine, program, grid, block, memory)
+    for case, report_or_reason in suite_margins(machine): ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from qgpu.circuit.compile import Compiled
+from qgpu.circuit.machine.build import compile_machine
+from qgpu.circuit.machine.multiply import UNIT
+from qgpu.circuit.machine.spec import MachineSpec, check_launch
+from qgpu.circuit.margins import MarginReport, accelerate, margin_report
+from qgpu.errors import QgpuError
+from qgpu.interp import run_launch
+from qgpu.isa.program import Program
+from qgpu.model.fast_numpy import NumpyFastEngine
+from qgpu.protocol import encode_prompt, expected_trace
+
+
+@dataclass
+class MarginMachine:
+    """The compiled machine without runtime.machine's FastEngine (whose native plan
+    holds several GiB): what launch_margins needs."""
+
+    compiled: Compiled
+    spec: MachineSpec
+
+
+_machines: dict[MachineSpec, MarginMachine] = {}
+
+
+def load_margin_machine(spec: MachineSpec | None = None, progress: bool = False):
+    """The default shape's machine for `spec` (runtime.machine's DEFAULT_SPEC), once per
+    process."""
+    from qgpu.runtime.machine import DEFAULT_SPEC
+
+    spec = spec or DEFAULT_SPEC
+    if spec not in _machines:
+        _machines[spec] = MarginMachine(compile_machine(spec=spec, progress=progress), spec)
+    return _machines[spec]
+
+
+def machine_raw_grid(name: str) -> float | None:
+    """The granularity of the machine's RAW unit outputs: multiply's partial sums are
+    integers n held as n * UNIT."""
+    return UNIT if name.startswith("mul.") else None
+
+
+_engines: dict[int, NumpyFastEngine] = {}
+
+
+def numpy_engine(machine) -> NumpyFastEngine:
+    """A numpy fast engine over the machine's weights (one per machine)."""
+    key = id(machine.compiled.weights)
+    if key not in _engines:
+        _engines[key] = accelerate(NumpyFastEngine(machine.compiled.weights))
+    return _engines[key]
+
+
+def launch_tokens(program: Program, grid: int, block: int, memory=()) -> tuple[list[int], int]:
+    """(prompt + the interpreter's expected trace, the prompt's length)."""
+    prompt = encode_prompt(program, grid, block, list(memory))
+    trace = expected_trace(run_launch(program, grid, block, memory=list(memory)).events)
+    return prompt + trace, len(prompt)
+
+
+def launch_margins(machine, program: Program, grid: int, block: int, memory=(),
+                   **kwargs) -> MarginReport:
+    """The margin report of one launch (check_launch first: refused launches raise).
+    machine: anything with .compiled and .spec (runtime.machine.ModelMachine,
+    MarginMachine); kwargs go to circuit.margins.margin_report (chunk, progress)."""
+    check_launch(machine.spec, program, grid, block)
+    tokens, start = launch_tokens(program, grid, block, memory)
+    return margin_report(machine.compiled, tokens, start, engine=numpy_engine(machine),
+                         raw_grid=machine_raw_grid, **kwargs)
+
+
+def suite_margins(machine, names=None, **kwargs) -> Iterator[tuple[str, MarginReport | str]]:
+    """(case id, report) for every suite launch the machine accepts, (case id, reason)
+    for the others."""
+    from qgpu import suite
+
+    for spec in suite.load_suite():
+        if names and spec.name not in names:
+            continue
+        for index, launch in enumerate(spec.launches):
+            case = spec.case_id(index)
+            try:
+                function = suite.compiled_module(spec.source).get_function(spec.kernel)
+                args = suite.positional_args(spec, launch["args"])
+                program, memory, _, _ = function.link(launch["grid"], launch["block"], args)
+                check_launch(machine.spec, program, launch["grid"], launch["block"])
+            except QgpuError as exc:
+                yield case, f"{type(exc).__name__}: {exc}"
+                continue
+            yield case, launch_margins(machine, program, launch["grid"], launch["block"],
+                                       memory, **kwargs)
