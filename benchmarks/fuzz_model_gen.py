@@ -267,6 +267,6 @@ def random_case(rng: random.Random, ops: tuple[str, ...], max_blocks: int = 12,
         grid, block = rng.choice(((2, 4), (1, 8), (2, 3), (1, 16), (4, 1)))
     else:
         grid, block = 1, rng.choice((1, 2, 3, 4, 4, 4))
-    n = rng.choice((0, 4, 16, 32, 64, M.GLOBAL_WORDS))
+    n = rng.choice((0, 4, 8, 16, 16, 32, 64, M.GLOBAL_WORDS))
     memory = [edge_word(rng) if rng.random() < 0.7 else 0 for _ in range(n)]
     return Case(program, grid, block, memory)
