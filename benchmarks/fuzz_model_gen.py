@@ -259,14 +259,15 @@ class _Gen:
 
 
 def random_case(rng: random.Random, ops: tuple[str, ...], max_blocks: int = 12,
-                multi_warp: float = 0.03) -> Case:
-    """One random launch: program, grid, block (one warp but for `multi_warp` of the
-    cases), initial global memory."""
+                multi_warp: float = 0.03, max_memory: int = M.GLOBAL_WORDS) -> Case:
+    """One random launch: program (at most max_blocks + 1 blocks), grid, block (one warp
+    but for `multi_warp` of the cases), initial global memory (at most max_memory
+    words)."""
     program = _Gen(rng, ops, min(max_blocks, M.ROM_BLOCKS - 1)).program()
     if rng.random() < multi_warp:
         grid, block = rng.choice(((2, 4), (1, 8), (2, 3), (1, 16), (4, 1)))
     else:
         grid, block = 1, rng.choice((1, 2, 3, 4, 4, 4))
-    n = rng.choice((0, 4, 8, 16, 16, 32, 64, M.GLOBAL_WORDS))
+    n = min(max_memory, rng.choice((0, 4, 8, 16, 16, 32, 64, M.GLOBAL_WORDS)))
     memory = [edge_word(rng) if rng.random() < 0.7 else 0 for _ in range(n)]
     return Case(program, grid, block, memory)
