@@ -17,9 +17,9 @@ from qgpu.errors import LaunchError
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble, disassemble
 from qgpu.isa.program import Bar, Br
-from qgpu.protocol import expected_trace, tok
+from qgpu.protocol import tok
 
-SMALL = {"max_blocks": 8, "max_memory": 32}
+SMALL = {"max_blocks": 8, "max_memory": 16}
 CHUNKS = 6
 CASES_PER_CHUNK = 40
 
@@ -98,7 +98,8 @@ def test_random_machine_programs_generated_on_the_model(machine):
 @pytest.mark.parametrize("mode", ["forced", "generate"])
 def test_the_fuzzer_reports_a_faulty_model_and_minimises_the_case(machine, mode):
     """Fault injection (+4 on V(5)'s head weight: the model writes V(5) for 4): the fuzz
-    check reports a mismatch, and the minimiser keeps one that still mismatches."""
+    check reports a mismatch, and the minimiser shrinks the case to one that still
+    mismatches on the faulty model (and passes on the healthy one)."""
     from qgpu.model.fast import FastEngine
     from qgpu.model.weights import LM_HEAD
     from qgpu.runtime.machine import ModelMachine
@@ -115,10 +116,10 @@ def test_the_fuzzer_reports_a_faulty_model_and_minimises_the_case(machine, mode)
         out = check_on_model(faulty, case, mode)
         assert out.status == "mismatch" and "V(0x0005)" in out.detail
         small = minimise(faulty, case, mode)
+        assert check_on_model(faulty, small, mode).status == "mismatch"
     finally:
         head[tok("V", 5), 0] = original
     assert small.program.instruction_count() < prog.instruction_count()
     assert small.block == 1 and small.memory == []
-    assert "mov r2, 4" in disassemble(small.program)
-    assert expected_trace(run_launch(small.program, 1, 1).events)
+    assert check_on_model(machine, small, mode).status == "ok"
 
