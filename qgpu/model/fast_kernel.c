@@ -1,5 +1,6 @@
 /* qgpu native forward pass: one call computes one token through every layer of a
- * compiled (sparse) Qwen3.5 model. Built on first use by qgpu/model/fast_native.py with
+ * compiled (sparse) Qwen3.5 model (qgpu_forward), or, for teacher forcing, a run of known
+ * tokens layer by layer (qgpu_forward_forced: the same computation per token). Built on first use by qgpu/model/fast_native.py with
  * the system C compiler, loaded with ctypes; the layouts below mirror its Structures.
  *
  * Arithmetic: float32, the operation order of qgpu/model/layers.py (hence of numpy and
