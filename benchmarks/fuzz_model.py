@@ -19,7 +19,8 @@ e.g. more than one warp) are counted with their reason, not hidden.
       [--source isa|cuda|both] [--minimise] [--show 3]
 
 Prints cases run, passed, refused (by reason), mismatches, tokens (prompt and trace) and
-time; exit status 1 on any mismatch, fault or crash. The machine is compiled (or loaded
+time; exit status 1 on any mismatch, fault or crash. SIGINT or SIGTERM stops the campaign
+early and prints the summary of the cases run. The machine is compiled (or loaded
 from the disk cache) once per process: load_machine().
 """
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import random
 import re
+import signal
 import sys
 import time
 from collections import Counter
@@ -201,18 +203,27 @@ def describe(case: Case) -> str:
 
 def fuzz(machine, cases: int, seed: int, mode: str = "forced", source: str = "isa",
          progress: bool = False, **gen) -> list[Outcome]:
-    """`cases` seeded cases (source "both": every fourth one from the CUDA fuzzer)."""
+    """`cases` seeded cases (source "both": every fourth one from the CUDA fuzzer). With
+    progress, an interrupt (SIGINT, or SIGTERM under main) ends the campaign early with the
+    cases run so far."""
     results = []
-    for i in range(cases):
-        case_seed = seed * 1_000_003 + i
-        use_cuda = source == "cuda" or (source == "both" and i % 4 == 3)
-        if use_cuda:
-            results.append(cuda_case(machine, case_seed, mode))
-        else:
-            results.append(isa_case(machine, case_seed, mode, **gen))
-        if progress and (i + 1) % 50 == 0:
-            bad = sum(r.status not in PASSING for r in results)
-            print(f"  {i + 1} cases, {bad} failures", file=sys.stderr, flush=True)
+    try:
+        for i in range(cases):
+            case_seed = seed * 1_000_003 + i
+            use_cuda = source == "cuda" or (source == "both" and i % 4 == 3)
+            if use_cuda:
+                results.append(cuda_case(machine, case_seed, mode))
+            else:
+                results.append(isa_case(machine, case_seed, mode, **gen))
+            if progress and (i + 1) % 50 == 0:
+                bad = sum(r.status not in PASSING for r in results)
+                tokens = sum(r.prompt_tokens + r.trace_tokens for r in results)
+                print(f"  {i + 1} cases, {bad} failures, {tokens} tokens", file=sys.stderr,
+                      flush=True)
+    except KeyboardInterrupt:
+        if not progress:
+            raise
+        print(f"  interrupted after {len(results)} cases", file=sys.stderr, flush=True)
     return results
 
 
@@ -246,6 +257,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from qgpu.runtime.machine import load_machine
 
+    def stop(_signum, _frame):  # SIGTERM (as SIGINT) ends the campaign with a summary
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     t0 = time.perf_counter()
     machine = load_machine()
     loaded = time.perf_counter() - t0
