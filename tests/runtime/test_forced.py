@@ -142,3 +142,40 @@ def test_cli_run_forced(tmp_path, capsys):
                "--arg", "out=0,7", "--arg", "x=-5"])
     out = capsys.readouterr().out
     assert rc == 0 and "after  [0, -4]" in out and "engine model" in out
+
+
+def test_checkpoint_machine_runs_the_forced_check(machine):
+    """A CheckpointMachine (the loader of merged and exported checkpoints; here over the
+    compiled weights in memory, offset 0) registered with engine_name(forced=True)."""
+    import qgpu
+    from qgpu.merge.circuits import machine_info
+    from qgpu.runtime.checkpoint import engine_name, machine_from_weights, standalone_info
+
+    info = standalone_info(machine.compiled.weights.config,
+                           machine_info(machine.compiled, machine.spec))
+    checkpoint = machine_from_weights(machine.compiled.weights, info)
+    name = engine_name(checkpoint, check=True, forced=True)
+    assert name.startswith("model-forced:")
+    kernel = qgpu.compile("__global__ void bump(int *out, int x) {\n"
+                          "  if (threadIdx.x == 2) out[1] = x + 1;\n}\n").get_function("bump")
+    out = np.array([5, 0], np.int32)
+    res = kernel(1, 4, (out, 41), engine=name)
+    assert out.tolist() == [5, 42] and res.tokens
+
+
+def test_offset_engine_forced_greedy_maps_ids_and_flags_text_tokens():
+    """Merged vocabularies: GPU token t is id offset + t; a greedy id outside the GPU
+    tokens comes back negative, which the check names as a merged-vocabulary id."""
+    from qgpu.runtime.check import _name
+    from qgpu.runtime.checkpoint import OffsetEngine
+
+    class Inner:
+        def forced_greedy(self, state, ids):
+            self.fed = list(ids)
+            return [ids[0] + 1, 3, ids[1]]
+
+    inner = Inner()
+    engine = OffsetEngine(inner, offset=100, tokens=50)
+    assert engine.forced_greedy(None, [1, 7, 9]) == [2, -4, 7]
+    assert inner.fed == [101, 107, 109]
+    assert _name(-4) == "id 3 of the merged vocabulary (not a GPU token)"
