@@ -16,7 +16,7 @@ must equal the interpreter's. Launches the model machine refuses (spec.check_lau
 e.g. more than one warp) are counted with their reason, not hidden.
 
   python benchmarks/fuzz_model.py --cases 2000 --seed 1 [--mode forced|generate]
-      [--source isa|cuda|both] [--minimise] [--show 3]
+      [--source isa|cuda|both] [--max-blocks 12] [--max-memory 128] [--minimise] [--show 3]
 
 Prints cases run, passed, refused (by reason), mismatches, tokens (prompt and trace) and
 time; exit status 1 on any mismatch, fault or crash. SIGINT or SIGTERM stops the campaign
@@ -251,6 +251,10 @@ def main(argv=None) -> int:
     parser.add_argument("--source", choices=("isa", "cuda", "both"), default="both")
     parser.add_argument("--multi-warp", type=float, default=0.03,
                         help="share of isa launches over one warp (refused today)")
+    parser.add_argument("--max-blocks", type=int, default=12,
+                        help="blocks of a random machine program (+ its exit block), <= 31")
+    parser.add_argument("--max-memory", type=int, default=128,
+                        help="words of a random initial global memory, <= 128")
     parser.add_argument("--show", type=int, default=3, help="failures to print in full")
     parser.add_argument("--minimise", action="store_true",
                         help="also print a greedily shrunk program for each isa failure shown")
@@ -267,7 +271,8 @@ def main(argv=None) -> int:
     loaded = time.perf_counter() - t0
     started = time.perf_counter()
     results = fuzz(machine, args.cases, args.seed, args.mode, args.source, progress=True,
-                   multi_warp=args.multi_warp)
+                   multi_warp=args.multi_warp, max_blocks=args.max_blocks,
+                   max_memory=args.max_memory)
     elapsed = time.perf_counter() - started
     bad = [r for r in results if r.status not in PASSING]
     for r in bad[:args.show]:
