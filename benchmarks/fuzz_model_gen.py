@@ -76,6 +76,7 @@ class _Gen:
         self.bar_used = False
         self.written: list[int] = [1]  # registers written so far (operand candidates)
         self.depth = 0
+        self.reserved = 1  # blocks that open structures still have to add (the last block)
 
     # -- operands --
     def _source(self, fresh: list[int]):
@@ -174,7 +175,7 @@ class _Gen:
         return len(self.blocks) - 1
 
     def _room(self) -> int:
-        return self.max_blocks - len(self.blocks)
+        return self.max_blocks - len(self.blocks) - self.reserved
 
     def region(self, items: int) -> None:
         """`items` structured items; control leaves the last one to the next block."""
@@ -182,16 +183,16 @@ class _Gen:
         for _ in range(items):
             room = self._room()
             pick = rng.random()
-            if room >= 6 and pick < 0.25 and self.depth < len(COUNTERS):
+            if room >= 3 and pick < 0.25 and self.depth < len(COUNTERS):
                 self._loop()
-            elif room >= 5 and pick < 0.5:
+            elif room >= 2 and pick < 0.5:
                 self._if()
-            elif room >= 3 and pick < 0.58:
+            elif room >= 1 and pick < 0.58:
                 self._early_exit()
-            elif room >= 3 and pick < 0.63 and not self.bar_used:
+            elif room >= 1 and pick < 0.63 and not self.bar_used:
                 self.bar_used = True
                 self._block(self._stages(), ("bar", "next"))
-            elif room >= 3:
+            elif room >= 1:
                 self._block(self._stages(), ("jmp", "next"))
 
     def _cond(self) -> Reg:
@@ -201,7 +202,9 @@ class _Gen:
         rng = self.rng
         head = self._block(self._stages(), None)
         then_start = len(self.blocks)
+        self.reserved += 1
         self.region(rng.randint(1, 2))
+        self.reserved -= 1
         then_end = self._block(self._stages(), None)  # jumps to the join
         else_start = len(self.blocks)
         self.region(rng.randint(0, 1))
@@ -220,7 +223,9 @@ class _Gen:
         self._block(init, ("jmp", "next"))
         header = len(self.blocks)
         self.depth += 1
+        self.reserved += 1
         self.region(rng.randint(0, 2))
+        self.reserved -= 1
         body = self._stages()[:M.STAGES - 1]
         body.append(Instr("sub", counter, (Reg(counter), Imm(1))))
         self._block(body, ("br", Reg(counter), header, "next"))
@@ -230,7 +235,9 @@ class _Gen:
         self._block(self._stages(), ("br", self._cond(), "exit", "next"))
 
     def program(self) -> Program:
-        self.region(self.rng.randint(1, 4))
+        self.region(self.rng.randint(1, 4) if self.max_blocks <= 12
+                    else self.rng.randint(self.max_blocks // 6, self.max_blocks // 2))
+        self.reserved -= 1
         self._block(self._stages(), ("exit",))
         exit_block = len(self.blocks)
         blocks = []
