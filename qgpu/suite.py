@@ -243,7 +243,8 @@ def compiled_module(source: str):
 
 
 def run_case(spec: KernelSpec, launch: dict, engine: str = "interp"):
-    """Launch one configuration through the public launch API.
+    """Launch one configuration through the public launch API (engine: a name of
+    qgpu.cuda.ENGINES: "interp", "model", "model-check", "model-forced").
 
     Returns (outputs, expected, tokens): the final contents of every pointer argument after
     the launch, the oracle's, and the launch's token count (None when the launch result
@@ -289,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m qgpu.suite", description=main.__doc__)
     parser.add_argument("names", nargs="*", help="suite kernel names (default: all)")
-    parser.add_argument("--engine", default="interp")
+    parser.add_argument("--engine", default="interp",
+                        help="interp, model, model-check (generate, then compare with the "
+                             "interpreter) or model-forced (the check by teacher forcing)")
     args = parser.parse_args(argv)
     specs = [s for s in load_suite() if not args.names or s.name in args.names]
     rows = suite_table(specs, args.engine)

@@ -1,7 +1,15 @@
 """qgpu run: compile a CUDA file and launch one kernel.
 
     qgpu run FILE.cu --grid G --block B [--kernel NAME] [--engine interp|model] [--check]
-             [--model DIR] [--json] --arg NAME=VALUE ...
+             [--forced] [--model DIR] [--json] --arg NAME=VALUE ...
+
+--check (with --engine model) generates the trace on the model, then replays the launch
+on the interpreter and compares token by token (and the final memory). --forced checks by
+teacher forcing instead (implies --engine model --check): the prompt and the
+interpreter's trace go through the model in one pass, and the model's greedy token at
+every position must be the trace's next token (equivalent to generation writing the
+trace; faster, since the fast engine runs known tokens layer by layer); the memory is
+read from the model's state after the pass (runtime.check.forced_launch).
 
 --model DIR runs the launch on a checkpoint's machine (a merged checkpoint from `qgpu merge`
 or one from `qgpu export-machine`; implies --engine model): GPU tokens offset into its
@@ -37,6 +45,10 @@ def add_arguments(p) -> None:
                    help="run on the reference interpreter (default) or the compiled model")
     p.add_argument("--check", action="store_true",
                    help="replay the launch on the interpreter and compare token by token")
+    p.add_argument("--forced", action="store_true",
+                   help="check by teacher forcing: the interpreter's trace through the model "
+                        "in one pass, every greedy token compared (implies --engine model "
+                        "--check)")
     p.add_argument("--model", metavar="DIR",
                    help="run on this merged or exported machine checkpoint (--engine model)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -107,9 +119,12 @@ def _values(a: np.ndarray) -> list[int]:
 def run(args) -> dict:
     import qgpu
 
-    if getattr(args, "model", None):
+    forced = getattr(args, "forced", False)
+    if getattr(args, "model", None) or forced:
         args.engine = "model"
-    engine = "model-check" if args.engine == "model" and args.check else args.engine
+    args.check = args.check or forced
+    engine = "model-forced" if forced else \
+        "model-check" if args.engine == "model" and args.check else args.engine
     path = Path(args.file)
     try:
         source = path.read_text()
@@ -121,7 +136,8 @@ def run(args) -> dict:
     if getattr(args, "model", None):
         from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
 
-        engine = engine_name(load_machine_checkpoint(args.model), check=args.check)
+        engine = engine_name(load_machine_checkpoint(args.model), check=args.check,
+                             forced=forced)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
     result = kernel(args.grid, args.block, values, engine=engine)
     return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,

@@ -58,9 +58,16 @@ def _run_model_checked(program: Program, grid: int, block: int, memory: list[int
     return run_model_checked(program, grid, block, memory, budget)
 
 
+def _run_model_forced(program: Program, grid: int, block: int, memory: list[int],
+                      budget: int) -> EngineRun:
+    from qgpu.runtime.engine import run_model_forced
+    return run_model_forced(program, grid, block, memory, budget)
+
+
 # name -> runner(program, grid, block, memory, budget) -> EngineRun
 ENGINES: dict[str, Callable[..., EngineRun]] = {"interp": _run_interp, "model": _run_model,
-                                                "model-check": _run_model_checked}
+                                                "model-check": _run_model_checked,
+                                                "model-forced": _run_model_forced}
 
 
 @dataclass

@@ -6,7 +6,8 @@ units, the all-zero attention layer are never computed), in one of two backends:
   use (model.fast_native, model.fast_plan, fast_kernel.c): float32, the reference's
   formulas and operation order (numpy's pairwise sums, numpy's exp algorithm), sparse
   products that skip zero inputs; the greedy token is found from bounds on blocks of the
-  output head without computing every logit (`step_greedy`, `generate`);
+  output head without computing every logit (`step_greedy`, `generate`); for teacher
+  forcing (`forced_greedy`), a run of known tokens goes layer by layer in one call;
 - "numpy": model.fast_numpy, used when no C compiler is available, when the model has a
   full-attention layer that is not all zero, or on request.
 Both give bit-identical values and states to the reference wherever the reference's sums
@@ -98,6 +99,18 @@ class FastEngine(Engine):
         out = self.plan.run(state, int(token), None, want_argmax=True)
         state.position += 1
         return out
+
+    def forced_greedy(self, state: ModelState, tokens: Sequence[int]) -> list[int]:
+        """Teacher forcing: consume the given tokens; returns the greedy token after each
+        (what `step_greedy` returns token by token, the same values and state). The native
+        backend runs them layer by layer in one call (each layer's weights stay in cache
+        over the tokens)."""
+        if self._numpy is not None:
+            return [super(FastEngine, self).step_greedy(state, t) for t in tokens]
+        ids = self._check_tokens(tokens)
+        out = self.plan.run_forced(state, ids)
+        state.position += len(ids)
+        return out.tolist()
 
     def consume(self, state: ModelState, tokens: Sequence[int]) -> None:
         """Feed tokens without computing their logits (a prompt whose answers are not read)."""

@@ -1,5 +1,6 @@
 /* qgpu native forward pass: one call computes one token through every layer of a
- * compiled (sparse) Qwen3.5 model. Built on first use by qgpu/model/fast_native.py with
+ * compiled (sparse) Qwen3.5 model (qgpu_forward), or, for teacher forcing, a run of known
+ * tokens layer by layer (qgpu_forward_forced: the same computation per token). Built on first use by qgpu/model/fast_native.py with
  * the system C compiler, loaded with ctypes; the layouts below mirror its Structures.
  *
  * Arithmetic: float32, the operation order of qgpu/model/layers.py (hence of numpy and
@@ -707,4 +708,41 @@ int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
 void qgpu_head_logits(const Model *m, float *logits) {
     const Head *hd = &m->head;
     for (int32_t r = 0; r < hd->n_rows; r++) logits[hd->row_ids[r]] = head_row(hd, r, m->head_x);
+}
+
+/* Teacher forcing: n known tokens through the model layer by layer (every token through
+   layer i, then every token through layer i + 1), each token exactly as qgpu_forward
+   runs it (the same functions on the same values: a layer's state sees its tokens in
+   order either way), so that the layer's weights are reused while in cache. hs: n *
+   hidden floats of scratch (the residual stream of each token). greedy[t]: the greedy
+   token after tokens[0..t] (-1 where the head's input is not finite: the caller takes
+   the argmax of qgpu_head_logits_of(hs + t * hidden)). */
+void qgpu_forward_forced(Model *m, float *const *states, float *const *convs,
+                         int32_t *const *wins, int32_t *win_counts, const int64_t *tokens,
+                         int32_t n, float *hs, int32_t *greedy) {
+    float *const h0 = m->h;
+    const int64_t H = m->hidden;
+    for (int32_t t = 0; t < n; t++)
+        memcpy(hs + t * H, m->embed + tokens[t] * H, sizeof(float) * H);
+    for (int32_t i = 0; i < m->n_layers; i++) {
+        const Layer *L = &m->layers[i];
+        for (int32_t t = 0; t < n; t++) {
+            m->h = hs + t * H;
+            if (L->kind == 1 && L->n_heads)
+                gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i);
+            if (L->n_units) mlp_layer(m, L);
+        }
+    }
+    for (int32_t t = 0; t < n; t++) {
+        normalize(m, hs + t * H, m->final_norm, m->head_x);
+        greedy[t] = head_argmax(m, m->head_x);
+    }
+    m->h = h0;
+}
+
+/* The full logits (zero-filled by the caller) of a residual stream h (after the last
+   layer). */
+void qgpu_head_logits_of(Model *m, const float *h, float *logits) {
+    normalize(m, h, m->final_norm, m->head_x);
+    qgpu_head_logits(m, logits);
 }

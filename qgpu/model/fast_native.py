@@ -121,6 +121,14 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_forward.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p, ctypes.c_void_p,
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                  ctypes.c_void_p, I32]
+    lib.qgpu_forward_forced.restype = None
+    lib.qgpu_forward_forced.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
+                                        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                        ctypes.c_void_p, I32, ctypes.c_void_p,
+                                        ctypes.c_void_p]
+    lib.qgpu_head_logits_of.restype = None
+    lib.qgpu_head_logits_of.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
+                                        ctypes.c_void_p]
     lib.qgpu_head_logits.restype = None
     lib.qgpu_head_logits.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p]
     lib.qgpu_exp.restype = None

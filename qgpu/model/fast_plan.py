@@ -310,3 +310,24 @@ class NativePlan:
             self.lib.qgpu_head_logits(self._model_ref, full.ctypes.data)
             return int(np.argmax(full))
         return int(out)
+
+    def run_forced(self, state: ModelState, tokens: np.ndarray) -> np.ndarray:
+        """Teacher forcing: the given tokens in one call, layer by layer (each exactly as
+        `run` computes it); returns the greedy token after each (int32 array)."""
+        tokens = np.ascontiguousarray(tokens, np.int64)
+        n = len(tokens)
+        greedy = np.zeros(n, np.int32)
+        if not n:
+            return greedy
+        entry = self._binding(state)
+        states, convs, windows, counts = entry[2:6]
+        hs = np.zeros((n, self.config.hidden_size), F32)
+        self.lib.qgpu_forward_forced(self._model_ref, states, convs, windows, counts,
+                                     tokens.ctypes.data, n, hs.ctypes.data,
+                                     greedy.ctypes.data)
+        entry[-1][0] = state.position + n  # the engine counts the tokens
+        for t in np.flatnonzero(greedy < 0).tolist():  # not finite: numpy's argmax rules
+            full = np.zeros(self.config.vocab_size, F32)
+            self.lib.qgpu_head_logits_of(self._model_ref, hs[t].ctypes.data, full.ctypes.data)
+            greedy[t] = int(np.argmax(full))
+        return greedy

@@ -1,13 +1,40 @@
-"""runtime.check: `--check`, the model's trace against the interpreter's, token by token.
+"""runtime.check: `--check`, the model's trace against the interpreter's, token by token,
+in two modes:
+- after generation (`check_trace`): the model wrote its trace greedily
+  (runtime.generate), then it is compared with the interpreter's;
+- teacher forced (`forced_launch`, `--check --forced`, engine "model-forced"): the
+  prompt and the interpreter's trace go through the model (the fast engine runs them
+  layer by layer, FastEngine.forced_greedy), and the model's greedy token at every
+  position must be the trace's next token. That is equivalent to greedy generation
+  writing the trace: if every argmax equals the next trace token, generation (which
+  feeds back its own argmax) feeds exactly these tokens, so it writes this trace; at the
+  first position where they differ, generation would write the model's token there.
+  The results (global memory) are read from the model's state after the pass, as after
+  generation, and compared with the interpreter's memory.
 The first mismatch stops with its position, the record the interpreter expects there
 and the record the model wrote (both decoded with the protocol's decoder)."""
 
 from __future__ import annotations
 
+import time
+
+from qgpu.circuit.machine.spec import check_launch
 from qgpu.errors import CheckMismatch, ProtocolError
 from qgpu.interp import run_launch
+from qgpu.isa import machine as M
 from qgpu.isa.program import Program
-from qgpu.protocol import Launch, decode_prompt, decode_trace, expected_trace, kind_of, name
+from qgpu.protocol import (
+    Launch,
+    decode_prompt,
+    decode_trace,
+    encode_prompt,
+    expected_trace,
+    kind_of,
+    name,
+)
+from qgpu.runtime.generate import ModelRun
+
+FORCED_CHUNK = 256  # tokens per native call of the teacher-forced pass
 
 
 def _record_at(launch: Launch, tokens: list[int], position: int) -> str:
@@ -23,18 +50,38 @@ def _record_at(launch: Launch, tokens: list[int], position: int) -> str:
     return str(best) if best is not None else "(none)"
 
 
+def _name(token: int | None) -> str:
+    if token is None:
+        return "end"
+    if token < 0:  # runtime.checkpoint.OffsetEngine.forced_greedy
+        return f"id {-1 - token} of the merged vocabulary (not a GPU token)"
+    try:
+        return name(token)
+    except ValueError:
+        return f"id {token} (outside the protocol's vocabulary)"
+
+
+def _kind(token: int) -> str | None:
+    try:
+        return kind_of(token)[0]
+    except ValueError:
+        return None
+
+
 def _tokens_of_record(tokens: list[int], position: int) -> str:
     """The model's record up to `position`: its tokens from the last EXEC on, by name."""
     position = min(position, len(tokens) - 1)
     start = position
-    while start > 0 and kind_of(tokens[start])[0] != "EXEC":
+    while start > 0 and _kind(tokens[start]) != "EXEC":
         start -= 1
-    return " ".join(name(t) for t in tokens[start:position + 1])
+    return " ".join(_name(t) for t in tokens[start:position + 1])
 
 
 def check_trace(program: Program, grid: int, block: int, memory, prompt: list[int],
-                trace: list[int]) -> list[int]:
-    """The interpreter's trace; raises CheckMismatch at the first difference."""
+                trace: list[int], model_memory: list[int] | None = None) -> list[int]:
+    """The interpreter's trace; raises CheckMismatch at the first difference (and, when
+    model_memory, the global memory read from the model's state, is given, where it
+    differs from the interpreter's)."""
     res = run_launch(program, grid=grid, block=block, memory=list(memory) or None)
     want = expected_trace(res.events)
     launch = decode_prompt(prompt)
@@ -45,7 +92,75 @@ def check_trace(program: Program, grid: int, block: int, memory, prompt: list[in
             got_rec = _tokens_of_record(trace, i)
             raise CheckMismatch(
                 f"--check: token {i} of the trace differs: interpreter "
-                f"{name(a) if a is not None else 'end'}, model "
-                f"{name(b) if b is not None else 'end'}; expected record: "
+                f"{_name(a)}, model {_name(b)}; expected record: "
                 f"{_record_at(launch, want, i)}; model's record: {got_rec}")
+    if model_memory is not None:
+        check_memory(list(res.memory), list(model_memory))
     return want
+
+
+def check_memory(want: list[int], got: list[int], what: str = "--check") -> None:
+    """Raise CheckMismatch at the first global word the model's state holds differently."""
+    for k in range(max(len(want), len(got))):
+        a = want[k] if k < len(want) else None
+        b = got[k] if k < len(got) else None
+        if a != b:
+            raise CheckMismatch(f"{what}: global memory word {k} read from the model's state "
+                                f"is {b}, the interpreter's {a}")
+
+
+def _forced_greedy(engine):
+    """engine.forced_greedy, or a token-by-token teacher-forced loop for engines without it."""
+    forced = getattr(engine, "forced_greedy", None)
+    if forced is not None:
+        return forced
+    return lambda state, tokens: [engine.step_greedy(state, t) for t in tokens]
+
+
+def forced_launch(machine, program: Program, grid: int, block: int, memory=(),
+                  max_blocks: int = M.DEFAULT_BLOCK_BUDGET, expected: list[int] | None = None,
+                  chunk: int = FORCED_CHUNK) -> ModelRun:
+    """Check one launch on the model by teacher forcing (see the module docstring).
+    machine: a runtime.machine.ModelMachine or a runtime.checkpoint.CheckpointMachine.
+    expected: the trace to force (default: the interpreter's; a test passes a corrupted
+    one). Raises CheckMismatch at the first position whose greedy token differs from the
+    trace, and when the memory read from the model's state differs from the
+    interpreter's. Returns a ModelRun whose trace is the checked trace."""
+    if hasattr(machine, "check"):
+        machine.check(program, grid, block)
+    else:
+        check_launch(machine.spec, program, grid, block)
+    memory = list(memory)
+    res = run_launch(program, grid=grid, block=block, memory=memory or None, budget=max_blocks)
+    want = expected_trace(res.events) if expected is None else list(expected)
+    prompt = encode_prompt(program, grid, block, memory)
+    engine = machine.engine
+    forced = _forced_greedy(engine)
+    state = engine.new_state()
+    start = time.perf_counter()
+    for a in range(0, len(prompt) - 1, chunk):  # the prompt, also layer by layer
+        forced(state, prompt[a:min(a + chunk, len(prompt) - 1)])
+    feed = [prompt[-1]] + want[:-1]  # the token before each trace position
+    for a in range(0, len(feed), chunk):
+        got = forced(state, feed[a:a + chunk])
+        for j, token in enumerate(got):
+            if token != want[a + j]:
+                raise CheckMismatch(_forced_mismatch(prompt, want, a + j, token,
+                                                     expected is not None))
+    seconds = time.perf_counter() - start
+    run = ModelRun(prompt, want, state, seconds, machine.read_memory(state))
+    if expected is None:
+        check_memory(list(res.memory), run.memory, "--check --forced")
+    return run
+
+
+def _forced_mismatch(prompt: list[int], want: list[int], i: int, got: int,
+                     given: bool) -> str:
+    launch = decode_prompt(prompt)
+    model = want[:i] + [got]
+    source = "the given trace" if given else "interpreter"
+    return (f"--check --forced: token {i} of the trace (sequence position "
+            f"{len(prompt) + i}) differs: {source} {_name(want[i])}, model "
+            f"{_name(got)} (the model read the {source}'s tokens before it); "
+            f"expected record: {_record_at(launch, want, i)}; model's record: "
+            f"{_tokens_of_record(model, i)}")

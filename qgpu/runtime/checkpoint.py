@@ -63,6 +63,14 @@ class OffsetEngine:
     def step_greedy(self, state: ModelState, token: int) -> int:
         return self._out(self.inner.step_greedy(state, self.offset + int(token)))
 
+    def forced_greedy(self, state: ModelState, tokens: Sequence[int]) -> list[int]:
+        """Teacher forcing (FastEngine.forced_greedy); a greedy id outside the GPU tokens
+        comes back as -1 - id (no GPU token: the check reports it as a mismatch)."""
+        ids = [self.offset + int(t) for t in tokens]
+        inner = getattr(self.inner, "forced_greedy", None)
+        out = inner(state, ids) if inner else [self.inner.step_greedy(state, t) for t in ids]
+        return [t - self.offset if 0 <= t - self.offset < self.tokens else -1 - t for t in out]
+
 
 @dataclass
 class CheckpointMachine:
@@ -169,16 +177,19 @@ def export_machine(out: str | Path, shape=None, spec=None, progress: bool = Fals
     return info
 
 
-def engine_name(machine: CheckpointMachine, check: bool = False) -> str:
+def engine_name(machine: CheckpointMachine, check: bool = False, forced: bool = False) -> str:
     """Register this machine as a launch engine of the CUDA API (qgpu.cuda.ENGINES) and
-    return its name: `kernel(grid, block, args, engine=engine_name(machine))`."""
+    return its name: `kernel(grid, block, args, engine=engine_name(machine))`. forced:
+    the check by teacher forcing (runtime.check.forced_launch)."""
     from qgpu.cuda.api import ENGINES
     from qgpu.runtime.engine import run_model
 
-    name = f"{'model-check' if check else 'model'}:{machine.directory or id(machine)}"
+    kind = "model-forced" if forced else "model-check" if check else "model"
+    name = f"{kind}:{machine.directory or id(machine)}"
 
     def runner(program, grid, block, memory, budget):
-        return run_model(program, grid, block, memory, budget, check=check, machine=machine)
+        return run_model(program, grid, block, memory, budget, check=check, machine=machine,
+                         forced=forced)
 
     ENGINES[name] = runner
     return name

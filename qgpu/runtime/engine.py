@@ -1,22 +1,24 @@
-"""runtime.engine: the model as a launch engine (`qgpu.cuda.ENGINES["model"]`, and
+"""runtime.engine: the model as a launch engine (`qgpu.cuda.ENGINES["model"]`;
 "model-check", which also replays the launch on the interpreter and compares every
-token): the same runner signature as the interpreter's, the final memory read from the
-model's state."""
+token and the final memory; "model-forced", the same check by teacher forcing:
+runtime.check.forced_launch): the same runner signature as the interpreter's, the final
+memory read from the model's state."""
 
 from __future__ import annotations
 
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.isa import machine as M
 from qgpu.protocol import Launch, decode_trace
-from qgpu.runtime.check import check_trace
+from qgpu.runtime.check import check_trace, forced_launch
 from qgpu.runtime.generate import generate_launch
 from qgpu.runtime.machine import DEFAULT_SPEC, load_machine
 
 
 def run_model(program, grid: int, block: int, memory, budget: int = M.DEFAULT_BLOCK_BUDGET,
-              check: bool = False, machine=None):
+              check: bool = False, machine=None, forced: bool = False):
     """machine: None (the machine compiled in this process) or a loaded checkpoint's
-    (runtime.checkpoint.CheckpointMachine)."""
+    (runtime.checkpoint.CheckpointMachine). check: generate, then compare with the
+    interpreter; forced: check by teacher forcing instead of generating."""
     from qgpu.cuda.api import EngineRun
 
     if machine is None:
@@ -24,9 +26,12 @@ def run_model(program, grid: int, block: int, memory, budget: int = M.DEFAULT_BL
         machine = load_machine()
     else:
         machine.check(program, grid, block)
-    run = generate_launch(machine, program, grid, block, memory, max_blocks=budget)
-    if check:
-        check_trace(program, grid, block, memory, run.prompt, run.trace)
+    if forced:
+        run = forced_launch(machine, program, grid, block, memory, max_blocks=budget)
+    else:
+        run = generate_launch(machine, program, grid, block, memory, max_blocks=budget)
+        if check:
+            check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
     return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace)
 
@@ -34,3 +39,8 @@ def run_model(program, grid: int, block: int, memory, budget: int = M.DEFAULT_BL
 def run_model_checked(program, grid: int, block: int, memory,
                       budget: int = M.DEFAULT_BLOCK_BUDGET):
     return run_model(program, grid, block, memory, budget, check=True)
+
+
+def run_model_forced(program, grid: int, block: int, memory,
+                     budget: int = M.DEFAULT_BLOCK_BUDGET):
+    return run_model(program, grid, block, memory, budget, forced=True)
