@@ -141,15 +141,17 @@ def _add_high(ctx, w: Word, own: bool, out, carry_form, en) -> None:
         _sawtooth(ctx, t, w.terms(own), 2.0 ** (j - LO), out[j], en)
 
 
-def _logic(ctx, ins, w: Word, lower_b: dict, own: bool, out) -> None:
-    """exch, and, or, xor: old (own False) or new (own True) into the bits out."""
+def _logic(ctx, ins, w: Word, lower_b: dict, own: bool, out, b_wins=None) -> None:
+    """exch, and, or, xor: old (own False) or new (own True) into the bits out. b_wins:
+    a 0/1 form (exclusive with exch) for which new is b too (min / max: b beats old)."""
     def en_(name):
         return en(ctx, ins, name)
 
     lower = range(w.lane)
     for i in range(32):
         if own:
-            ctx.step(ctx.v01(w.b, i), 1, true_bit(out[i]), when=[en_(EXCH)])
+            takes_b = plus(en_(EXCH), b_wins) if b_wins else en_(EXCH)
+            ctx.step(ctx.v01(w.b, i), 1, true_bit(out[i]), when=[takes_b])
         else:
             ctx.step(plus(w.m(i), *(scaled(w.same(h), -1) for h in lower)), 1,
                      true_bit(out[i]), when=[en_(EXCH)])
@@ -226,7 +228,7 @@ def build(view: StageView, lane: int) -> Extension | None:
         for it, out of alu_high's crowded MLP): new's low half and carry from atom.low,
         its high half, exch / and / or / xor; min / max / cas from the result (old) and
         atomics_order.nxt's bits (b beats old, cas succeeds)."""
-        nx = view.extra[("atom.next", p, lane)]
+        nx = view.extra[("atom.next", p, lane)]()
 
         def body(ctx, outs):
             (r,) = outs
@@ -235,7 +237,7 @@ def build(view: StageView, lane: int) -> Extension | None:
                 ctx.linear(ctx.v01(new_lo, i), {r[i]: 2.0})
             _add_high(ctx, w, True, r, ctx.sum01(new_carry, range(w.terms(True) - 1)),
                       en(ctx, ins, ADD))
-            _logic(ctx, ins, w, {}, True, r)
+            _logic(ctx, ins, w, {}, True, r, b_wins=ctx.v01(nx, order.B_WINS))
             order.new_steps(ctx, view, lane, result, nx, r)
 
         (value,) = unit(view.c, f"atom.new.{p}.{lane}",

@@ -52,14 +52,22 @@ MM = {"min.s": (True, -1.0), "max.s": (True, 1.0), "min.u": (False, -1.0),
       "max.u": (False, 1.0)}  # fn: (signed, +1 for max / -1 for min)
 SELECT = (*MM, "cas")  # the ops whose old atom.low sets to M
 P1, T, P2, EL = range(4)  # level-1 bits of a comparison
-LOWER = [(h, k) for h in range(LANES) for k in range(h)]  # pairs k < h
-ORDERED = [(h, k) for h in range(LANES) for k in range(LANES) if h != k]
-# (lane, a, b), a < b <= lane: eBE / eEC bits (b == lane: the lane's own b, no e term)
-TRIPLES = [(lane, a, b) for lane in range(LANES) for b in range(lane + 1) for a in range(b)]
 PAIRS = [(lane, h) for lane in range(LANES) for h in range(lane)]  # machine.atomics' e
 BB = 6  # bb bits per pair: P1, T, P2, EL (b_h vs b_k), then T, EL of c_k vs b_h
 CT, CEL = 4, 5
-W_AT, BE_AT, EC_AT = 0, len(ORDERED), len(ORDERED) + len(TRIPLES)
+B_WINS, CAS_OK = 0, 1  # atom.next's bits
+TOP = LANES - 1
+# "early" bits feed alu_high (pairs among lanes 0..2: alu_high of lane L uses lanes < L);
+# "late" ones only atom.next (made after alu_high, so they never crowd its layers)
+BB_PAIRS = {"early": [(h, k) for h in range(TOP) for k in range(h)],
+            "late": [(TOP, k) for k in range(TOP)]}
+ORDER_KEYS = {
+    "early": [("W", h, k) for h in range(TOP) for k in range(TOP) if h != k]
+    + [(kind, lane, a, b) for kind in ("BE", "EC") for lane in range(LANES)
+       for b in range(lane) for a in range(b)],
+    "late": [("W", lane, h) for lane in range(LANES) for h in range(lane)]
+    + [(kind, lane, a, lane) for kind in ("BE", "EC") for lane in range(LANES)
+       for a in range(lane)]}
 
 
 def en(ctx, ins, *fns):
@@ -112,61 +120,78 @@ def _m_num(ctx, raws):
     return num
 
 
-def bb(view: StageView):
-    """Level 1 of b_h vs b_k and c_k vs b_h for each pair k < h (made once per position)."""
+def bb(view: StageView, part: str):
+    """Level 1 of b_h vs b_k and c_k vs b_h for the part's pairs k < h (once per position)."""
     p, ins, opnd = view.ins.position, view.ins, view.operands
-    if ("atom.bb", p) not in view.extra:
+    key = ("atom.bb", part, p)
+    if key not in view.extra:
+        pairs = BB_PAIRS[part]
+        lanes = sorted({x for pair in pairs for x in pair})
+
         def body(ctx, outs):
             (o,) = outs
-            for q, (h, k) in enumerate(LOWER):
+            for q, (h, k) in enumerate(pairs):
                 at = BB * q
                 compare(ctx, ins, {P1: o[at], T: o[at + 1], P2: o[at + 2], EL: o[at + 3]},
                         _bits(ctx, opnd[h], 32), _bits(ctx, opnd[k], 32))
                 compare(ctx, ins, {T: o[at + CT], EL: o[at + CEL]}, _bits(ctx, opnd[k], 64),
                         _bits(ctx, opnd[h], 32))
 
-        (view.extra[("atom.bb", p)],) = unit(view.c, f"atom.bb.{p}", [*opnd.values(), ins.ops],
-                                             [(f"atom.bb.{p}", BITS, BB * len(LOWER))], body)
-    return view.extra[("atom.bb", p)]
+        (view.extra[key],) = unit(view.c, f"atom.bb.{part}.{p}",
+                                  [*(opnd[x] for x in lanes), ins.ops],
+                                  [(f"atom.bb.{part}.{p}", BITS, BB * len(pairs))], body)
+    return view.extra[key]
 
 
-def order_bits(view: StageView, e):
-    """W (ORDERED), eBE (TRIPLES (L, j, j0)), eEC (TRIPLES (L, k, j)) of the position."""
+def order_bits(view: StageView, e, part: str):
+    """The part's W[h, k], eBE[L, j, j0], eEC[L, k, j] bits (ORDER_KEYS) of the position."""
     p, bk = view.ins.position, view.bk
-    if ("atom.order", p) in view.extra:
-        return view.extra[("atom.order", p)]
-    pair = bb(view)
+    key = ("atom.order", part, p)
+    if key in view.extra:
+        return view.extra[key]
+    parts = ["early"] if part == "early" else ["early", "late"]
+    sigs = {q: bb(view, q) for q in parts}
 
     def body(ctx, outs):
         (o,) = outs
 
         def b(h, k, bit):  # bb bit of pair (h, k), h > k
-            return ctx.v01(pair, BB * LOWER.index((h, k)) + bit)
+            q = next(q for q in parts if (h, k) in BB_PAIRS[q])
+            return ctx.v01(sigs[q], BB * BB_PAIRS[q].index((h, k)) + bit)
 
         def same(lane, h):
             return ctx.v01(e, PAIRS.index((lane, h)))
 
-        for n, (h, k) in enumerate(ORDERED):
-            if k < h:  # b_h does not beat b_k (k comes first)
-                form = plus(scaled(same(h, k), 2), scaled(b(h, k, P1), -2), scaled(b(h, k, T), -1),
-                            scaled(b(h, k, P2), -1))
-                ctx.step(form, 1, true_bit(o[W_AT + n]))
-            else:  # lane k (> h) is active with h's word and b_k beats b_h
+        for n, (kind, *rest) in enumerate(ORDER_KEYS[part]):
+            if kind == "W" and rest[1] < rest[0]:  # b_h does not beat b_k (k comes first)
+                h, k = rest
+                form = plus(scaled(same(h, k), 2), scaled(b(h, k, P1), -2),
+                            scaled(b(h, k, T), -1), scaled(b(h, k, P2), -1))
+                ctx.step(form, 1, true_bit(o[n]))
+            elif kind == "W":  # lane k (> h) is active with h's word and b_k beats b_h
+                h, k = rest
                 form = plus(scaled(ctx.v01(bk.cur_mask, k), 2), scaled(same(k, h), 2),
                             scaled(b(k, h, P1), 2), b(k, h, T), b(k, h, P2))
-                ctx.step(form, 6, true_bit(o[W_AT + n]))
-        for n, (lane, a, c) in enumerate(TRIPLES):  # a < c <= lane
-            ctx.step(plus(same(lane, a), b(c, a, T), b(c, a, EL)), 3, true_bit(o[BE_AT + n]))
-            if c < lane:
-                ctx.step(plus(same(lane, c), b(c, a, CT), b(c, a, CEL)), 3,
-                         true_bit(o[EC_AT + n]))
-            else:
-                ctx.step(plus(b(c, a, CT), b(c, a, CEL)), 2, true_bit(o[EC_AT + n]))
+                ctx.step(form, 6, true_bit(o[n]))
+            elif kind == "BE":  # e[L, a] and b_a == b_c
+                lane, a, c = rest
+                ctx.step(plus(same(lane, a), b(c, a, T), b(c, a, EL)), 3, true_bit(o[n]))
+            elif rest[2] < rest[0]:  # EC: e[L, c] and c_a == b_c
+                lane, a, c = rest
+                ctx.step(plus(same(lane, c), b(c, a, CT), b(c, a, CEL)), 3, true_bit(o[n]))
+            else:  # EC of the lane's own b: c_a == b_L
+                lane, a, c = rest
+                ctx.step(plus(b(c, a, CT), b(c, a, CEL)), 2, true_bit(o[n]))
 
-    (view.extra[("atom.order", p)],) = unit(
-        view.c, f"atom.order.{p}", [e, pair, bk.cur_mask],
-        [(f"atom.order.{p}", BITS, len(ORDERED) + 2 * len(TRIPLES))], body)
-    return view.extra[("atom.order", p)]
+    (view.extra[key],) = unit(view.c, f"atom.order.{part}.{p}", [e, *sigs.values(), bk.cur_mask],
+                              [(f"atom.order.{part}.{p}", BITS, len(ORDER_KEYS[part]))], body)
+    return view.extra[key]
+
+
+def order_bit(ctx, obs: dict, key):
+    """0/1 form of an order bit (from the first part of obs that has it)."""
+    part = next(q for q in obs if key in ORDER_KEYS[q])
+    return ctx.v01(obs[part], ORDER_KEYS[part].index(key))
 
 
 def cmp(view: StageView, lane: int, raws):
@@ -185,8 +210,8 @@ def cmp(view: StageView, lane: int, raws):
     return view.extra[key]
 
 
-def nxt(view: StageView, lane: int, cmps, ob, e):
-    """Beside alu_high (level 2 of the lane's own comparison with M): b_lane beats old_lane
+def nxt(view: StageView, lane: int, cmps, obs: dict, e):
+    """After alu_high (level 2 of the lane's own comparison with M): b_lane beats old_lane
     (it beats M and no W[lane, h], h < lane) and cas's success [old_lane == b_lane] (no
     lower success and b_lane == M, or the chain's paths to the last success k and c_k ==
     b_lane), for atom.new."""
@@ -195,39 +220,34 @@ def nxt(view: StageView, lane: int, cmps, ob, e):
     def body(ctx, outs):
         (o,) = outs
         own = cmps[lane]
-
-        def bit(at, key, table):
-            return ctx.v01(ob, at + table.index(key))
-
-        w = [bit(W_AT, (lane, h), ORDERED) for h in range(lane)]
+        w = [order_bit(ctx, obs, ("W", lane, h)) for h in range(lane)]
         ctx.step(plus(scaled(ctx.v01(own, P1), 2), ctx.v01(own, T), ctx.v01(own, P2),
-                      *(scaled(x, -4) for x in w)), 2, true_bit(o[0]))
+                      *(scaled(x, -4) for x in w)), 2, true_bit(o[B_WINS]))
         for j0, succ, fail, k in cas_paths(lane + 1):
             if k != lane:  # the lane itself must succeed
                 continue
             parts = [ctx.v01(cmps[j0], T), ctx.v01(cmps[j0], EL)]
-            parts += [scaled(bit(BE_AT, (lane, j, j0), TRIPLES), -1) for j in range(j0)]
+            parts += [scaled(order_bit(ctx, obs, ("BE", lane, j, j0)), -1) for j in range(j0)]
             if j0 < lane:
                 parts.append(ctx.v01(e, PAIRS.index((lane, j0))))
-            parts += [bit(EC_AT, (lane, s_, j), TRIPLES) for s_, j in succ]
-            parts += [scaled(bit(EC_AT, (lane, s_, j), TRIPLES), -1) for s_, j in fail]
+            parts += [order_bit(ctx, obs, ("EC", lane, s_, j)) for s_, j in succ]
+            parts += [scaled(order_bit(ctx, obs, ("EC", lane, s_, j)), -1) for s_, j in fail]
             on = len(succ) + (3 if j0 < lane else 2)
-            ctx.step(plus(*parts), on, true_bit(o[1]))
+            ctx.step(plus(*parts), on, true_bit(o[CAS_OK]))
 
-    (out,) = unit(view.c, f"atom.next.{p}.{lane}", [*cmps, ob, e],
+    (out,) = unit(view.c, f"atom.next.{p}.{lane}", [*cmps, *obs.values(), e],
                   [(f"atom.next.{p}.{lane}", BITS, 2)], body)
     return out
 
 
 def new_steps(ctx, view: StageView, lane: int, result, nx, r) -> None:
-    """atom.new's part: the word after lane's min / max / cas (old = the result)."""
-    ins, opnd = view.ins, view.operands[lane]
-    sel = en(ctx, ins, *SELECT)
+    """atom.new's part: the word after lane's min / max / cas (old = the result): old unless
+    b wins (machine.atomics' exch step adds b then) or cas succeeds (then c)."""
+    sel = en(ctx, view.ins, *SELECT)
+    keep = plus(sel, scaled(ctx.v01(nx, B_WINS), -1), scaled(ctx.v01(nx, CAS_OK), -1))
     for i in range(32):
-        old = ctx.v01(result, i)
-        gated(ctx, sel, 1, old, {r[i]: 2.0})
-        gated(ctx, ctx.v01(nx, 0), 1, plus(ctx.v01(opnd, 32 + i), scaled(old, -1)), {r[i]: 2.0})
-        gated(ctx, ctx.v01(nx, 1), 1, plus(ctx.v01(opnd, 64 + i), scaled(old, -1)), {r[i]: 2.0})
+        gated(ctx, keep, 1, ctx.v01(result, i), {r[i]: 2.0})
+        gated(ctx, ctx.v01(nx, CAS_OK), 1, ctx.v01(view.operands[lane], 64 + i), {r[i]: 2.0})
 
 
 def cas_paths(lane: int):
@@ -258,34 +278,38 @@ def build(view: StageView, lane: int, e, raws) -> Order:
     """The family's units for lane and what alu_high adds (atom.low's old holds M)."""
     from qgpu.circuit.machine.atomics import m_bit, reads
 
-    ob = order_bits(view, e)
-    cmps = [cmp(view, h, reads(view, h)) for h in range(lane + 1)]
-    view.extra[("atom.next", view.ins.position, lane)] = nxt(view, lane, cmps, ob, e)
+    obs = {"early": order_bits(view, e, "early")} if lane else {}
+    cmps = [cmp(view, h, reads(view, h)) for h in range(lane)]
     opnd = view.operands
+
+    def make_next():  # called from atom.new's maker: created (so scheduled) after alu_high
+        return nxt(view, lane, [*cmps, cmp(view, lane, raws)],
+                   {"early": order_bits(view, e, "early"),
+                    "late": order_bits(view, e, "late")}, e)
+
+    view.extra[("atom.next", view.ins.position, lane)] = make_next
 
     def high(ctx, r):
         def same(h):
             return ctx.v01(e, PAIRS.index((lane, h)))
 
-        def o(at, key, table):
-            return ctx.v01(ob, at + table.index(key))
-
         for i in range(32):
             m = m_bit(ctx, raws, i)
             for h in range(lane):  # min / max: b_h
                 up = plus(ctx.v01(opnd[h], 32 + i), scaled(m, -1))
-                w = plus(*(o(W_AT, (h, k), ORDERED) for k in range(lane) if k != h)) or {}
-                base = plus(same(h), scaled(w, -1)) if w else same(h)
+                w = [order_bit(ctx, obs, ("W", h, k)) for k in range(lane) if k != h]
+                base = plus(same(h), scaled(plus(*w), -1)) if w else same(h)
                 gated(ctx, plus(base, ctx.v01(cmps[h], P1)), 2, up, {r[i]: 2.0})
                 gated(ctx, plus(base, ctx.v01(cmps[h], T), ctx.v01(cmps[h], P2)), 3, up,
                       {r[i]: 2.0})
             for j0, succ, fail, k in cas_paths(lane):  # cas: c_k
                 parts = [same(j0), ctx.v01(cmps[j0], T), ctx.v01(cmps[j0], EL)]
-                parts += [scaled(o(BE_AT, (lane, j, j0), TRIPLES), -1) for j in range(j0)]
-                parts += [o(EC_AT, (lane, s, j), TRIPLES) for s, j in succ]
-                parts += [scaled(o(EC_AT, (lane, s, j), TRIPLES), -1) for s, j in fail]
+                parts += [scaled(order_bit(ctx, obs, ("BE", lane, j, j0)), -1)
+                          for j in range(j0)]
+                parts += [order_bit(ctx, obs, ("EC", lane, s, j)) for s, j in succ]
+                parts += [scaled(order_bit(ctx, obs, ("EC", lane, s, j)), -1) for s, j in fail]
                 up = plus(ctx.v01(opnd[k], 64 + i), scaled(m, -1))
                 gated(ctx, plus(*parts), 3 + len(succ), up, {r[i]: 2.0})
 
-    inputs = [e, ob, *cmps[:lane], *(opnd[h] for h in range(lane)), *raws]
+    inputs = [e, *obs.values(), *cmps, *(opnd[h] for h in range(lane)), *raws]
     return Order(inputs, high)
