@@ -1,29 +1,34 @@
-"""machine.atomics: global atomics (atom.global.add, exch, and, or, xor) of one warp.
+"""machine.atomics: the atomics of one warp on global and shared memory (atom.{global,
+shared}.add, exch, and, or, xor here; min/max .s/.u and cas in machine.atomics_order).
 
 The interpreter applies an atomic lane by lane in lane order: lane L gets the word as the
 lower active lanes with the same word left it (`old`, its result) and leaves f(old, b)
 (`new`); the block's record for a word carries the value after its last lane. So, with
-M the word before the operation (the global memory table's read, `machine.memory`):
+M the word before the operation:
 - add: old_L = M + the b of the lower active lanes with L's word, new_L = old_L + b_L;
 - exch: old_L = b of the highest such lane, else M; new_L = b_L;
 - and / or / xor: M combined with those lanes' b (new_L: b_L too).
-Units per instruction position p (the word one-hot and the memory read are alu_low's and
-machine.memory's, which decode and read every addressed operation):
+M is linear in the reads: bit i = the sum over global memory's read (machine.memory) and
+shared memory's (machine.shared) of (raw_i + presence) / 2; each space's read is gated
+off (reads 0) for the other space's operations (shared.space_gates), so one formula
+serves both spaces. Units per instruction position p (the word one-hot and the reads are
+alu_low's, machine.memory's and machine.shared's, for every addressed operation):
 - `atom.pairs.p` (beside alu_low, from the operands): e[L, h] = lane h < L is active and
   its address's low 16 bits equal lane L's (the same word for any access the interpreter
   does not fault on: both are aligned and inside memory), and g[L, h, i] = e[L, h] and
   bit i of h's b (two steps each: [d >= 0] - [d >= 1] on the exact difference, gated);
 - `atom.low.p.L` (after the memory read): old's bits, except that add's high half is
-  (M + X)'s high columns without the low half's carry: exch, and, or, xor straight from M
-  (read as (raw + presence) / 2), e, g and the lower lanes' b; add's halves by sawtooth
-  steps on exact column sums (up to 4 terms); the low half's carry as thermometer bits;
-  new's low half and carry likewise;
+  (M + X)'s high columns without the low half's carry: exch, and, or, xor straight from M,
+  e, g and the lower lanes' b; add's halves by sawtooth steps on exact column sums (up to
+  4 terms); the low half's carry as thermometer bits; new's low half and carry likewise;
+  min / max / cas: M (one gated unit a bit; atomics_order's alu_high steps add the
+  picked value minus M);
 - in alu_high (this family's Extension, `finish`): old's low half passed on, each high bit
-  by sawtooth steps on carry + the high bits (< 2^16 + 4, two steps a bit from bit 18):
-  about 100-150 units a lane, so alu_high's MLP still holds its four lanes;
+  by sawtooth steps on carry + the high bits (< 2^16 + 4, two steps a bit from bit 18),
+  and atomics_order's picks;
 - `atom.new.p.L`, made after the lane's result (so it stays out of alu_high's MLP): new's
-  bits, the value the store records (`memory.store_records`, its `atomic` values) carry
-  for the word's last lane.
+  bits, the value the store records (`memory.store_records`, its `atomic` values; bit 7
+  of a shared-space record's address is set there) carry for the word's last lane.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""machine.atomics_order: the atomics that compare words (atom.{global,shared}.min.s, min.u,
-max.s, max.u, cas) of one warp, without a layer more than the other atomics take.
+"""machine.atomics_order: the atomics that compare words (atom.{global,shared}.min.s,
+min.u, max.s, max.u, cas) of one warp, in the layers the other atomics take.
 
 Lanes apply the operation in lane order; lane L's result (old) is the word as the lower
 active lanes with its word left it. With M the word before the operation (the sum of the
@@ -14,12 +14,12 @@ A comparison of x and y is two MLPs (32-bit differences are not exact in fp32): 
 bits P1 = [x's high half beats y's] (signed or unsigned per op), T = [high halves equal],
 P2 = [x's low half beats y's], EL = [low halves equal] (cas); x beats y = P1 or (T and
 P2), x == y = T and EL. Units per position p:
-- `atom.bb.p` (from the operands, beside alu_low): level 1 of b_h vs b_k and c_k vs b_h
-  for each pair k < h;
-- `atom.order.p` (next MLP, from those and atom.pairs' e[L, h] = lane h < L is active
-  with L's word): W[h, k] = lane k (same word, active) keeps b_h from being the pick (k <
-  h: b_h does not beat b_k; k > h: b_k beats b_h); eBE[L, j, j0] = e[L, j] and b_j ==
-  b_j0; eEC[L, k, j] = e[L, j] and c_k == b_j (j < L);
+- `atom.bb.early.p` (from the operands, beside alu_low): level 1 of b_h vs b_k and c_k vs
+  b_h for the pairs k < h < 3;
+- `atom.order.early.p` (next MLP, from those and atom.pairs' e[L, h] = lane h < L is
+  active with L's word): W[h, k] = lane k (same word, active) keeps b_h from being the
+  pick (k < h: b_h does not beat b_k; k > h: b_k beats b_h); eBE[L, j, j0] = e[L, j] and
+  b_j == b_j0; eEC[L, k, j] = e[L, j] and c_k == b_j (k < j < L);
 - `atom.cmp.p.L` (after the memory read, beside atom.low): level 1 of b_L vs M_L (when
   e[L, h], M_L = M_h, so lane h's bits serve lane L);
 - in alu_high (`Order.high`): atom.low's old is M for these ops, and gated units add
@@ -28,9 +28,11 @@ P2), x == y = T and EL. Units per position p:
   EL of lane j0, no eBE[L, j, j0]), then the successes and failures of the later lanes
   (eEC bits) up to the last success k: 2^(L-1-j0) paths per j0. Units per lane L:
   32 * (2L + 2^L - 1): 0, 96, 224, 416;
-- `atom.after.p.L` (after the lane's result, like atom.new): level 1 of b_L vs old_L; in
-  atom.new the word after the lane: old, + (b_L - old) when b_L beats old, + (c_L - old)
-  when cas and old == b_L.
+- made after alu_high (so they never crowd its layers), for the record's value:
+  `atom.bb.late.p`, `atom.order.late.p` (the pairs with lane 3, W[L, h], eBE / eEC of the
+  lane's own b) and `atom.next.p.L`: b_L beats old_L (beats M, no W[L, h]) and cas's
+  success (old_L == b_L: the paths above ending in lane L's success); atom.new then
+  takes b (through exch's step), c, or keeps old.
 """
 
 from __future__ import annotations
