@@ -199,3 +199,36 @@ def test_suite_kernels(spec, launch):
 
     outputs, expected, _ = run_case(spec, launch, engine="model-check")
     assert all(np.array_equal(outputs[k], v) for k, v in expected.items())
+
+
+def test_report_is_exact(machine):
+    """The exactness report over a short launch with a shared cas chain (every lane
+    succeeds: b_L = c_(L-1)) and a global max.s of its results: every signal ideal (the picks pass raw reads through gated units),
+    margins >= 1e3, integral logits."""
+    from qgpu.circuit.report import circuit_report
+    from qgpu.protocol import encode_prompt
+
+    text = """
+block 0:
+  tid r1
+  add r3, r1, r1
+  add r3, r3, r3
+  .writeback r1, r3
+  jmp 1
+block 1:
+  add r4, r3, 4
+  atom.shared.cas r5, [8], r3, r4
+  .writeback r4, r5
+  jmp 2
+block 2:
+  atom.global.max.s r6, [r3+4], r5
+  .writeback r6
+  exit
+"""
+    prog = assemble(text)
+    mem = [0x80000000, 0xFFFFFFFF, 7, 0x7FFFFFFF, 5, 0, 0, 0]
+    res = run_launch(prog, 1, 4, memory=mem)
+    tokens = encode_prompt(prog, 1, 4, mem) + expected_trace(res.events)
+    report = circuit_report(machine.compiled, tokens)
+    assert report.exact, str(report)
+    assert report.min_ratio >= 1e3 and report.min_logit_gap >= 2
