@@ -60,10 +60,15 @@ def test_random_words_and_values(machine, seed):
         assert run.memory == res.memory
 
 
-def test_other_atomics_are_rejected():
+def test_atomics_come_as_one_family():
+    """An op subset with one atomic holds all twenty (their units serve them all); one
+    without atomics refuses them."""
     prog = assemble("block 0:\n  atom.global.min.s r1, [0], 1\n  exit\n")
+    check_launch(MachineSpec(ops=("atom.shared.cas",)), prog, 1, 4)
+    assert len([op for op in MachineSpec(ops=("atom.shared.cas",)).op_names
+                if op.startswith("atom.")]) == 20
     with pytest.raises(ProgramError, match="atom.global.min.s"):
-        check_launch(MachineSpec(), prog, 1, 4)
+        check_launch(MachineSpec(ops=("add", "mov")), prog, 1, 4)
 
 
 SUITE_KERNELS = ("dot", "atomic_exch_conservation", "dot_shared", "odd_even_sort",

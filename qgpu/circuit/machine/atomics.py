@@ -1,44 +1,52 @@
-"""machine.atomics: global atomics (atom.global.add, exch, and, or, xor) of one warp.
+"""machine.atomics: the atomics of one warp on global and shared memory (atom.{global,
+shared}.add, exch, and, or, xor here; min/max .s/.u and cas in machine.atomics_order).
 
 The interpreter applies an atomic lane by lane in lane order: lane L gets the word as the
 lower active lanes with the same word left it (`old`, its result) and leaves f(old, b)
 (`new`); the block's record for a word carries the value after its last lane. So, with
-M the word before the operation (the global memory table's read, `machine.memory`):
+M the word before the operation:
 - add: old_L = M + the b of the lower active lanes with L's word, new_L = old_L + b_L;
 - exch: old_L = b of the highest such lane, else M; new_L = b_L;
 - and / or / xor: M combined with those lanes' b (new_L: b_L too).
-Units per instruction position p (the word one-hot and the memory read are alu_low's and
-machine.memory's, which decode and read every addressed operation):
+M is linear in the reads: bit i = the sum over global memory's read (machine.memory) and
+shared memory's (machine.shared) of (raw_i + presence) / 2; each space's read is gated
+off (reads 0) for the other space's operations (shared.space_gates), so one formula
+serves both spaces. Units per instruction position p (the word one-hot and the reads are
+alu_low's, machine.memory's and machine.shared's, for every addressed operation):
 - `atom.pairs.p` (beside alu_low, from the operands): e[L, h] = lane h < L is active and
   its address's low 16 bits equal lane L's (the same word for any access the interpreter
   does not fault on: both are aligned and inside memory), and g[L, h, i] = e[L, h] and
   bit i of h's b (two steps each: [d >= 0] - [d >= 1] on the exact difference, gated);
 - `atom.low.p.L` (after the memory read): old's bits, except that add's high half is
-  (M + X)'s high columns without the low half's carry: exch, and, or, xor straight from M
-  (read as (raw + presence) / 2), e, g and the lower lanes' b; add's halves by sawtooth
-  steps on exact column sums (up to 4 terms); the low half's carry as thermometer bits;
-  new's low half and carry likewise;
+  (M + X)'s high columns without the low half's carry: exch, and, or, xor straight from M,
+  e, g and the lower lanes' b; add's halves by sawtooth steps on exact column sums (up to
+  4 terms); the low half's carry as thermometer bits; new's low half and carry likewise;
+  min / max / cas: M (one gated unit a bit; atomics_order's alu_high steps add the
+  picked value minus M);
 - in alu_high (this family's Extension, `finish`): old's low half passed on, each high bit
-  by sawtooth steps on carry + the high bits (< 2^16 + 4, two steps a bit from bit 18):
-  about 100-150 units a lane, so alu_high's MLP still holds its four lanes;
+  by sawtooth steps on carry + the high bits (< 2^16 + 4, two steps a bit from bit 18),
+  and atomics_order's picks;
 - `atom.new.p.L`, made after the lane's result (so it stays out of alu_high's MLP): new's
-  bits, the value the store records (`memory.store_records`, its `atomic` values) carry
-  for the word's last lane.
+  bits, the value the store records (`memory.store_records`, its `atomic` values; bit 7
+  of a shared-space record's address is set there) carry for the word's last lane.
 """
 
 from __future__ import annotations
 
 from qgpu.circuit.ir import BITS, READ_SCALE
+from qgpu.circuit.machine import atomics_order as order
 from qgpu.circuit.machine.bookkeeping import LANES
 from qgpu.circuit.machine.families import Extension, StageView
-from qgpu.circuit.machine.logic import WIDE, true_bit, unit
+from qgpu.circuit.machine.logic import WIDE, gated, true_bit, unit
+from qgpu.circuit.machine.shared import tables
 from qgpu.circuit.machine.spec import ATOMIC_OPS
 from qgpu.circuit.primitives import plus, scaled
 
 LO = 16
 BIG = 2.0 ** 20  # gating weight: exceeds every column sum here (< 5 * 2^16)
 PAIRS = [(lane, h) for lane in range(LANES) for h in range(lane)]  # (lane, lower lane)
-ADD, EXCH, AND, OR, XOR = (f"atom.global.{n}" for n in ("add", "exch", "and", "or", "xor"))
+ADD, EXCH, AND, OR, XOR = "add", "exch", "and", "or", "xor"
+en = order.en  # en(ctx, ins, *fns): 0/1, the position holds atom.<either space>.<one of fns>
 
 
 def _pair(lane: int, h: int) -> int:
@@ -71,16 +79,29 @@ def pairs(view: StageView):
     return view.extra[key]
 
 
+def m_bit(ctx, raws, i: int):
+    """Bit i of M, linear: the sum over the two spaces' reads of (raw_i + presence) / 2 (an
+    unwritten word, and the other space's gated read, read 0 and 0)."""
+    out = {}
+    for raw in raws:
+        ds = ctx.d(raw)
+        out = plus(out, {ds[i]: 0.5 / READ_SCALE, ds[32]: 0.5 / READ_SCALE})
+    return out
+
+
+def reads(view: StageView, lane: int) -> list:
+    """The raw reads whose sum is lane's word M: global memory's and shared memory's."""
+    return [view.loaded[lane], tables(view).load(view, lane)]
+
+
 class Word:
     """Forms over one lane's inputs: M's bits, the lower lanes' e and g, the lane's b."""
 
-    def __init__(self, ctx, lane, raw, e, g, b):
-        self.ctx, self.lane, self.raw, self.e, self.g, self.b = ctx, lane, raw, e, g, b
+    def __init__(self, ctx, lane, raws, e, g, b):
+        self.ctx, self.lane, self.raws, self.e, self.g, self.b = ctx, lane, raws, e, g, b
 
-    def m(self, i: int, w: float = 1.0):
-        """w * bit i of M: (raw_i + presence) / 2 (an unwritten word reads 0 and 0)."""
-        ds = self.ctx.d(self.raw)
-        return {ds[i]: 0.5 * w / READ_SCALE, ds[32]: 0.5 * w / READ_SCALE}
+    def m(self, i: int):
+        return m_bit(self.ctx, self.raws, i)
 
     def same(self, h: int):
         return self.ctx.v01(self.e, _pair(self.lane, h))
@@ -125,50 +146,56 @@ def _add_high(ctx, w: Word, own: bool, out, carry_form, en) -> None:
         _sawtooth(ctx, t, w.terms(own), 2.0 ** (j - LO), out[j], en)
 
 
-def _logic(ctx, ins, w: Word, lower_b: dict, own: bool, out) -> None:
-    """exch, and, or, xor: old (own False) or new (own True) into the bits out."""
-    def en(name):
-        return ctx.v01(ins.op(name))
+def _logic(ctx, ins, w: Word, lower_b: dict, own: bool, out, b_wins=None) -> None:
+    """exch, and, or, xor: old (own False) or new (own True) into the bits out. b_wins:
+    a 0/1 form (exclusive with exch) for which new is b too (min / max: b beats old)."""
+    def en_(name):
+        return en(ctx, ins, name)
 
     lower = range(w.lane)
     for i in range(32):
         if own:
-            ctx.step(ctx.v01(w.b, i), 1, true_bit(out[i]), when=[en(EXCH)])
+            takes_b = plus(en_(EXCH), b_wins) if b_wins else en_(EXCH)
+            ctx.step(ctx.v01(w.b, i), 1, true_bit(out[i]), when=[takes_b])
         else:
             ctx.step(plus(w.m(i), *(scaled(w.same(h), -1) for h in lower)), 1,
-                     true_bit(out[i]), when=[en(EXCH)])
+                     true_bit(out[i]), when=[en_(EXCH)])
             for h in lower:
                 ctx.step(plus(w.same(h), ctx.v01(lower_b[h], i),
                               *(scaled(w.same(k), -1) for k in range(h + 1, w.lane))), 2,
-                         true_bit(out[i]), when=[en(EXCH)])
+                         true_bit(out[i]), when=[en_(EXCH)])
         col = w.column(i, own)
-        ctx.step(col, 1, true_bit(out[i]), when=[en(OR)])
+        ctx.step(col, 1, true_bit(out[i]), when=[en_(OR)])
         unset = plus(*(plus(w.same(h), scaled(w.gated(h, i), -1)) for h in lower))
         both = plus(w.m(i), ctx.v01(w.b, i)) if own else w.m(i)
         ctx.step(plus(both, scaled(unset, -1)) if unset else both, 2 if own else 1,
-                 true_bit(out[i]), when=[en(AND)])
+                 true_bit(out[i]), when=[en_(AND)])
         for k in range(1, w.terms(own) + 1):
-            ctx.step(col, k, {out[i]: 2.0 if k % 2 else -2.0}, when=[en(XOR)], big=16.0)
+            ctx.step(col, k, {out[i]: 2.0 if k % 2 else -2.0}, when=[en_(XOR)], big=16.0)
 
 
 def low_unit(view: StageView, lane: int, e, g):
     """After the memory read: old's bits (add: the high half without the low half's carry,
-    which is `carry`), and new's low half and carry (for atom.new)."""
-    ins, raw = view.ins, view.loaded[lane]
+    which is `carry`; min/max/cas: M, which alu_high's order steps correct), and new's low
+    half and carry (for atom.new)."""
+    ins, raws = view.ins, reads(view, lane)
     b = view.operands[lane][32:64]
     lower_b = {h: view.operands[h][32:64] for h in range(lane)}
 
     def body(ctx, outs):
         old, carry, new_lo, new_carry = outs
-        w = Word(ctx, lane, raw, e, g, b)
-        en = ctx.v01(ins.op(ADD))
-        _add_low(ctx, w, False, old, carry, en)
-        _add_high(ctx, w, False, old, {}, en)
+        w = Word(ctx, lane, raws, e, g, b)
+        add = en(ctx, ins, ADD)
+        _add_low(ctx, w, False, old, carry, add)
+        _add_high(ctx, w, False, old, {}, add)
         _logic(ctx, ins, w, lower_b, False, old)
-        _add_low(ctx, w, True, new_lo, new_carry, en)
+        _add_low(ctx, w, True, new_lo, new_carry, add)
+        sel = en(ctx, ins, *order.SELECT)
+        for i in range(32):
+            gated(ctx, sel, 1, w.m(i), {old[i]: 2.0})
 
     p = ins.position
-    return unit(view.c, f"atom.low.{p}.{lane}", [e, g, raw, b, *lower_b.values(), ins.ops],
+    return unit(view.c, f"atom.low.{p}.{lane}", [e, g, *raws, b, *lower_b.values(), ins.ops],
                 [(f"atom.old.{p}.{lane}", BITS, 32), (f"atom.carry.{p}.{lane}", BITS, LANES),
                  (f"atom.new_lo.{p}.{lane}", BITS, LO),
                  (f"atom.new_carry.{p}.{lane}", BITS, LANES)], body)
@@ -192,35 +219,42 @@ def finish(ctx, r, value, carry, n: int) -> None:
 
 
 def build(view: StageView, lane: int) -> Extension | None:
-    if ADD not in ATOMIC_OPS or not view.ins.has(*ATOMIC_OPS):
+    if not view.ins.has(*ATOMIC_OPS):
         return None
-    ins, raw = view.ins, view.loaded[lane]
+    ins, raws = view.ins, reads(view, lane)
     e, g = pairs(view)
     old, carry, new_lo, new_carry = low_unit(view, lane, e, g)
     b = view.operands[lane][32:64]
     p = ins.position
+    ordered = order.build(view, lane, e, raws)
 
     def new(result):
         """The word after this lane's atomic, made after the lane's result (the unit waits
         for it, out of alu_high's crowded MLP): new's low half and carry from atom.low,
-        its high half, exch / and / or / xor."""
+        its high half, exch / and / or / xor; min / max / cas from the result (old) and
+        atomics_order.nxt's bits (b beats old, cas succeeds)."""
+        nx = view.extra[("atom.next", p, lane)]()
+
         def body(ctx, outs):
             (r,) = outs
-            w = Word(ctx, lane, raw, e, g, b)
+            w = Word(ctx, lane, raws, e, g, b)
             for i in range(LO):
                 ctx.linear(ctx.v01(new_lo, i), {r[i]: 2.0})
             _add_high(ctx, w, True, r, ctx.sum01(new_carry, range(w.terms(True) - 1)),
-                      ctx.v01(ins.op(ADD)))
-            _logic(ctx, ins, w, {}, True, r)
+                      en(ctx, ins, ADD))
+            _logic(ctx, ins, w, {}, True, r, b_wins=ctx.v01(nx, order.B_WINS))
+            order.new_steps(ctx, view, lane, result, nx, r)
 
-        (after,) = unit(view.c, f"atom.new.{p}.{lane}",
-                        [e, g, new_lo, new_carry, raw, b, ins.ops, result],
+        (value,) = unit(view.c, f"atom.new.{p}.{lane}",
+                        [e, g, new_lo, new_carry, *raws, b, ins.ops, result, nx,
+                         view.operands[lane]],
                         [(f"atom.new.{p}.{lane}", BITS, 32)], body)
-        return after
+        return value
 
     view.extra.setdefault("record_values", {})[(p, lane)] = new
 
     def high(ctx, r):
         finish(ctx, r, old, carry, lane)  # lane L's old: a carry of at most L
+        ordered.high(ctx, r)
 
-    return Extension([old, carry], high)
+    return Extension([old, carry, *ordered.inputs], high)

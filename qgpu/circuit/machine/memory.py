@@ -47,12 +47,15 @@ class MemoryTables:
         self.key = tt.field_onehot("addr.key", "ADDR", M.GLOBAL_WORDS)
         self.copies: list[Table] = []
 
-    def loads(self, k: int, words: dict) -> dict:
-        """{(p, lane): raw read} of the words `words[(p, lane)]` (one-hot, none: no load)."""
+    def loads(self, k: int, words: dict, gates: dict | None = None) -> dict:
+        """{(p, lane): raw read} of the words `words[(p, lane)]` (one-hot, none: no load);
+        gates: {p: read gate bit} (machine.shared.space_gates: 0 for shared-space ops)."""
         t = self.c.table(f"mem.stage{k}", rows=M.GLOBAL_WORDS, width=32, presence=True)
         t.write(self.key, [(self.bk.v_bits, 1), (self.bk.v_bits, 0)], key_lag=2)
         self.copies.append(t)
-        return {pl: t.read(w, name=f"load.{pl[0]}.{pl[1]}", restore=False).raw
+        gates = gates or {}
+        return {pl: t.read(w, name=f"load.{pl[0]}.{pl[1]}", restore=False,
+                           gate=gates.get(pl[0])).raw
                 for pl, w in words.items()}
 
 

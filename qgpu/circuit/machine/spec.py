@@ -25,8 +25,9 @@ MULTIPLY_OPS: tuple[str, ...] = ("mul",)  # machine.multiply
 SHIFT_OPS: tuple[str, ...] = ("shl", "shr.u", "shr.s")  # machine.shift
 MINMAX_OPS: tuple[str, ...] = ("min.s", "max.s", "min.u", "max.u")  # machine.minmax
 WARP_OPS = ("shfl.up", "shfl.down", "shfl.bfly", "shfl.idx", "ballot")  # machine.warp
-ATOMIC_OPS: tuple[str, ...] = ("atom.global.add", "atom.global.exch", "atom.global.and",
-                                 "atom.global.or", "atom.global.xor")  # machine.atomics
+ATOMIC_OPS: tuple[str, ...] = tuple(  # machine.atomics, machine.atomics_order
+    f"atom.{space}.{fn}" for space in ("global", "shared")
+    for fn in ("add", "exch", "and", "or", "xor", "min.s", "min.u", "max.s", "max.u", "cas"))
 SHARED_OPS: tuple[str, ...] = ("ld.shared", "st.shared")  # machine.shared
 SUPPORTED_OPS = (ALU_OPS + SREG_OPS + MEMORY_OPS + MULTIPLY_OPS + SHIFT_OPS + MINMAX_OPS
                  + WARP_OPS + ATOMIC_OPS + SHARED_OPS)
