@@ -18,12 +18,19 @@ def test_positions_follow_the_protocol_numbering():
         MachineSpec(slots=M.SLOTS + 1)
 
 
+def test_the_circuit_always_schedules_every_warp():
+    assert MachineSpec().warps == M.MAX_WARPS
+    with pytest.raises(ValueError, match="warps"):
+        MachineSpec(warps=1)
+
+
 def test_supported_operations_exist():
     assert set(SUPPORTED_OPS) <= set(OPS)
 
 
 @pytest.mark.parametrize("src, grid, block, error, match", [
-    ("block 0:\n  exit\n", 2, 4, LaunchError, "1 warp"),
+    ("block 0:\n  exit\n", 2, 16, LaunchError, "needs 8"),
+    ("block 0:\n  exit\n", 5, 1, LaunchError, "needs 5"),
 ])
 def test_rejections_are_clear(src, grid, block, error, match):
     with pytest.raises(error, match=match):
