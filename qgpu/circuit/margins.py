@@ -218,8 +218,8 @@ class _Observer:
         plan = self.plan
         counters = {n.outputs[0] for n in plan.order if isinstance(n, Counter)}
         parts: dict[str, list] = {}
-        for sig in plan.live_at(2 * layer + 2):
-            dims = plan.dims[sig]
+        for ref in plan.live_at(2 * layer + 2):  # pieces of signals (schedule.Plan)
+            sig, dims = ref.signal, plan.ref_dims(ref)
             if sig.kind == RAW:
                 if isinstance(sig.producer, Table):
                     kind, scale = "read", sig.scale
@@ -233,7 +233,7 @@ class _Observer:
                     kind = "grid"
                 values = [scale] * len(dims)
             elif sig.kind == CONST:
-                kind, values = "const", list(sig.values)
+                kind, values = "const", [sig.values[o] for o in ref.offsets]
             else:
                 kind, values = sig.kind, [1.0] * len(dims)
             parts.setdefault(kind, []).append((sig, dims, values))
