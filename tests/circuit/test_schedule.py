@@ -21,11 +21,13 @@ def by_name(plan):
 def test_nodes_go_to_the_earliest_layer_their_inputs_allow():
     plan = schedule(adder_machine().circuit, SMALL)
     at = by_name(plan)
-    assert at["registers"] == 0 and at["previous"] == 0  # token inputs only
+    # token inputs only: layer 0, but a head holds 63 bits since the norm ballast, so the
+    # registers' two reads take layer 0's four heads and `previous` goes to layer 1
+    assert at["registers"] == 0 and at["previous"] == 1
     assert at["operand_a.restore"] == 0  # MLP of the read's own layer
-    assert at["sum"] == 1 and at["speak"] == 1 and at["out_byte"] == 2
+    assert at["sum"] == 1 and at["speak"] == 2 and at["out_byte"] == 2
     assert plan.n_layers == 3 and plan.attention_layer == 2  # MLP-only last layer
-    assert plan.heads[plan.order[[n.name for n in plan.order].index("registers")]] == [0, 1]
+    assert plan.heads[plan.order[[n.name for n in plan.order].index("registers")]] == [0, 1, 2, 3]
 
 
 def chain_of_tables(n_tables, heads):

@@ -86,8 +86,8 @@ def test_launch_limits_and_engines(mod):
     args = [i32([1]), i32([1]), np.zeros(1, np.int32), 1]
     with pytest.raises(LaunchError, match="warps"):
         k(4, 16, args)
-    with pytest.raises(LaunchError, match="the model machine runs 1 warp"):
-        k(1, 8, [i32([1] * 8), i32([1] * 8), np.zeros(8, np.int32), 8], engine="model")
+    with pytest.raises(LaunchError, match="needs 8 warps"):
+        k(2, 16, [i32([1] * 32), i32([1] * 32), np.zeros(32, np.int32), 32], engine="model")
     with pytest.raises(LaunchError, match="unknown engine"):
         k(1, 1, args, engine="gpu")
     assert "interp" in ENGINES

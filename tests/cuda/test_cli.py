@@ -67,10 +67,10 @@ def test_readable_report(cu, capsys):
     (["--arg", "a=1"], "has 2 kernels"),
     (["--kernel", "nope"], "no __global__ function named 'nope'"),
     (["--kernel", "negate", "--arg", "u=-1"], "does not fit unsigned"),
-    (["--kernel", "negate", "--engine", "model", "--block", "8", "--arg", "u=zeros:8"],
-     "the model machine runs 1 warp"),
-    (["--kernel", "negate", "--engine", "model", "--check", "--block", "8",
-      "--arg", "u=zeros:8"], "the model machine runs 1 warp")])
+    (["--kernel", "negate", "--engine", "model", "--grid", "2", "--block", "16",
+      "--arg", "u=zeros:32"], "needs 8 warps"),
+    (["--kernel", "negate", "--engine", "model", "--check", "--grid", "2", "--block", "16",
+      "--arg", "u=zeros:32"], "needs 8 warps")])
 def test_errors_are_one_line_with_nonzero_status(cu, capsys, argv, match):
     rc, out, err = run(capsys, cu, "--grid", "1", "--block", "1", *argv)
     assert rc != 0 and out == ""
