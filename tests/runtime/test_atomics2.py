@@ -15,8 +15,8 @@ import pytest
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace
-from qgpu.runtime.generate import generate_launch
 from qgpu.runtime.machine import load_machine
+from tests.runtime.launches import assert_token_exact
 
 pytestmark = pytest.mark.slow
 
@@ -115,15 +115,6 @@ def machine():
     return load_machine(progress=False)
 
 
-def _check(machine, text: str, mem: list[int], block: int) -> None:
-    prog = assemble(text)
-    res = run_launch(prog, 1, block, memory=mem)
-    want = expected_trace(res.events)
-    run = generate_launch(machine, prog, 1, block, mem, max_tokens=len(want) + 8)
-    assert run.trace == want
-    assert run.memory == res.memory
-
-
 @pytest.mark.parametrize("fn", FNS)
 @pytest.mark.parametrize("case", range(len(PATTERNS)))
 def test_atomic_patterns(machine, fn, case):
@@ -131,7 +122,7 @@ def test_atomic_patterns(machine, fn, case):
     pattern = PATTERNS[case]
     mem, imm_b, imm_c = memory(fn, pattern, rng)
     for block in (4, 3):
-        _check(machine, program(fn, imm_b, imm_c), mem, block)
+        assert_token_exact(machine, program(fn, imm_b, imm_c), block=block, memory=mem)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -152,7 +143,8 @@ def test_cas_chains(machine, seed):
             prev = mem[WORDS + word] if lane == 0 else cs[lane - 1]
             mem[b_at + lane] = prev if succeed else rng.choice([mem[WORDS + word], *cs])
     for block in (4, 3):
-        _check(machine, program("cas", mem[WORDS + word], 0x5A5A5A5A), mem, block)
+        assert_token_exact(machine, program("cas", mem[WORDS + word], 0x5A5A5A5A),
+                           block=block, memory=mem)
 
 
 def test_random_ops_and_words(machine):
@@ -162,7 +154,8 @@ def test_random_ops_and_words(machine):
         pattern = tuple(rng.randrange(8) for _ in range(4))
         mem, imm_b, imm_c = memory(fn, pattern, rng)
         mem[WORDS:WORDS + 8] = [rng.getrandbits(32) for _ in range(8)]
-        _check(machine, program(fn, imm_b, imm_c), mem, rng.choice([4, 3, 2]))
+        assert_token_exact(machine, program(fn, imm_b, imm_c), block=rng.choice([4, 3, 2]),
+                           memory=mem)
 
 
 SUITE_KERNELS = ("atomic_cas_max_pair", "atomic_cas_product", "atomic_inc_dec",

@@ -11,8 +11,8 @@ import pytest
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace
-from qgpu.runtime.generate import generate_launch
 from qgpu.runtime.machine import load_machine
+from tests.runtime.launches import assert_token_exact
 
 pytestmark = pytest.mark.slow
 
@@ -76,25 +76,16 @@ def machine():
     return load_machine(progress=False)
 
 
-def _check(machine, text: str, memory: list[int], block: int) -> None:
-    prog = assemble(text)
-    res = run_launch(prog, 1, block, memory=memory)
-    want = expected_trace(res.events)
-    run = generate_launch(machine, prog, 1, block, memory, max_tokens=len(want) + 8)
-    assert run.trace == want
-    assert run.memory == res.memory
-
-
 @pytest.mark.parametrize("n", range(N_LAUNCHES))
 def test_min_max_are_token_exact(machine, n):
     text, memory = _launch(n)
-    _check(machine, text, memory, 4)
+    assert_token_exact(machine, text, block=4, memory=memory)
 
 
 @pytest.mark.parametrize("n", [0, 5])
 def test_min_max_with_three_lanes(machine, n):
     text, memory = _launch(n)
-    _check(machine, text, memory, 3)
+    assert_token_exact(machine, text, block=3, memory=memory)
 
 
 def test_suite_abs_neg_minmax_runs_on_the_model():

@@ -15,8 +15,8 @@ from qgpu.circuit.report import circuit_report
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import encode_prompt, expected_trace
-from qgpu.runtime.generate import generate_launch
 from qgpu.runtime.machine import load_machine
+from tests.runtime.launches import assert_token_exact
 
 pytestmark = pytest.mark.slow
 
@@ -91,42 +91,33 @@ def machine():
     return load_machine(progress=False)
 
 
-def _run(machine, source: str, block: int, memory=()):
-    prog = assemble(source)
-    res = run_launch(prog, 1, block, memory=list(memory))
-    want = expected_trace(res.events)
-    run = generate_launch(machine, prog, 1, block, memory, max_tokens=len(want) + 8)
-    assert run.trace == want
-    return run, res
-
-
 @pytest.mark.parametrize("block", [4, 3])
 def test_register_immediate_and_forwarded_operands(machine, block):
-    _run(machine, REGISTERS, block)
+    assert_token_exact(machine, REGISTERS, block=block)
 
 
 @pytest.mark.parametrize("chunk", range(0, 196, 28))
 def test_edge_value_pairs(machine, chunk):
-    _run(machine, _pairs_program(_edge_pairs()[chunk:chunk + 28]), 4)
+    assert_token_exact(machine, _pairs_program(_edge_pairs()[chunk:chunk + 28]), block=4)
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_values(machine, seed):
     rng = random.Random(seed)
     pairs = [(rng.getrandbits(32), rng.getrandbits(32)) for _ in range(16)]
-    _run(machine, _pairs_program(pairs), 3 if seed % 2 else 4)
+    assert_token_exact(machine, _pairs_program(pairs), block=3 if seed % 2 else 4)
 
 
 def test_mul_results_mix_with_other_families_and_memory(machine):
     memory = [0] * 16
-    run, res = _run(machine, MIXED, 4, memory)
+    res, run = assert_token_exact(machine, MIXED, block=4, memory=memory)
     assert run.memory == res.memory
 
 
 def test_a_mul_never_adds_into_other_operations(machine):
     """Programs without mul: the products are 0 and every mul step is off."""
-    _run(machine, "block 0:\n  tid r1\n  sub r2, r1, 1\n  add r3, r2, 0x7fffffff\n"
-                  "  xor r4, r3, r2\n  .writeback r2, r3, r4\n  exit\n", 4)
+    assert_token_exact(machine, "block 0:\n  tid r1\n  sub r2, r1, 1\n  add r3, r2, 0x7fffffff\n"
+                                "  xor r4, r3, r2\n  .writeback r2, r3, r4\n  exit\n", block=4)
 
 
 def test_exactness_report_over_a_mul_launch(machine):

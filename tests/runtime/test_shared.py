@@ -7,11 +7,10 @@ state equals the interpreter's."""
 import pytest
 
 from qgpu.circuit.machine.spec import MachineSpec, check_launch
-from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
-from qgpu.protocol import expected_trace, tok
-from qgpu.runtime.generate import generate_launch
+from qgpu.protocol import tok
 from qgpu.runtime.machine import load_machine
+from tests.runtime.launches import run_both
 from tests.runtime.mem_programs import BAR_AFTER_EXIT, BAR_DIVERGENT, SHARED
 
 pytestmark = pytest.mark.slow
@@ -22,19 +21,11 @@ def machine():
     return load_machine(progress=False)
 
 
-def run_both(machine, text, block, memory=()):
-    prog = assemble(text)
-    res = run_launch(prog, 1, block, memory=list(memory))
-    want = expected_trace(res.events)
-    run = generate_launch(machine, prog, 1, block, list(memory), max_tokens=len(want) + 8)
-    return res, want, run
-
-
 @pytest.mark.parametrize("block", [4, 3])
 @pytest.mark.parametrize("program", ["bar_divergent", "bar_after_exit"])
 def test_barrier_is_token_exact(machine, program, block):
     text = {"bar_divergent": BAR_DIVERGENT, "bar_after_exit": BAR_AFTER_EXIT}[program]
-    res, want, run = run_both(machine, text, block)
+    res, want, run = run_both(machine, text, block=block)
     # the barrier, not a jmp: the lanes that reach it first wait for the others
     assert [e.block for e in res.events][:5] in ([0, 1, 3, 4, 2], [0, 1, 3, 2, 4])
     assert run.trace == want
@@ -43,7 +34,7 @@ def test_barrier_is_token_exact(machine, program, block):
 @pytest.mark.parametrize("block", [4, 3])
 def test_shared_memory_is_token_exact(machine, block):
     memory = [0x11111111 * (a % 16) for a in range(24)]
-    res, want, run = run_both(machine, SHARED, block, memory)
+    res, want, run = run_both(machine, SHARED, block=block, memory=memory)
     shared_records = [t for t in want if t >= tok("ADDR", 128) and t < tok("ADDR", 160)]
     assert shared_records  # the trace carries shared words at flat addresses 128 + w
     assert run.trace == want

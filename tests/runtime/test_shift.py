@@ -10,8 +10,8 @@ import pytest
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace
-from qgpu.runtime.generate import generate_launch
 from qgpu.runtime.machine import load_machine
+from tests.runtime.launches import assert_token_exact
 
 pytestmark = pytest.mark.slow
 
@@ -72,15 +72,6 @@ def machine():
     return load_machine(progress=False)
 
 
-def _check(machine, text: str, memory: list[int], block: int) -> None:
-    prog = assemble(text)
-    res = run_launch(prog, 1, block, memory=memory)
-    want = expected_trace(res.events)
-    run = generate_launch(machine, prog, 1, block, memory, max_tokens=len(want) + 8)
-    assert run.trace == want
-    assert run.memory == res.memory
-
-
 def test_launches_cover_every_amount_and_value():
     pairs = {tuple(_launch(n)[1][lane::4]) for n in range(N_LAUNCHES) for lane in range(4)}
     assert {b for _, b in pairs} >= set(AMOUNTS[:28])
@@ -90,13 +81,13 @@ def test_launches_cover_every_amount_and_value():
 @pytest.mark.parametrize("n", range(N_LAUNCHES))
 def test_shifts_are_token_exact(machine, n):
     text, memory = _launch(n)
-    _check(machine, text, memory, 4)
+    assert_token_exact(machine, text, block=4, memory=memory)
 
 
 @pytest.mark.parametrize("n", [1, 6])
 def test_shifts_with_three_lanes(machine, n):
     text, memory = _launch(n)
-    _check(machine, text, memory, 3)
+    assert_token_exact(machine, text, block=3, memory=memory)
 
 
 def test_shift_results_stored_and_diverged(machine):
@@ -118,7 +109,8 @@ block 2:
   st.global [r2+32], r6
   exit
 """
-    _check(machine, text, [0x80000001, 0xC0000003, 0xFFFFFFFF, 0x7FFFFFFE], 4)
+    assert_token_exact(machine, text, block=4,
+                       memory=[0x80000001, 0xC0000003, 0xFFFFFFFF, 0x7FFFFFFE])
 
 
 # --- the family's SwiGLU units alone, evaluated in float32 (no compiling) -----------------

@@ -11,8 +11,8 @@ from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace
 from qgpu.protocol.vocab import fields_of
-from qgpu.runtime.generate import generate_launch
 from qgpu.runtime.machine import load_machine
+from tests.runtime.launches import run_both
 from tests.runtime.warp_programs import LAUNCHES, PROGRAMS
 
 pytestmark = pytest.mark.slow
@@ -26,10 +26,7 @@ def machine():
 @pytest.mark.parametrize("grid,block", LAUNCHES)
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
 def test_warps_and_ctas_are_token_exact(machine, program, grid, block):
-    prog = assemble(PROGRAMS[program])
-    res = run_launch(prog, grid, block)
-    want = expected_trace(res.events)
-    run = generate_launch(machine, prog, grid, block, [], max_tokens=len(want) + 8)
+    res, want, run = run_both(machine, PROGRAMS[program], grid, block)
     assert run.trace == want
     assert run.memory == res.memory
     warps = {fields_of(t)[1][1] for t in want if fields_of(t)[0] == "EXEC"}
