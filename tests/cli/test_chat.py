@@ -86,7 +86,7 @@ def test_normal_mode_text_and_run(machine, tmp_path):
     assert run.after == {"out": [42, 35]} and run.check
     assert "out: [0, 35] -> [42, 35]" in reply.text and "EXEC block 0" in reply.text
     assert "HALT" in reply.text
-    bad = chat.handle(f"/run {tmp_path}/k.cu --grid 1 --block 8 --arg out=0,35")
+    bad = chat.handle(f"/run {tmp_path}/k.cu --grid 2 --block 16 --arg out=0,35")
     assert bad.kind == "error" and "warp" in bad.text
     assert language.prompts == language.prompts[:1]  # /run never asks the language part
 

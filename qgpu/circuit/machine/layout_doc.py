@@ -27,7 +27,7 @@ COMPONENTS = [
     ("register file", "per lane 16 x 32-bit registers, written by R records, read "
      "per stage", ("rf",)),
     ("memory", "the global (and shared) memory tables, loads, store and atomic records",
-     ("mem.", "load", "store.", "atom", "shared", "smem")),
+     ("mem.", "load", "store.", "atom", "shared", "smem", "space.")),
     ("ALU", "operands, the low/high MLPs of every operation family per position and lane",
      ("operands", "alu_", "mul", "shift", "minmax", "warp", "shfl", "ballot")),
     ("branch unit", "the branch condition per lane and the taken mask",
