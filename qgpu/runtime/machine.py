@@ -46,3 +46,20 @@ def load_machine(shape: LayerShape | None = None, spec: MachineSpec | None = Non
         compiled = compile_machine(shape, spec, progress=progress)
         _loaded[key] = ModelMachine(compiled, spec, FastEngine(compiled.weights, backend))
     return _loaded[key]
+
+
+def loaded_machine(spec: MachineSpec | None = None) -> ModelMachine | None:
+    """The default shape's machine for `spec` if this process has loaded it, else None."""
+    return _loaded.get((LayerShape.qwen35_2b(), spec or DEFAULT_SPEC, DEFAULT_BACKEND))
+
+
+def release_machines(keep_default: bool = True) -> int:
+    """Forget the machines load_machine keeps (each holds a few GiB: its weights and the
+    native engine's plan), all but the default shape's default machine when keep_default;
+    returns how many were dropped. A later load_machine compiles (from the disk cache)
+    again. For long-lived processes, such as a test worker, that load several specs."""
+    default = (LayerShape.qwen35_2b(), DEFAULT_SPEC, DEFAULT_BACKEND)
+    dropped = [key for key in _loaded if not (keep_default and key == default)]
+    for key in dropped:
+        del _loaded[key]
+    return len(dropped)

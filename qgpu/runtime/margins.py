@@ -40,12 +40,15 @@ _machines: dict[MachineSpec, MarginMachine] = {}
 
 def load_margin_machine(spec: MachineSpec | None = None, progress: bool = False):
     """The default shape's machine for `spec` (runtime.machine's DEFAULT_SPEC), once per
-    process."""
-    from qgpu.runtime.machine import DEFAULT_SPEC
+    process; the compiled weights of runtime.machine's machine when it is loaded already
+    (a second copy would cost a few GiB)."""
+    from qgpu.runtime.machine import DEFAULT_SPEC, loaded_machine
 
     spec = spec or DEFAULT_SPEC
     if spec not in _machines:
-        _machines[spec] = MarginMachine(compile_machine(spec=spec, progress=progress), spec)
+        loaded = loaded_machine(spec)
+        compiled = loaded.compiled if loaded else compile_machine(spec=spec, progress=progress)
+        _machines[spec] = MarginMachine(compiled, spec)
     return _machines[spec]
 
 
@@ -56,6 +59,12 @@ def machine_raw_grid(name: str) -> float | None:
 
 
 _engines: dict[int, NumpyFastEngine] = {}
+
+
+def release_margin_machines() -> None:
+    """Forget the margin machines and numpy engines kept per process (a few GiB each)."""
+    _machines.clear()
+    _engines.clear()
 
 
 def numpy_engine(machine) -> NumpyFastEngine:

@@ -15,6 +15,9 @@ from qgpu.chat.kernels import (
 from qgpu.chat.prompts import advanced_system, chat_prompt
 from tests.merge.machine_helpers import ScriptedLanguage, merged_machine
 
+# merged machines hold a few GiB each: one xdist worker takes every test that builds them
+pytestmark = pytest.mark.xdist_group("merged_machine")
+
 SEVEN = "__global__ void k(int *out) { if (threadIdx.x == 0) out[0] = 7 + out[1]; }\n"
 SUM_REPLY = """Here is a kernel that adds the four numbers.
 ```cuda

@@ -51,9 +51,10 @@ def machine_part():
     return compile_part(SHAPE)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1)
 def merged_machine(base_name: str):
-    """(CheckpointMachine over the in-memory merge of machine_base(name, seed=3), layout)."""
+    """(CheckpointMachine over the in-memory merge of machine_base(name, seed=3), layout).
+    One kept at a time: each holds a few GiB (tests ask for one base after another)."""
     from qgpu.merge import merge_weights
     from qgpu.runtime.checkpoint import machine_from_weights
 

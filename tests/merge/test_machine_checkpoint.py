@@ -23,7 +23,7 @@ from tests.runtime.programs import MEMORY_PROGRAMS
 from .helpers import write_release_layout
 from .machine_helpers import machine_base, write_tokenizer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("merged_machine")]
 SEVEN = "__global__ void k(int *out) { if (threadIdx.x == 0) out[0] = 7 + out[1]; }\n"
 
 

@@ -26,6 +26,9 @@ from tests.runtime.programs import MEMORY_PROGRAMS, PROGRAMS
 from .helpers import text_kl
 from .machine_helpers import MACHINE_BASES, machine_base, machine_part, merged_machine
 
+# merged machines hold a few GiB each: one xdist worker takes every test that builds them
+pytestmark = pytest.mark.xdist_group("merged_machine")
+
 KERNELS = {  # CUDA kernels: (source, block, args); skipped while the machine lacks an op
     "seven_plus": ("__global__ void k(int *out) { if (threadIdx.x == 0) out[0] = 7 + out[1]; }",
                    4, {"out": [0, 35]}),
@@ -46,8 +49,8 @@ def _skip_unless_supported(program, block):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("base_name", sorted(MACHINE_BASES))
 @pytest.mark.parametrize("program", ["straight", "divergent", "memory", "same_word"])
+@pytest.mark.parametrize("base_name", sorted(MACHINE_BASES))  # nearest: varies slowest
 def test_program_in_the_merged_model_is_token_exact(base_name, program):
     source = {**PROGRAMS, **MEMORY_PROGRAMS}[program]
     prog = assemble(source)

@@ -12,6 +12,7 @@ from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.schedule import LayerShape
 from qgpu.model.checkpoint import WEIGHTS_FILE
 from qgpu.runtime.transformers_check import REFERENCE_TOLERANCE, PeakRss, check_launch, dot_launch
+from tests.memory import release_memory
 
 GIB = 2**30
 
@@ -27,6 +28,7 @@ def test_dot_launch_in_transformers_streamed(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("safetensors")
+    release_memory(keep_default_machine=False)   # this test needs ~5 GiB of its own
     program, _, _, _, prompt, trace, final = dot_launch()
     assert final[:7] == [1, 2, 3, 4, 5, 6, 32]     # a, b, out = 1*4 + 2*5 + 3*6
     with PeakRss() as compile_peak:
