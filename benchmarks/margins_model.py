@@ -4,7 +4,8 @@ threshold margin against the largest deviation of any threshold input from its i
 value (circuit.margins: prompt + expected trace teacher-forced through the numpy fast
 engine, every threshold, live signal, norm and logit observed).
 
-    python benchmarks/margins_model.py [--no-suite] [--no-long] [NAME ...]
+    python benchmarks/margins_model.py [--no-suite] [--no-long] [--per-kernel]
+                                       [--max-positions N] [NAME ...]
 
 One line per launch (refused launches with the reason), then the totals.
 """
@@ -39,6 +40,10 @@ def main() -> int:
     parser.add_argument("names", nargs="*", help="suite kernels (default: all)")
     parser.add_argument("--no-suite", action="store_true")
     parser.add_argument("--no-long", action="store_true")
+    parser.add_argument("--per-kernel", action="store_true",
+                        help="one launch per kernel: its shortest multi-warp launch")
+    parser.add_argument("--max-positions", type=int, default=None,
+                        help="only launches of at most N positions (prompt + trace)")
     args = parser.parse_args()
     start = time.perf_counter()
     machine = load_margin_machine(progress=False)
@@ -50,7 +55,8 @@ def main() -> int:
     total, measured, refused = MarginReport(), 0, 0
     if not args.no_suite:
         t = time.perf_counter()
-        for case, result in suite_margins(machine, args.names):
+        for case, result in suite_margins(machine, args.names, per_kernel=args.per_kernel,
+                                                  max_positions=args.max_positions):
             if isinstance(result, str):
                 refused += 1
                 print(f"{case:44s} refused: {result[:100]}", flush=True)

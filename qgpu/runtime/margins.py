@@ -93,23 +93,36 @@ def launch_margins(machine, program: Program, grid: int, block: int, memory=(),
                          raw_grid=machine_raw_grid, **kwargs)
 
 
-def suite_margins(machine, names=None, **kwargs) -> Iterator[tuple[str, MarginReport | str]]:
+def suite_margins(machine, names=None, per_kernel: bool = False,
+                  max_positions: int | None = None,
+                  **kwargs) -> Iterator[tuple[str, MarginReport | str]]:
     """(case id, report) for every suite launch the machine accepts, (case id, reason)
-    for the others."""
+    for the others. per_kernel: one launch per kernel, its shortest multi-warp launch (its
+    shortest launch if it has none); max_positions: only launches of at most that many
+    positions (prompt + trace). The whole suite is ~255,000 positions, hours at the
+    instrumented engine's ~10-20 positions/s."""
     from qgpu import suite
 
     for spec in suite.load_suite():
         if names and spec.name not in names:
             continue
+        accepted = []
         for index, launch in enumerate(spec.launches):
             case = spec.case_id(index)
+            grid, block = launch["grid"], launch["block"]
             try:
                 function = suite.compiled_module(spec.source).get_function(spec.kernel)
                 args = suite.positional_args(spec, launch["args"])
-                program, memory, _, _ = function.link(launch["grid"], launch["block"], args)
-                check_launch(machine.spec, program, launch["grid"], launch["block"])
+                program, memory, _, _ = function.link(grid, block, args)
+                check_launch(machine.spec, program, grid, block)
             except QgpuError as exc:
                 yield case, f"{type(exc).__name__}: {exc}"
                 continue
-            yield case, launch_margins(machine, program, launch["grid"], launch["block"],
-                                       memory, **kwargs)
+            positions = len(launch_tokens(program, grid, block, memory)[0])
+            if max_positions is None or positions <= max_positions:
+                single_warp = suite.launch_warps(grid, block) < 2
+                accepted.append(((single_warp, positions), case, program, grid, block, memory))
+        if per_kernel and accepted:
+            accepted = [min(accepted, key=lambda a: a[0])]
+        for _, case, program, grid, block, memory in accepted:
+            yield case, launch_margins(machine, program, grid, block, memory, **kwargs)
