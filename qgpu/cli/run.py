@@ -136,8 +136,8 @@ def run(args) -> dict:
     if getattr(args, "model", None):
         from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
 
-        engine = engine_name(load_machine_checkpoint(args.model), check=args.check,
-                             forced=forced)
+        machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
+        engine = engine_name(machine, check=args.check, forced=forced)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
     result = kernel(args.grid, args.block, values, engine=engine)
     return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,

@@ -18,6 +18,7 @@ recorded location. Nothing of a launch is computed here.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,9 +187,16 @@ def engine_name(machine: CheckpointMachine, check: bool = False, forced: bool = 
 
     kind = "model-forced" if forced else "model-check" if check else "model"
     name = f"{kind}:{machine.directory or id(machine)}"
+    # a weak reference: the registry must not keep a machine (a few GiB) alive after its
+    # owner lets it go; the name is valid while the machine is
+    held = weakref.ref(machine)
 
     def runner(program, grid, block, memory, budget):
-        return run_model(program, grid, block, memory, budget, check=check, machine=machine,
+        live = held()
+        if live is None:
+            raise CheckpointMachineError(f"engine {name!r}: its machine was freed; call "
+                                         f"engine_name again with a loaded machine")
+        return run_model(program, grid, block, memory, budget, check=check, machine=live,
                          forced=forced)
 
     ENGINES[name] = runner

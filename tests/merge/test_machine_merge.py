@@ -16,7 +16,7 @@ from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.merge.circuits import check_machine_shape
 from qgpu.merge.layout import MergeError
-from qgpu.merge.size import machine_size
+from qgpu.merge.size import MACHINE_HIDDEN, MACHINE_LAYERS, machine_size
 from qgpu.model.fast import FastEngine
 from qgpu.protocol import expected_trace
 from qgpu.runtime.checkpoint import OffsetEngine, machine_from_weights, standalone_info
@@ -151,8 +151,17 @@ def test_offset_engine_refuses_a_text_token_at_a_gpu_position():
 
 
 def test_machine_size_report_of_a_2b_merge():
-    report = machine_size(hidden=3704, layers=21)
-    assert report.layout.circuit_hidden == 3704 and report.layout.circuit_layers == 21
-    assert report.merged.num_hidden_layers == 21 + 24
+    report = machine_size()
+    assert report.layout.circuit_hidden == MACHINE_HIDDEN
+    assert report.layout.circuit_layers == MACHINE_LAYERS
+    assert report.merged.num_hidden_layers == MACHINE_LAYERS + 24
     assert report.merged_parameters > report.base_parameters + report.circuit_parameters
     print(report.markdown())
+
+
+def test_the_merged_machine_group_reaches_xdist(request):
+    """./dev test runs with --dist loadgroup so that this module's tests share one worker
+    (memory); pytest 9.2 made xdist 3.8 drop the group silently (pyproject pins pytest)."""
+    if request.config.getoption("dist", "no") != "loadgroup":
+        pytest.skip("not run with --dist loadgroup")
+    assert request.node.nodeid.endswith("@merged_machine"), request.node.nodeid

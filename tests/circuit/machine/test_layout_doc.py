@@ -22,3 +22,13 @@ def test_every_placed_node_has_a_component():
     stray = [n.name for n in plan.order if isinstance(n, (Table, Counter, Unit))
              and component_of(n) == OTHER]
     assert not stray
+
+
+def test_size_report_figures_are_the_current_machines():
+    """merge.size's defaults (the 2B merge's size report in docs/merge.md and the README)
+    are the default machine's: hidden, layers, nonzeros within 1%."""
+    from qgpu.merge.size import MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS
+
+    compiled = load_machine(progress=False).compiled
+    assert (MACHINE_HIDDEN, MACHINE_LAYERS) == (compiled.plan.hidden, compiled.plan.n_layers)
+    assert abs(compiled.weights.nonzero_count() - MACHINE_NONZEROS) <= 0.01 * MACHINE_NONZEROS
