@@ -12,11 +12,13 @@ Two sources of launches:
 Each launch runs on the model with checking -- teacher forced (runtime.check.
 forced_launch, the default) or generated (runtime.generate + check_trace) -- and on the
 interpreter: the tokens must be equal and the global memory read from the model's state
-must equal the interpreter's. Launches the model machine refuses (spec.check_launch,
-e.g. more than one warp) are counted with their reason, not hidden.
+must equal the interpreter's. A --multi-warp share of the launches (default 1/4) uses
+2-4 warps or 2-4 CTAs. Launches the model machine refuses (spec.check_launch) are
+counted with their reason, not hidden.
 
   python benchmarks/fuzz_model.py --cases 2000 --seed 1 [--mode forced|generate]
-      [--source isa|cuda|both] [--max-blocks 12] [--max-memory 128] [--minimise] [--show 3]
+      [--source isa|cuda|both] [--multi-warp 0.25] [--max-blocks 12] [--max-memory 128]
+      [--minimise] [--show 3]
 
 Prints cases run, passed, refused (by reason), mismatches, tokens (prompt and trace) and
 time; exit status 1 on any mismatch, fault or crash. SIGINT or SIGTERM stops the campaign
@@ -212,7 +214,8 @@ def fuzz(machine, cases: int, seed: int, mode: str = "forced", source: str = "is
             case_seed = seed * 1_000_003 + i
             use_cuda = source == "cuda" or (source == "both" and i % 4 == 3)
             if use_cuda:
-                results.append(cuda_case(machine, case_seed, mode))
+                results.append(cuda_case(machine, case_seed, mode,
+                                         multi_warp=gen.get("multi_warp", 0.03)))
             else:
                 results.append(isa_case(machine, case_seed, mode, **gen))
             if progress and (i + 1) % 50 == 0:
@@ -249,8 +252,8 @@ def main(argv=None) -> int:
     parser.add_argument("--mode", choices=("forced", "generate"), default="forced",
                         help="check by teacher forcing (default) or after generation")
     parser.add_argument("--source", choices=("isa", "cuda", "both"), default="both")
-    parser.add_argument("--multi-warp", type=float, default=0.03,
-                        help="share of isa launches over one warp (refused today)")
+    parser.add_argument("--multi-warp", type=float, default=0.25,
+                        help="share of launches over one warp (up to 4 warps, 4 CTAs)")
     parser.add_argument("--max-blocks", type=int, default=12,
                         help="blocks of a random machine program (+ its exit block), <= 31")
     parser.add_argument("--max-memory", type=int, default=128,

@@ -162,6 +162,7 @@ def test_machine_size_report_of_a_2b_merge():
 def test_the_merged_machine_group_reaches_xdist(request):
     """./dev test runs with --dist loadgroup so that this module's tests share one worker
     (memory); pytest 9.2 made xdist 3.8 drop the group silently (pyproject pins pytest)."""
-    if request.config.getoption("dist", "no") != "loadgroup":
+    # in an xdist worker, "dist" reads "no"; the worker's own flag says loadgroup
+    if not getattr(request.config.option, "loadgroup", False):
         pytest.skip("not run with --dist loadgroup")
     assert request.node.nodeid.endswith("@merged_machine"), request.node.nodeid
