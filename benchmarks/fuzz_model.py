@@ -236,7 +236,10 @@ def summary(results: list[Outcome], seconds: float) -> str:
     prompt = sum(r.prompt_tokens for r in results)
     trace = sum(r.trace_tokens for r in results)
     by_source = Counter(r.source for r in results)
-    lines = [f"cases run: {len(results)} ({dict(by_source)}), passed: {status['ok']}, "
+    multi = sum(1 for r in results if r.status == "ok" and r.case is not None
+                and r.case.grid * -(-r.case.block // 4) > 1)   # warps of 4 lanes
+    lines = [f"cases run: {len(results)} ({dict(by_source)}), passed: {status['ok']} "
+             f"({multi} of them over more than one warp), "
              f"refused: {status['refused']}, mismatches: {status['mismatch']}, "
              f"faults: {status['fault']}, crashes: {status['crash']}",
              f"tokens: {prompt + trace} ({prompt} prompt, {trace} trace), time {seconds:.1f} s, "
