@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import time
+from pathlib import Path
 
 from qgpu.circuit.margins import MarginReport
 from qgpu.isa.asm import assemble
@@ -69,6 +71,7 @@ def main() -> int:
               flush=True)
         print(f"suite overall:\n{total}", flush=True)
     if not args.no_long:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the checkout: tests/
         from tests.runtime.test_long_run import LONG_LOOP
 
         t = time.perf_counter()
