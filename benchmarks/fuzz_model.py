@@ -54,6 +54,7 @@ from qgpu.isa.program import Block, Program  # noqa: E402
 from qgpu.protocol import expected_trace  # noqa: E402
 from qgpu.runtime.check import check_trace, forced_launch  # noqa: E402
 from qgpu.runtime.generate import generate_launch  # noqa: E402
+from qgpu.suite import launch_warps  # noqa: E402
 
 PASSING = ("ok", "refused")
 
@@ -204,7 +205,7 @@ def describe(case: Case) -> str:
 
 
 def fuzz(machine, cases: int, seed: int, mode: str = "forced", source: str = "isa",
-         progress: bool = False, **gen) -> list[Outcome]:
+         progress: bool = False, multi_warp: float = 0.03, **gen) -> list[Outcome]:
     """`cases` seeded cases (source "both": every fourth one from the CUDA fuzzer). With
     progress, an interrupt (SIGINT, or SIGTERM under main) ends the campaign early with the
     cases run so far."""
@@ -214,10 +215,10 @@ def fuzz(machine, cases: int, seed: int, mode: str = "forced", source: str = "is
             case_seed = seed * 1_000_003 + i
             use_cuda = source == "cuda" or (source == "both" and i % 4 == 3)
             if use_cuda:
-                results.append(cuda_case(machine, case_seed, mode,
-                                         multi_warp=gen.get("multi_warp", 0.03)))
+                results.append(cuda_case(machine, case_seed, mode, multi_warp=multi_warp))
             else:
-                results.append(isa_case(machine, case_seed, mode, **gen))
+                results.append(isa_case(machine, case_seed, mode, multi_warp=multi_warp,
+                                        **gen))
             if progress and (i + 1) % 50 == 0:
                 bad = sum(r.status not in PASSING for r in results)
                 tokens = sum(r.prompt_tokens + r.trace_tokens for r in results)
@@ -237,7 +238,7 @@ def summary(results: list[Outcome], seconds: float) -> str:
     trace = sum(r.trace_tokens for r in results)
     by_source = Counter(r.source for r in results)
     multi = sum(1 for r in results if r.status == "ok" and r.case is not None
-                and r.case.grid * -(-r.case.block // 4) > 1)   # warps of 4 lanes
+                and launch_warps(r.case.grid, r.case.block) > 1)
     lines = [f"cases run: {len(results)} ({dict(by_source)}), passed: {status['ok']} "
              f"({multi} of them over more than one warp), "
              f"refused: {status['refused']}, mismatches: {status['mismatch']}, "

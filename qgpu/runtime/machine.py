@@ -36,13 +36,17 @@ class ModelMachine:
 _loaded: dict[tuple, ModelMachine] = {}
 
 
+def _key(shape: LayerShape | None = None, spec: MachineSpec | None = None,
+         backend: str = DEFAULT_BACKEND) -> tuple:
+    return (shape or LayerShape.qwen35_2b(), spec or DEFAULT_SPEC, backend)
+
+
 def load_machine(shape: LayerShape | None = None, spec: MachineSpec | None = None, *,
                  backend: str = DEFAULT_BACKEND, progress: bool = True) -> ModelMachine:
     """The compiled machine and a FastEngine over it (once per process and arguments)."""
-    shape = shape or LayerShape.qwen35_2b()
-    spec = spec or DEFAULT_SPEC
-    key = (shape, spec, backend)
+    key = _key(shape, spec, backend)
     if key not in _loaded:
+        shape, spec, _ = key
         compiled = compile_machine(shape, spec, progress=progress)
         _loaded[key] = ModelMachine(compiled, spec, FastEngine(compiled.weights, backend))
     return _loaded[key]
@@ -50,7 +54,7 @@ def load_machine(shape: LayerShape | None = None, spec: MachineSpec | None = Non
 
 def loaded_machine(spec: MachineSpec | None = None) -> ModelMachine | None:
     """The default shape's machine for `spec` if this process has loaded it, else None."""
-    return _loaded.get((LayerShape.qwen35_2b(), spec or DEFAULT_SPEC, DEFAULT_BACKEND))
+    return _loaded.get(_key(spec=spec))
 
 
 def release_machines(keep_default: bool = True) -> int:
@@ -58,8 +62,7 @@ def release_machines(keep_default: bool = True) -> int:
     native engine's plan), all but the default shape's default machine when keep_default;
     returns how many were dropped. A later load_machine compiles (from the disk cache)
     again. For long-lived processes, such as a test worker, that load several specs."""
-    default = (LayerShape.qwen35_2b(), DEFAULT_SPEC, DEFAULT_BACKEND)
-    dropped = [key for key in _loaded if not (keep_default and key == default)]
+    dropped = [key for key in _loaded if not (keep_default and key == _key())]
     for key in dropped:
         del _loaded[key]
     return len(dropped)

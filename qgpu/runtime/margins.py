@@ -118,10 +118,13 @@ def suite_margins(machine, names=None, per_kernel: bool = False,
             except QgpuError as exc:
                 yield case, f"{type(exc).__name__}: {exc}"
                 continue
-            positions = len(launch_tokens(program, grid, block, memory)[0])
-            if max_positions is None or positions <= max_positions:
-                single_warp = suite.launch_warps(grid, block) < 2
-                accepted.append(((single_warp, positions), case, program, grid, block, memory))
+            rank = None
+            if per_kernel or max_positions is not None:   # the interpreter's trace length
+                positions = len(launch_tokens(program, grid, block, memory)[0])
+                if max_positions is not None and positions > max_positions:
+                    continue
+                rank = (suite.launch_warps(grid, block) < 2, positions)
+            accepted.append((rank, case, program, grid, block, memory))
         if per_kernel and accepted:
             accepted = [min(accepted, key=lambda a: a[0])]
         for _, case, program, grid, block, memory in accepted:
