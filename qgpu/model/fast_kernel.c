@@ -24,6 +24,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #ifdef __AVX2__
@@ -245,7 +246,9 @@ typedef struct {
 typedef struct {
     int32_t hidden, n_layers, conv_k, dk, dv;
     float eps, sqrt_dk;
-    const float *embed;           /* [vocab, H] */
+    const int32_t *embed_ptr;     /* [vocab + 1] CSR rows of the embedding */
+    const int32_t *embed_col;     /* every entry whose bits are not 0 (-0.0 kept) */
+    const float *embed_val;
     const float *final_norm;      /* [H] 1 + w */
     const Layer *layers;
     Head head;
@@ -255,6 +258,53 @@ typedef struct {
     double *group_ub;
     float *conv_out, *acts;
 } Model;
+
+/* The layout as this compiler lays it out: "Struct=sizeof Struct.field=offset ...",
+   checked against the ctypes Structures at load time (fast_native.check_layout). */
+#include <stddef.h>
+#define SZ(T) #T "=%zu "
+#define OF(T, f) #T "." #f "=%zu "
+const char *qgpu_layout(void) {
+    static char buf[8192];
+    if (buf[0]) return buf;
+    size_t n = 0;
+#define PUT_S(T) n += (size_t)snprintf(buf + n, sizeof buf - n, SZ(T), sizeof(T))
+#define PUT(T, f) n += (size_t)snprintf(buf + n, sizeof buf - n, OF(T, f), offsetof(T, f))
+    PUT_S(Csc); PUT(Csc, n_cols); PUT(Csc, col); PUT(Csc, ptr); PUT(Csc, row); PUT(Csc, val);
+    PUT_S(Layer); PUT(Layer, kind); PUT(Layer, in_norm); PUT(Layer, post_norm);
+    PUT(Layer, n_heads); PUT(Layer, n_key_heads); PUT(Layer, n_slots); PUT(Layer, head_ids);
+    PUT(Layer, key_slot); PUT(Layer, proj); PUT(Layer, n_active); PUT(Layer, active);
+    PUT(Layer, conv_w); PUT(Layer, neg_exp_a_log); PUT(Layer, dt_bias); PUT(Layer, norm_w);
+    PUT(Layer, out); PUT(Layer, n_out_rows); PUT(Layer, out_rows); PUT(Layer, n_units);
+    PUT(Layer, n_forms); PUT(Layer, bias_col); PUT(Layer, gate); PUT(Layer, unit_form);
+    PUT(Layer, unit_bias); PUT(Layer, up_ptr); PUT(Layer, up_col); PUT(Layer, up_val);
+    PUT(Layer, down); PUT(Layer, n_down_rows); PUT(Layer, down_rows); PUT(Layer, n_single);
+    PUT(Layer, up1_col); PUT(Layer, up1_val);
+    PUT_S(Head); PUT(Head, n_rows); PUT(Head, row_ids); PUT(Head, ptr); PUT(Head, col);
+    PUT(Head, val); PUT(Head, first_zero_row); PUT(Head, max_row_nnz); PUT(Head, n_head_cols);
+    PUT(Head, head_cols); PUT(Head, group_l1); PUT(Head, block_l1); PUT(Head, n_groups);
+    PUT(Head, block_rows); PUT(Head, group_block); PUT(Head, group_ptr); PUT(Head, group_col);
+    PUT(Head, group_max); PUT(Head, group_min); PUT(Head, block_ptr); PUT(Head, block_col);
+    PUT(Head, block_max); PUT(Head, block_min);
+    PUT_S(Model); PUT(Model, hidden); PUT(Model, n_layers); PUT(Model, conv_k); PUT(Model, dk);
+    PUT(Model, dv); PUT(Model, eps); PUT(Model, sqrt_dk); PUT(Model, embed_ptr);
+    PUT(Model, embed_col); PUT(Model, embed_val); PUT(Model, final_norm); PUT(Model, layers);
+    PUT(Model, head); PUT(Model, h); PUT(Model, x); PUT(Model, mixed); PUT(Model, slots);
+    PUT(Model, qkv); PUT(Model, qn); PUT(Model, kn); PUT(Model, o); PUT(Model, y);
+    PUT(Model, units); PUT(Model, forms); PUT(Model, head_x); PUT(Model, nzq); PUT(Model, nzk);
+    PUT(Model, nq); PUT(Model, nk); PUT(Model, nzch); PUT(Model, newc); PUT(Model, proc);
+    PUT(Model, unit_list); PUT(Model, group_order); PUT(Model, group_ub); PUT(Model, conv_out);
+    PUT(Model, acts);
+#undef PUT
+#undef PUT_S
+    return buf;
+}
+
+static void embed_row(const Model *m, int64_t token, float *h) {
+    memset(h, 0, sizeof(float) * m->hidden);
+    for (int32_t p = m->embed_ptr[token]; p < m->embed_ptr[token + 1]; p++)
+        h[m->embed_col[p]] = m->embed_val[p];
+}
 
 /* --- pieces --- */
 
@@ -682,7 +732,7 @@ static inline double now(void) {
 int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
                      int32_t *const *wins, int32_t *win_counts, int64_t token,
                      float *logits, int32_t want_argmax) {
-    memcpy(m->h, m->embed + token * m->hidden, sizeof(float) * m->hidden);
+    embed_row(m, token, m->h);
     double *prof = prof_buf, t0 = prof ? now() : 0.0, t1;
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
@@ -723,7 +773,7 @@ void qgpu_forward_forced(Model *m, float *const *states, float *const *convs,
     float *const h0 = m->h;
     const int64_t H = m->hidden;
     for (int32_t t = 0; t < n; t++)
-        memcpy(hs + t * H, m->embed + tokens[t] * H, sizeof(float) * H);
+        embed_row(m, tokens[t], hs + t * H);
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
         for (int32_t t = 0; t < n; t++) {

@@ -66,7 +66,8 @@ class Head(ctypes.Structure):
 class Model(ctypes.Structure):
     _fields_ = [
         ("hidden", I32), ("n_layers", I32), ("conv_k", I32), ("dk", I32), ("dv", I32),
-        ("eps", F32), ("sqrt_dk", F32), ("embed", F32P), ("final_norm", F32P),
+        ("eps", F32), ("sqrt_dk", F32), ("embed_ptr", I32P), ("embed_col", I32P),
+        ("embed_val", F32P), ("final_norm", F32P),
         ("layers", ctypes.POINTER(Layer)), ("head", Head),
         ("h", F32P), ("x", F32P), ("mixed", F32P), ("slots", F32P), ("qkv", F32P),
         ("qn", F32P), ("kn", F32P), ("o", F32P), ("y", F32P), ("units", F32P),
@@ -76,6 +77,53 @@ class Model(ctypes.Structure):
         ("group_order", I32P),
         ("group_ub", F64P), ("conv_out", F32P), ("acts", F32P),
     ]
+
+
+POINTER_DTYPES = {F32P: np.float32, I32P: np.int32, F64P: np.float64}
+
+
+def field_type(path: str):
+    """The ctypes type of a `Model` field named by its path ("layers.3.proj.col",
+    "head.n_rows", "hidden")."""
+    parts = path.split(".")
+    struct = Model
+    if parts[0] == "layers":
+        struct, parts = Layer, parts[2:]
+    for part in parts[:-1]:
+        struct = dict(struct._fields_)[part]
+    return dict(struct._fields_)[parts[-1]]
+
+
+def field_owner(model: Model, layers, path: str):
+    """(the struct instance holding the field `path`, the field's name)."""
+    parts = path.split(".")
+    obj = model
+    if parts[0] == "layers":
+        obj, parts = layers[int(parts[1])], parts[2:]
+    for part in parts[:-1]:
+        obj = getattr(obj, part)
+    return obj, parts[-1]
+
+
+def check_layout(lib: ctypes.CDLL) -> None:
+    """The C compiler's struct layout (qgpu_layout: sizeof and every field's offset, as
+    offsetof computes them) must be the ctypes Structures': a drift would make the
+    kernel read the wrong field."""
+    lib.qgpu_layout.restype = ctypes.c_char_p
+    lib.qgpu_layout.argtypes = []
+    c_side = {}
+    for item in lib.qgpu_layout().decode().split():
+        key, value = item.split("=")
+        c_side[key] = int(value)
+    py_side = {}
+    for struct in (Csc, Layer, Head, Model):
+        py_side[f"{struct.__name__}"] = ctypes.sizeof(struct)
+        for name, _ in struct._fields_:
+            py_side[f"{struct.__name__}.{name}"] = getattr(struct, name).offset
+    if c_side != py_side:
+        diff = sorted(set(c_side.items()) ^ set(py_side.items()))
+        raise RuntimeError(f"the native kernel's struct layout differs from fast_native's "
+                      f"ctypes Structures: {diff[:8]}")
 
 
 _kernel: ctypes.CDLL | None = None
@@ -219,6 +267,7 @@ def load_kernel() -> ctypes.CDLL | None:
                       "numpy, much slower", RuntimeWarning, stacklevel=2)
         return None
     _declare(lib)
+    check_layout(lib)
     _check_against_numpy(lib)
     _kernel = lib
     return lib
