@@ -1,9 +1,11 @@
 """qgpu run: compile a CUDA file and launch one kernel.
 
-    qgpu run FILE.cu --grid G --block B [--kernel NAME] [--engine interp|model] [--check]
+    qgpu run FILE.cu --grid G --block B [--kernel NAME] [--engine model|interp] [--check]
              [--forced] [--model DIR] [--json] --arg NAME=VALUE ...
 
---check (with --engine model) generates the trace on the model, then replays the launch
+The launch runs on the compiled model by default (its engine plan is memory-mapped from
+the plan store: runtime.machine); --engine interp runs the reference interpreter.
+--check (with the model) generates the trace on the model, then replays the launch
 on the interpreter and compares token by token (and the final memory). --forced checks by
 teacher forcing instead (implies --engine model --check): the prompt and the
 interpreter's trace go through the model in one pass, and the model's greedy token at
@@ -41,8 +43,8 @@ def add_arguments(p) -> None:
     p.add_argument("--grid", type=int, required=True, help="CTAs in the launch (gridDim.x)")
     p.add_argument("--block", type=int, required=True, help="threads per CTA (blockDim.x)")
     p.add_argument("--kernel", help="the __global__ function (when the file has several)")
-    p.add_argument("--engine", choices=("interp", "model"), default="interp",
-                   help="run on the reference interpreter (default) or the compiled model")
+    p.add_argument("--engine", choices=("model", "interp"), default="model",
+                   help="run on the compiled model (default) or the reference interpreter")
     p.add_argument("--check", action="store_true",
                    help="replay the launch on the interpreter and compare token by token")
     p.add_argument("--forced", action="store_true",

@@ -333,12 +333,28 @@ static void normalize(const Model *m, const float *h, const float *w, float *out
     for (int32_t i = 0; i < m->hidden; i++) out[i] = (h[i] * r) * w[i];
 }
 
-static void csc_apply(const Csc *a, const float *x, float *acc) {
+/* optional work counters (qgpu_set_counts): entries of each product computed, state rows
+   and head rows touched; what the limit analysis of benchmarks/bench_machine_speed.py
+   turns into bytes per token */
+enum { C_GATE, C_GATE_COLS, C_PROJ, C_UNITS, C_ACTS, C_DOWN, C_UP, C_OUT, C_STATE_ROWS,
+       C_CONV, C_HEAD_ROWS, C_TOKENS, C_N };
+static int64_t *count_buf = NULL;
+
+void qgpu_set_counts(int64_t *buf) { count_buf = buf; }
+
+#define COUNT(k, n) do { if (count_buf) count_buf[k] += (n); } while (0)
+
+static void csc_apply(const Csc *a, const float *x, float *acc, int32_t counter) {
+    int64_t touched = 0, cols = 0;
     for (int32_t c = 0; c < a->n_cols; c++) {
         float xv = x[a->col[c]];
         if (xv == 0.0f) continue;
+        touched += a->ptr[c + 1] - a->ptr[c];
+        cols++;
         for (int32_t p = a->ptr[c]; p < a->ptr[c + 1]; p++) acc[a->row[p]] += a->val[p] * xv;
     }
+    COUNT(counter, touched);
+    if (counter == C_GATE) COUNT(C_GATE_COLS, cols);
 }
 
 /* l2norm of a head's vector v (n nonzeros, at nz ascending), written where nonzero */
@@ -391,7 +407,7 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
     normalize(m, m->h, L->in_norm, m->x);
     /* slots and qkv are all zero on entry (the scratch is shared by every layer, whose
        channel counts differ): each layer clears all it wrote before it returns */
-    csc_apply(&L->proj, m->x, m->slots);
+    csc_apply(&L->proj, m->x, m->slots, C_PROJ);
     const int32_t n_new = nonzero_entries(m->slots, n_ch, m->newc);
     const int32_t n_proc = merge(m->newc, n_new, win, *n_win, m->proc);
     int32_t n_nz = 0, kept = 0;
@@ -435,6 +451,7 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
         win[kept] = c;  /* branch-free append of the channels whose window is not 0 */
         kept += any;
     }
+    COUNT(C_CONV, n_proc);
     silu_array(acc_out, n_proc);
     for (int32_t t = 0; t < n_proc; t++) {
         const int32_t c = m->proc[t];
@@ -514,7 +531,9 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
             int32_t c = s * dv + e;
             for (int32_t p = L->out.ptr[c]; p < L->out.ptr[c + 1]; p++)
                 m->mixed[L->out.row[p]] += L->out.val[p] * ye;
+            COUNT(C_OUT, L->out.ptr[c + 1] - L->out.ptr[c]);
         }
+        COUNT(C_STATE_ROWS, nq + nk);
         any_out = 1;
     }
     if (any_out)
@@ -551,7 +570,7 @@ static int32_t mlp_units_scalar(const Model *m, const Layer *L, float bias_in, i
 static void mlp_layer(const Model *m, const Layer *L) {
     normalize(m, m->h, L->post_norm, m->x);
     memset(m->forms, 0, sizeof(float) * L->n_forms);
-    csc_apply(&L->gate, m->x, m->forms);
+    csc_apply(&L->gate, m->x, m->forms, C_GATE);
     const float bias_in = L->bias_col >= 0 ? m->x[L->bias_col] : 0.0f;
     const int32_t nu = L->n_units, n1 = L->n_single;
     int32_t *list = m->unit_list;
@@ -633,6 +652,14 @@ static void mlp_layer(const Model *m, const Layer *L) {
         const float act = acts[t];
         for (int32_t p = d_ptr[v]; p < d_ptr[v + 1]; p++) mixed[d_row[p]] += d_val[p] * act;
     }
+    if (count_buf) {
+        COUNT(C_UNITS, nu);
+        COUNT(C_ACTS, n_act);
+        for (int32_t t = 0; t < n_act; t++) {
+            COUNT(C_DOWN, d_ptr[list[t] + 1] - d_ptr[list[t]]);
+            if (list[t] >= n1) COUNT(C_UP, L->up_ptr[list[t] + 1] - L->up_ptr[list[t]]);
+        }
+    }
     for (int32_t t = 0; t < L->n_down_rows; t++) m->h[L->down_rows[t]] += m->mixed[L->down_rows[t]];
 }
 
@@ -701,6 +728,7 @@ static int32_t head_argmax(const Model *m, const float *x) {
             if (end > hd->n_rows) end = hd->n_rows;
             for (int32_t r = b * hd->block_rows; r < end; r++) {
                 float v = head_row(hd, r, x);
+                COUNT(C_HEAD_ROWS, 1);
                 if (v != v) return -1;  /* NaN: np.argmax picks the first NaN */
                 int32_t id = hd->row_ids[r];
                 if (v > best || (v == best && id < best_id)) { best = v; best_id = id; }
@@ -733,6 +761,7 @@ int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
                      int32_t *const *wins, int32_t *win_counts, int64_t token,
                      float *logits, int32_t want_argmax) {
     embed_row(m, token, m->h);
+    COUNT(C_TOKENS, 1);
     double *prof = prof_buf, t0 = prof ? now() : 0.0, t1;
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];

@@ -79,6 +79,9 @@ class Model(ctypes.Structure):
     ]
 
 
+# qgpu_set_counts(buf): buf[k] accumulates, over the tokens run, counter k of fast_kernel.c
+COUNTERS = ("gate", "gate_cols", "proj", "units", "acts", "down", "up", "out", "state_rows",
+            "conv", "head_rows", "tokens")
 POINTER_DTYPES = {F32P: np.float32, I32P: np.int32, F64P: np.float64}
 
 
@@ -187,6 +190,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_sumsq.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     lib.qgpu_set_profile.restype = None
     lib.qgpu_set_profile.argtypes = [ctypes.c_void_p]
+    lib.qgpu_set_counts.restype = None
+    lib.qgpu_set_counts.argtypes = [ctypes.c_void_p]
     lib.qgpu_set_exp_mode.restype = None
     lib.qgpu_set_exp_mode.argtypes = [ctypes.c_int]
 
