@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 SOURCE = Path(__file__).with_name("fast_kernel.c")
-FLAGS = ["-O3", "-g", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared"]
+FLAGS = ["-O3", "-g", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-pthread"]
 F32P = ctypes.POINTER(ctypes.c_float)
 I32P = ctypes.POINTER(ctypes.c_int32)
 F64P = ctypes.POINTER(ctypes.c_double)
@@ -48,6 +48,8 @@ class Layer(ctypes.Structure):
         ("n_units", I32), ("n_forms", I32), ("bias_col", I32), ("gate", Csc),
         ("unit_form", I32P), ("unit_bias", F32P), ("up_ptr", I32P), ("up_col", I32P),
         ("up_val", F32P), ("down", Csc), ("n_down_rows", I32), ("down_rows", I32P),
+        ("gate_hi", Csc), ("down_hi", Csc), ("form_split", I32), ("down_row_split", I32),
+        ("single_split", I32), ("other_split", I32),
         ("n_single", I32), ("up1_col", I32P), ("up1_val", F32P),
     ]
 
@@ -76,6 +78,7 @@ class Model(ctypes.Structure):
         ("newc", I32P), ("proc", I32P), ("unit_list", I32P),
         ("group_order", I32P),
         ("group_ub", F64P), ("conv_out", F32P), ("acts", F32P),
+        ("x2", F32P), ("acts2", F32P), ("unit_list2", I32P), ("n_acts", I32P), ("n_first", I32P),
     ]
 
 
@@ -190,6 +193,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_sumsq.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     lib.qgpu_set_profile.restype = None
     lib.qgpu_set_profile.argtypes = [ctypes.c_void_p]
+    lib.qgpu_set_threads.restype = None
+    lib.qgpu_set_threads.argtypes = [ctypes.c_int]
     lib.qgpu_set_counts.restype = None
     lib.qgpu_set_counts.argtypes = [ctypes.c_void_p]
     lib.qgpu_set_exp_mode.restype = None
@@ -252,6 +257,12 @@ def _check_against_numpy(lib: ctypes.CDLL) -> None:
             break
 
 
+def threads() -> int:
+    """Threads the kernel splits a layer's work over: $QGPU_THREADS (1 or 2), else 1."""
+    value = os.environ.get("QGPU_THREADS", "1")
+    return 2 if value.strip() == "2" else 1
+
+
 def load_kernel() -> ctypes.CDLL | None:
     """The compiled kernel, or None (with a warning) when it cannot be built."""
     global _kernel, _tried
@@ -272,6 +283,7 @@ def load_kernel() -> ctypes.CDLL | None:
                       "numpy, much slower", RuntimeWarning, stacklevel=2)
         return None
     _declare(lib)
+    lib.qgpu_set_threads(threads())
     check_layout(lib)
     _check_against_numpy(lib)
     _kernel = lib

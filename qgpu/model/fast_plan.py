@@ -28,7 +28,7 @@ import weakref
 import numpy as np
 
 from qgpu.model.config import LINEAR
-from qgpu.model.csr import Csr
+from qgpu.model.csr import Csr, indptr_of
 from qgpu.model.fast_native import POINTER_DTYPES, Layer, Model, field_owner, field_type
 from qgpu.model.fast_numpy import LiveHeads, live_gdn_heads, live_mlp_units
 from qgpu.model.state import ModelState
@@ -82,6 +82,20 @@ def _block_max(values: np.ndarray, rows_per: int) -> np.ndarray:
     top = np.maximum.reduceat(values, np.arange(0, values.size, rows_per))
     out = top.astype(F32)
     return np.where(out.astype(np.float64) < top, np.nextafter(out, F32(np.inf)), out)
+
+
+def _half(counts: np.ndarray) -> int:
+    """The index that splits `counts` (work per item) into two parts of equal sums."""
+    total = np.cumsum(counts)
+    return int(np.searchsorted(total, total[-1] / 2)) if total.size else 0
+
+
+def _rows_in(matrix: Csr, r0: int, r1: int) -> Csr:
+    """The matrix with only the entries of rows [r0, r1) (same shape, rows kept in place)."""
+    rows = matrix.row_ids()
+    keep = (rows >= r0) & (rows < r1)
+    return Csr(matrix.shape, indptr_of(rows[keep], matrix.shape[0]), matrix.cols[keep],
+               matrix.vals[keep])
 
 
 def _gate_forms(gate: Csr):
@@ -213,13 +227,22 @@ class PlanBuilder:
         n_single = f[p + "n_single"] = int(single.sum())
         forms, unit_form, unit_bias, f[p + "bias_col"] = _gate_forms(gate.take_rows(live))
         f[p + "n_forms"] = forms.shape[0]
-        self._csc(p + "gate.", forms)
+        # two parts of equal work for the kernel's two threads (one thread runs both)
+        f[p + "form_split"] = split = _half(forms.counts)
+        self._csc(p + "gate.", _rows_in(forms, 0, split))
+        self._csc(p + "gate_hi.", _rows_in(forms, split, forms.shape[0]))
+        f[p + "single_split"] = n_single // 2
+        f[p + "other_split"] = n_single + (len(live) - n_single) // 2
         up_live = up.take_rows(live)
         first = up_live.indptr[:n_single]
         down_live = down.take_cols(live)
-        self._csc(p + "down.", down_live, all_columns=True)
         rows = down_live.live_rows()
         f[p + "n_down_rows"] = len(rows)
+        f[p + "down_row_split"] = cut = _half(down_live.counts[rows])
+        row_cut = rows[cut] if cut < len(rows) else down_live.shape[0]
+        self._csc(p + "down.", _rows_in(down_live, 0, row_cut), all_columns=True)
+        self._csc(p + "down_hi.", _rows_in(down_live, row_cut, down_live.shape[0]),
+                  all_columns=True)
         self._arrays(p, unit_form=unit_form, unit_bias=unit_bias, up_ptr=up_live.indptr,
                      up_col=up_live.cols, up_val=up_live.vals, up1_col=up_live.cols[first],
                      up1_val=up_live.vals[first], down_rows=rows)
@@ -299,12 +322,14 @@ class NativePlan:
                         ("qn", sizes["key"] * dk), ("kn", sizes["key"] * dk), ("o", dv),
                         ("y", sizes["heads"] * dv), ("units", sizes["units"]),
                         ("forms", sizes["units"]), ("conv_out", sizes["channels"]),
-                        ("acts", sizes["units"] + 8)):
+                        ("acts", sizes["units"] + 8), ("x2", h),
+                        ("acts2", sizes["units"] + 8)):
             self._set(name, np.zeros(n, F32))
         for name, n in (("nzq", sizes["key"] * dk), ("nzk", sizes["key"] * dk),
                         ("nq", sizes["key"]), ("nk", sizes["key"]),
                         ("nzch", sizes["channels"]), ("newc", sizes["channels"]),
                         ("proc", sizes["channels"]), ("unit_list", sizes["units"] + 8),
+                        ("unit_list2", sizes["units"] + 8), ("n_acts", 2), ("n_first", 2),
                         ("group_order", max(m.head.n_groups, 1))):
             self._set(name, np.zeros(n, np.int32))
         self._set("group_ub", np.zeros(max(m.head.n_groups, 1), np.float64))
