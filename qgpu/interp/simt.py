@@ -59,24 +59,12 @@ class Warp:
         return [lane for lane in range(limits.LANES) if self.status[lane] == RUNNING]
 
 
-def check_launch(prog: Program, grid: int, block: int) -> None:
-    if not 1 <= grid <= limits.MAX_CTAS:
-        raise LaunchError(f"grid of {grid} CTAs; the machine runs 1..{limits.MAX_CTAS}")
-    if not 1 <= block <= limits.MAX_THREADS_PER_CTA:
-        raise LaunchError(f"block of {block} threads; the machine runs "
-                          f"1..{limits.MAX_THREADS_PER_CTA} per CTA")
-    warps = grid * -(-block // limits.LANES)
-    if warps > limits.MAX_WARPS:
-        raise LaunchError(f"grid {grid} x block {block} needs {warps} warps; the machine "
-                          f"runs at most {limits.MAX_WARPS}")
-
-
 class Machine:
     """One launch of a program. `run()` executes it to the end."""
 
     def __init__(self, prog: Program, grid: int, block: int, memory=None,
                  budget: int = limits.DEFAULT_BLOCK_BUDGET):
-        check_launch(prog, grid, block)
+        limits.check_launch_shape(grid, block)
         self.prog, self.grid, self.block, self.budget = prog, grid, block, budget
         mem = [0] * limits.GLOBAL_WORDS if memory is None else [limits.u32(int(v)) for v in memory]
         if len(mem) > limits.GLOBAL_WORDS:
@@ -84,7 +72,7 @@ class Machine:
                               f"{limits.GLOBAL_WORDS}")
         self.memory = mem + [0] * (limits.GLOBAL_WORDS - len(mem))
         self.shared = [[0] * limits.SHARED_WORDS for _ in range(grid)]
-        per_cta = -(-block // limits.LANES)
+        per_cta = limits.warps_per_cta(block)
         self.warps = [Warp(c * per_cta + w, c, w, w * limits.LANES, block)
                       for c in range(grid) for w in range(per_cta)]
         self.events: list[BlockEvent] = []

@@ -25,11 +25,13 @@ from pathlib import Path
 
 from qgpu.circuit.machine.memory import decode_memory_rows
 from qgpu.circuit.machine.spec import SUPPORTED_OPS, MachineSpec, check_launch
+from qgpu.cuda.api import ENGINES
 from qgpu.errors import LaunchError, ProgramError, QgpuError
 from qgpu.model.engine import Engine
 from qgpu.model.fast import FastEngine
 from qgpu.model.state import ModelState
 from qgpu.model.weights import QwenWeights
+from qgpu.runtime.model_engines import run_model
 
 LAYOUT_FILE = "qgpu_merge.json"  # = merge.merge.LAYOUT_FILE
 
@@ -182,9 +184,6 @@ def engine_name(machine: CheckpointMachine, check: bool = False, forced: bool = 
     """Register this machine as a launch engine of the CUDA API (qgpu.cuda.ENGINES) and
     return its name: `kernel(grid, block, args, engine=engine_name(machine))`. forced:
     the check by teacher forcing (runtime.check.forced_launch)."""
-    from qgpu.cuda.api import ENGINES
-    from qgpu.runtime.model_engines import run_model
-
     kind = "model-forced" if forced else "model-check" if check else "model"
     name = f"{kind}:{machine.directory or id(machine)}"
     # a weak reference: the registry must not keep a machine (a few GiB) alive after its

@@ -56,7 +56,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from qgpu.cuda import compile as compile_cuda
 from qgpu.model.checkpoint import WEIGHTS_FILE
+from qgpu.suite import DEMO_KERNEL, kernel_source
 
 # Largest difference allowed between a layer's output in transformers and in qgpu's
 # ReferenceEngine: the machine's signals are exact in both, but a few sub-1e-6 residues
@@ -277,12 +279,11 @@ class LaunchCheck:
 def dot_launch():
     """The dot-product launch of benchmarks/bench_machine.py: (program, grid, block,
     memory, prompt tokens, interpreter trace, interpreter final memory)."""
-    import qgpu
-    from qgpu.cli.demo import DOT_CU
     from qgpu.interp import run_launch
     from qgpu.protocol import encode_prompt, expected_trace
 
-    kernel = qgpu.compile(DOT_CU, filename="dot.cu").get_function("dot")
+    source = kernel_source(DEMO_KERNEL)
+    kernel = compile_cuda(source, filename=f"{DEMO_KERNEL}.cu").get_function("dot")
     a, b = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32)
     program, memory, _, _ = kernel.link(1, 3, (a, b, np.zeros(1, np.int32), 3))
     prompt = [int(x) for x in encode_prompt(program, 1, 3, memory)]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qgpu.circuit import units
 from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Signal
 from qgpu.circuit.machine.logic import true_bit, true_member, unit
 from qgpu.circuit.machine.spec import MAX_RECORDS
@@ -110,8 +111,6 @@ class Bookkeeping:
 
 
 def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
-    from qgpu.circuit import units
-
     is_v = tt.flag("is_v", "V")
     is_nonv = tt.not_flag("is_nonv", "V")
     is_exec = tt.flag("is_exec", "EXEC")
