@@ -19,7 +19,6 @@ that the oracles and the CUDA fuzzer share.
 from __future__ import annotations
 
 import importlib.util
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -27,6 +26,7 @@ from types import ModuleType
 import numpy as np
 
 from qgpu.cuda import compile as compile_cuda
+from qgpu.cuda.signature import parse_kernels
 from qgpu.errors import QgpuError
 from qgpu.isa import limits
 
@@ -80,32 +80,19 @@ def u32_array(values) -> np.ndarray:
 @dataclass(frozen=True)
 class Param:
     name: str
-    ctype: str          # the declared type without the name, e.g. "const int*"
+    ctype: str          # the type without the name, e.g. "const int*" ("unsigned" for uint32_t)
     pointer: bool
     unsigned: bool
 
 
 def kernel_params(source: str, kernel: str) -> list[Param]:
-    """The parameters of `__global__ void <kernel>(...)` in source, in order."""
-    pattern = (r"__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+"
-               + re.escape(kernel) + r"\s*\(([^)]*)\)")
-    match = re.search(pattern, source)
-    if not match:
+    """The parameters of `__global__ void <kernel>(...)` in source, in order (read by the
+    front end's parser, cuda.signature)."""
+    found = [k for k in parse_kernels(source, f"{kernel}.cu") if k.name == kernel]
+    if not found:
         raise SuiteError(f"no `__global__ void {kernel}(...)` in the source")
-    params = []
-    for piece in match.group(1).split(","):
-        piece = " ".join(piece.split())
-        if not piece or piece == "void":
-            continue
-        name_match = re.search(r"([A-Za-z_]\w*)\s*$", piece)
-        if not name_match:
-            raise SuiteError(f"cannot read the parameter {piece!r} of {kernel}")
-        name = name_match.group(1)
-        ctype = piece[: name_match.start()].strip()
-        words = set(re.findall(r"\w+", ctype))
-        params.append(Param(name, ctype, "*" in ctype,
-                            bool(words & {"unsigned", "uint32_t"})))
-    return params
+    return [Param(p.name, f"{'const ' if p.const else ''}{p.ctype}{'*' if p.pointer else ''}",
+                  p.pointer, not p.signed) for p in found[0].params]
 
 
 # --- the spec ----------------------------------------------------------------------------

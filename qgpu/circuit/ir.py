@@ -6,7 +6,7 @@ the *nodes* that produce them:
 - token inputs: signals the embedding defines, a function token id -> value;
 - tables (`Table`): Gated DeltaNet state regions with one write port and any number of
   read ports (each read is a copy of the table in its own head, all written together);
-- counters: a `1 - 2^-n` counter row (DESIGN.md section 2) decoded to a one-hot position;
+- counters: a `1 - 2^-n` counter row (docs/design.md section 2) decoded to a one-hot position;
 - units (`Unit`): SwiGLU pieces (steps, products, decoders, adders, ...), built by the
   helpers of `qgpu.circuit.units`;
 - outputs: which signals decide which token (`qgpu.circuit.outputs`).

@@ -179,17 +179,3 @@ def equals(c: Circuit, bits: Source, value: int, *, name: str) -> Signal:
     (out,) = make_unit(c, name, "equals", [bits], [(name, BITS, 1, {})], emit, value=value)
     return out
 
-
-def member_bit(c: Circuit, member: Source, *, name: str) -> Signal:
-    """A bit from a one-hot member: 2x - 1."""
-    m = as_ref(member)
-    if m.kind != ONEHOT or len(m) != 1:
-        raise CircuitError(f"{name}: {m.describe()} is not a one-hot member")
-
-    def emit(mlp, dims, one, outs):
-        (src,), (dst,) = dims(m), dims(outs[0].ref)
-        mlp.unit({one: 32.0}, {src: 2.0, one: -1.0}, {dst: 1.0 / 32})
-
-    (out,) = make_unit(c, name, "member bit", [m], [(name, BITS, 1, {})], emit)
-    return out
-

@@ -35,7 +35,10 @@ class BlockEvent:
 
 
 @dataclass
-class LaunchResult:
+class InterpRun:
+    """What the interpreter returns for a launch: final global and shared memory, one
+    event per executed block (protocol.expected_trace makes the trace of them)."""
+
     memory: list[int]
     shared: list[list[int]]
     events: list[BlockEvent] = field(default_factory=list)
@@ -82,7 +85,7 @@ class Machine:
         self.releases = [0] * grid
 
     # -- scheduling -------------------------------------------------------------------
-    def run(self) -> LaunchResult:
+    def run(self) -> InterpRun:
         while True:
             warp = next((w for w in self.warps if w.running()), None)
             if warp is None:
@@ -96,7 +99,7 @@ class Machine:
             event.epoch = self.releases[warp.cta]
             self.events.append(event)
             self._release_barrier(warp.cta)
-        return LaunchResult(self.memory, self.shared, self.events, self.instructions)
+        return InterpRun(self.memory, self.shared, self.events, self.instructions)
 
     def _release_barrier(self, cta: int) -> None:
         lanes = [(w, lane) for w in self.warps if w.cta == cta for lane in range(limits.LANES)]
@@ -231,6 +234,6 @@ class Machine:
 
 
 def run_launch(prog: Program, grid: int = 1, block: int = limits.LANES, memory=None,
-               budget: int = limits.DEFAULT_BLOCK_BUDGET) -> LaunchResult:
+               budget: int = limits.DEFAULT_BLOCK_BUDGET) -> InterpRun:
     """Run one launch of `prog` to the end on the reference interpreter."""
     return Machine(prog, grid, block, memory, budget).run()

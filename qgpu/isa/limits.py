@@ -1,7 +1,7 @@
 """isa.limits: the machine's constants, the single source of truth for every limit.
 
 Every other stage (interpreter, front end, protocol, circuit) imports these; docs/isa.md
-is checked against them by tests/isa/test_docs.py.
+is checked against them by tests/docgen/test_isa_doc.py.
 """
 
 from qgpu.errors import LaunchError

@@ -31,6 +31,7 @@ from qgpu.model.engine import Engine
 from qgpu.model.fast import FastEngine
 from qgpu.model.state import ModelState
 from qgpu.model.weights import QwenWeights
+from qgpu.runtime.compiled import LaunchMachine
 from qgpu.runtime.model_engines import run_model
 
 LAYOUT_FILE = "qgpu_merge.json"  # = merge.merge.LAYOUT_FILE
@@ -57,11 +58,7 @@ class OffsetEngine:
         return local
 
     def consume(self, state: ModelState, tokens: Sequence[int]) -> None:
-        ids = [self.offset + int(t) for t in tokens]
-        if hasattr(self.inner, "consume"):
-            self.inner.consume(state, ids)
-        else:
-            self.inner.prefill(state, ids, mode="recurrent")
+        self.inner.consume(state, [self.offset + int(t) for t in tokens])
 
     def step_greedy(self, state: ModelState, token: int) -> int:
         return self._out(self.inner.step_greedy(state, self.offset + int(token)))
@@ -69,14 +66,12 @@ class OffsetEngine:
     def forced_greedy(self, state: ModelState, tokens: Sequence[int]) -> list[int]:
         """Teacher forcing (FastEngine.forced_greedy); a greedy id outside the GPU tokens
         comes back as -1 - id (no GPU token: the check reports it as a mismatch)."""
-        ids = [self.offset + int(t) for t in tokens]
-        inner = getattr(self.inner, "forced_greedy", None)
-        out = inner(state, ids) if inner else [self.inner.step_greedy(state, t) for t in ids]
+        out = self.inner.forced_greedy(state, [self.offset + int(t) for t in tokens])
         return [t - self.offset if 0 <= t - self.offset < self.tokens else -1 - t for t in out]
 
 
 @dataclass
-class CheckpointMachine:
+class CheckpointMachine(LaunchMachine):
     weights: QwenWeights
     info: dict  # qgpu_merge.json
     engine: OffsetEngine

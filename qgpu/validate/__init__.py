@@ -7,4 +7,7 @@ JSON file that travels to a GPU machine without clang), gpu (the GPU side: NVRTC
 argument marshalling, launches), compare (array comparison, mismatch details), report
 (JSON + markdown report), and the CLI `qgpu validate-gpu` / `python -m qgpu.validate`
 (validate.command).
+
+Owns: the real-GPU comparison. May import: runtime (its engines, for --engine model),
+suite, cuda, interp, isa, errors; CuPy only when a GPU run starts.
 """

@@ -1,4 +1,4 @@
-"""No drift, measured (DESIGN.md section 3): launches teacher-forced through the
+"""No drift, measured (docs/design.md section 3): launches teacher-forced through the
 instrumented numpy engine (analysis.suite_margins) write their trace, keep every norm the
 identity, and every threshold's margin at least 1e3 times the largest deviation of any
 threshold input from its ideal value; table reads (registers, result queue, memory

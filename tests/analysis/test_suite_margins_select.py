@@ -1,5 +1,5 @@
 """analysis.suite_margins.suite_margins' selection of launches (the margin reports themselves
-are tests/runtime/test_margins.py): per kernel its shortest multi-warp launch, and the
+are tests/analysis/test_suite_margins.py): per kernel its shortest multi-warp launch, and the
 position limit."""
 
 from types import SimpleNamespace
