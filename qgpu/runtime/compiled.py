@@ -19,9 +19,8 @@ from qgpu.model.state import ModelState
 
 DEFAULT_SPEC = MachineSpec(slots=1)
 # The fast engine's native kernel where a C compiler is available (its numpy backend,
-# about 27x slower on this machine, otherwise). 2991b42..9fedd6f broke the native kernel
-# on this model (a GDN layer's z/b/a slots leaked into the next layer's conv inputs);
-# tests/model/test_fast_conv.py guards it.
+# much slower, otherwise). tests/model/test_fast_conv.py guards the native kernel on this
+# model (a GDN layer's z/b/a slots must not leak into the next layer's conv inputs).
 DEFAULT_BACKEND = "auto"
 
 

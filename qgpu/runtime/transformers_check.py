@@ -30,8 +30,8 @@ token equals the trace token that was fed at its position. (Generation itself, o
 token per forward pass, would read the 22 GB checkpoint once per token.)
 
 The chunked path is exact here: the machine's signals are values float32 holds exactly
-through either order of operations. `check_launch` shows it twice: layer 0, rebuilt on
-its own, gives bit-identical outputs on transformers' chunked path (whole sequence) and
+through either order of operations. `check_in_transformers` shows it twice: layer 0,
+rebuilt on its own, gives bit-identical outputs on transformers' chunked path (whole sequence) and
 its recurrent path (one token at a time through a DynamicCache: the first token takes the
 chunked path, as transformers does for a one-token prompt; the rest the recurrent rule),
 both equal to the full pass; and every layer's output and the logits are compared with
@@ -291,9 +291,10 @@ def dot_launch():
     return program, 1, 3, memory, prompt, expected_trace(result.events), list(result.memory)
 
 
-def check_launch(compiled, directory: str | Path, prompt: list[int], trace: list[int],
-                 want_memory: list[int], *, export: bool = True,
-                 reference_layers: int | None = None, paths: bool = True) -> LaunchCheck:
+def check_in_transformers(compiled, directory: str | Path, prompt: list[int],
+                          trace: list[int], want_memory: list[int], *, export: bool = True,
+                          reference_layers: int | None = None,
+                          paths: bool = True) -> LaunchCheck:
     """Export `compiled` (unless export=False: the checkpoint is there), run transformers
     streamed over prompt + trace[:-1] and compare (see the module's docstring); the
     first `reference_layers` layers (default all, then the logits too) against qgpu's
@@ -365,7 +366,7 @@ def main() -> int:
                                    MachineSpec.for_programs([program]))
     compile_s = time.perf_counter() - t
     export = not (Path(sys.argv[1]) / WEIGHTS_FILE).is_file()
-    check = check_launch(compiled, sys.argv[1], prompt, trace, final, export=export,
+    check = check_in_transformers(compiled, sys.argv[1], prompt, trace, final, export=export,
                          reference_layers=int(sys.argv[2]) if len(sys.argv) > 2 else None)
     figures = check.figures()
     figures["seconds"]["compile"] = round(compile_s, 1)
