@@ -23,18 +23,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.memory import decode_memory_rows
 from qgpu.circuit.machine.spec import SUPPORTED_OPS, MachineSpec, check_launch
+from qgpu.circuit.schedule import LayerShape
 from qgpu.cuda.api import ENGINES
 from qgpu.errors import LaunchError, ProgramError, QgpuError
+from qgpu.merge.circuits import machine_info
+from qgpu.merge.merge import LAYOUT_FILE
+from qgpu.model.checkpoint import load_checkpoint, save_checkpoint
 from qgpu.model.engine import Engine
 from qgpu.model.fast import FastEngine
 from qgpu.model.state import ModelState
 from qgpu.model.weights import QwenWeights
 from qgpu.runtime.compiled import LaunchMachine
 from qgpu.runtime.model_engines import run_model
-
-LAYOUT_FILE = "qgpu_merge.json"  # = merge.merge.LAYOUT_FILE
 
 
 class CheckpointMachineError(QgpuError):
@@ -139,8 +142,6 @@ def read_info(directory: str | Path) -> dict:
 def load_machine_checkpoint(directory: str | Path, backend: str = "auto"
                             ) -> CheckpointMachine:
     """The machine of a merged or exported checkpoint directory on the fast engine."""
-    from qgpu.model.checkpoint import load_checkpoint
-
     info = read_info(directory)
     if info.get("circuit") != "machine":
         raise CheckpointMachineError(f"{directory}: its circuit is {info.get('circuit')!r}, "
@@ -159,11 +160,6 @@ def standalone_info(config, circuit_info: dict) -> dict:
 
 def export_machine(out: str | Path, shape=None, spec=None, progress: bool = False) -> dict:
     """Write the compiled machine as a checkpoint (save_checkpoint) plus its json."""
-    from qgpu.circuit.machine.build import compile_machine
-    from qgpu.circuit.schedule import LayerShape
-    from qgpu.merge.circuits import machine_info
-    from qgpu.model.checkpoint import save_checkpoint
-
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise CheckpointMachineError(f"{out} exists and is not empty")
