@@ -6,10 +6,11 @@ expand here into short native sequences; cuda.lower drives it and owns control f
 
 from __future__ import annotations
 
-from qgpu.cuda import ptx as P
+from qgpu.cuda import ptx
 from qgpu.cuda.divide import emit_divrem
 from qgpu.cuda.ir import Sym
 from qgpu.cuda.narrow import convert, narrow
+from qgpu.cuda.ptx import fail
 from qgpu.isa import Imm
 
 _CMP = {"eq": "seteq", "ne": "setne", "lt": "setlt", "le": "setle", "gt": "setgt",
@@ -20,20 +21,15 @@ _NARROW = {"u8", "s8", "b8", "u16", "s16", "b16"}
 _NOOPS = {"membar", "fence"}
 
 
-def _type(ins: P.PInstr) -> str:
+def _type(ins: ptx.PInstr) -> str:
     return ins.parts[-1]
 
 
-def _signed(ins: P.PInstr) -> bool:
+def _signed(ins: ptx.PInstr) -> bool:
     return _type(ins) == "s32"
 
 
-def _fail(ins, what):
-    from qgpu.cuda.lower import fail
-    return fail(ins, what)
-
-
-def select(lw, ins: P.PInstr) -> None:
+def select(lw, ins: ptx.PInstr) -> None:
     """Emit native operations for one unguarded PTX data instruction through lw.b."""
     b = lw.b
     op, parts, ops = ins.parts[0], ins.parts, ins.operands
@@ -48,16 +44,16 @@ def select(lw, ins: P.PInstr) -> None:
         return                      # the machine is sequentially consistent; warps lockstep
     if op in ("ld", "ldu") and "param" in parts:
         addr = ops[1]
-        if not isinstance(addr, P.PAddr) or not isinstance(addr.base, P.PSym) \
+        if not isinstance(addr, ptx.PAddr) or not isinstance(addr.base, ptx.PSym) \
                 or addr.base.name not in lw.params or addr.offset:
-            raise _fail(ins, "unsupported parameter access (struct or array parameter?)")
+            raise fail(ins, "unsupported parameter access (struct or array parameter?)")
         b.emit("mov", dst(), Sym(f"param:{lw.params[addr.base.name]}"))
         return
     if _type(ins) in _NARROW and op in ("ld", "ldu") and "param" not in parts:
         _narrow_load(lw, ins)
         return
     if _type(ins) in _NARROW and op in ("ld", "ldu", "st", "atom", "red"):
-        raise _fail(ins, "8/16-bit memory writes (char/short/bool arrays) are not "
+        raise fail(ins, "8/16-bit memory writes (char/short/bool arrays) are not "
                          "supported; use int or unsigned arrays")
     if _type(ins) in _NARROW and op not in ("cvt", "prmt"):
         narrow(lw, ins)
@@ -76,7 +72,7 @@ def select(lw, ins: P.PInstr) -> None:
         elif "hi" in parts:
             emit_mulhi(b, _signed(ins), dst(), src(1), src(2))
         else:
-            raise _fail(ins, f"{ins.opcode} is not supported")
+            raise fail(ins, f"{ins.opcode} is not supported")
     elif op == "mad":
         t = b.tmp()
         if "lo" in parts:
@@ -84,7 +80,7 @@ def select(lw, ins: P.PInstr) -> None:
         elif "hi" in parts and "cc" not in parts:
             emit_mulhi(b, _signed(ins), t, src(1), src(2))
         else:
-            raise _fail(ins, f"{ins.opcode} is not supported")
+            raise fail(ins, f"{ins.opcode} is not supported")
         b.emit("add", dst(), t, src(3))
     elif op == "neg":
         b.emit("sub", dst(), Imm(0), src(1))
@@ -108,8 +104,8 @@ def select(lw, ins: P.PInstr) -> None:
         b.emit("setge.s", c, src(3), Imm(0))
         b.emit("selp", dst(), src(1), src(2), c)
     elif op == "mov":
-        if isinstance(ops[1], P.PVec) or isinstance(ops[0], P.PVec):
-            raise _fail(ins, "vector moves (64-bit values) are not supported")
+        if isinstance(ops[1], ptx.PVec) or isinstance(ops[0], ptx.PVec):
+            raise fail(ins, "vector moves (64-bit values) are not supported")
         value = src(1)
         if _type(ins) == "pred" and isinstance(value, Imm):
             value = Imm(int(value.value != 0))   # predicates are 0/1: `mov.pred %p, -1` is 1
@@ -121,8 +117,8 @@ def select(lw, ins: P.PInstr) -> None:
     elif op in ("ld", "ldu", "st", "atom", "red"):
         _memory(lw, ins)
     elif op == "shfl":
-        if isinstance(ops[0], P.PPair):
-            raise _fail(ins, "shfl with a predicate result is not supported")
+        if isinstance(ops[0], ptx.PPair):
+            raise fail(ins, "shfl with a predicate result is not supported")
         mode = next((m for m in ("up", "down", "bfly", "idx") if m in parts), None)
         b.emit(f"shfl.{mode}", dst(), src(1), src(2), src(3))
     elif op == "vote":
@@ -140,7 +136,7 @@ def select(lw, ins: P.PInstr) -> None:
     elif op == "prmt":
         _permute(lw, ins)
     else:
-        raise _fail(ins, f"the PTX instruction {ins.opcode} is not supported")
+        raise fail(ins, f"the PTX instruction {ins.opcode} is not supported")
 
 
 def emit_mulhi(b, signed: bool, d, x, y) -> None:
@@ -180,22 +176,22 @@ def _setp(lw, ins) -> None:
     b, parts, ops = lw.b, ins.parts, ins.operands
     cmp = _CMP.get(parts[1])
     if cmp is None:
-        raise _fail(ins, f"comparison {parts[1]} is not supported")
+        raise fail(ins, f"comparison {parts[1]} is not supported")
     if not cmp.endswith(".u") and cmp not in ("seteq", "setne"):
         cmp += ".s" if _type(ins) == "s32" else ".u"
-    first = ops[0].first if isinstance(ops[0], P.PPair) else ops[0]
+    first = ops[0].first if isinstance(ops[0], ptx.PPair) else ops[0]
     comb = next((c for c in ("and", "or", "xor") if c in parts[2:-1]), None)
     p = lw.dst(first, ins)
-    r = b.tmp() if comb or isinstance(ops[0], P.PPair) else p
+    r = b.tmp() if comb or isinstance(ops[0], ptx.PPair) else p
     b.emit(cmp, r, lw.value(ops[1], ins), lw.value(ops[2], ins))
     if comb:
         c = lw.value(ops[3], ins)
         b.emit(comb, p, r, c)
-        if isinstance(ops[0], P.PPair):     # q = !r combined with c
+        if isinstance(ops[0], ptx.PPair):     # q = !r combined with c
             nr = b.tmp()
             b.emit("xor", nr, r, Imm(1))
             b.emit(comb, lw.dst(ops[0].second, ins), nr, c)
-    elif isinstance(ops[0], P.PPair):
+    elif isinstance(ops[0], ptx.PPair):
         b.emit("mov", p, r)
         b.emit("xor", lw.dst(ops[0].second, ins), r, Imm(1))
 
@@ -203,7 +199,7 @@ def _setp(lw, ins) -> None:
 def _memory(lw, ins) -> None:
     b, parts, ops = lw.b, ins.parts, ins.operands
     if any(p.startswith("v") and p[1:].isdigit() for p in parts):
-        raise _fail(ins, "vector memory access is not supported")
+        raise fail(ins, "vector memory access is not supported")
     space = lw.space_of(ins)
     op = parts[0]
     if op in ("ld", "ldu"):
@@ -217,7 +213,7 @@ def _memory(lw, ins) -> None:
     kind = next((p for p in parts[1:] if p in _ATOMS), None)
     if kind is None:
         what = next((p for p in parts[1:] if p in ("inc", "dec")), ins.opcode)
-        raise _fail(ins, f"atomic {what} is not supported (atomicInc/atomicDec from qgpu's "
+        raise fail(ins, f"atomic {what} is not supported (atomicInc/atomicDec from qgpu's "
                          "header are CAS loops)")
     if kind in ("min", "max"):
         kind += ".s" if _type(ins) == "s32" else ".u"
@@ -236,7 +232,7 @@ def _narrow_load(lw, ins) -> None:
     computed in full, since its low bits pick the bytes."""
     b, t = lw.b, _type(ins)
     if any(p.startswith("v") and p[1:].isdigit() for p in ins.parts):
-        raise _fail(ins, "vector memory access is not supported")
+        raise fail(ins, "vector memory access is not supported")
     space = lw.space_of(ins)
     bits = int(t[1:])
     base, off = lw.address(ins.operands[1], ins)
@@ -252,7 +248,7 @@ def _narrow_load(lw, ins) -> None:
     if t.startswith("s"):
         up, ext = b.tmp(), b.tmp()
         b.emit("shl", up, down, Imm(32 - bits))
-        narrow_reg = isinstance(dreg, P.PReg) and dreg.name.startswith("%rs")
+        narrow_reg = isinstance(dreg, ptx.PReg) and dreg.name.startswith("%rs")
         b.emit("shr.s", ext if narrow_reg else d, up, Imm(32 - bits))
         if narrow_reg:
             b.emit("and", d, ext, Imm(0xFFFF))
@@ -284,7 +280,7 @@ def _vote(lw, ins) -> None:
         b.emit("seteq", full, bal, active)
         b.emit("or", d, none, full)
     else:
-        raise _fail(ins, f"{ins.opcode} is not supported")
+        raise fail(ins, f"{ins.opcode} is not supported")
 
 
 def _bfind(lw, ins) -> None:
@@ -309,8 +305,8 @@ def _bfind(lw, ins) -> None:
 
 def _const(lw, ins, k: int, what: str) -> int:
     o = ins.operands[k]
-    if not isinstance(o, P.PImm):
-        raise _fail(ins, f"{ins.opcode} with a run-time {what} is not supported")
+    if not isinstance(o, ptx.PImm):
+        raise fail(ins, f"{ins.opcode} with a run-time {what} is not supported")
     return o.value & 0xFF
 
 
@@ -377,16 +373,16 @@ def _permute(lw, ins) -> None:
     mask."""
     b = lw.b
     if len(ins.parts) != 2:
-        raise _fail(ins, f"{ins.opcode} (a special permute mode) is not supported")
+        raise fail(ins, f"{ins.opcode} (a special permute mode) is not supported")
     sel = ins.operands[3]
-    if not isinstance(sel, P.PImm):
-        raise _fail(ins, "prmt with a run-time selector is not supported")
+    if not isinstance(sel, ptx.PImm):
+        raise fail(ins, "prmt with a run-time selector is not supported")
     words = [lw.value(ins.operands[1], ins), lw.value(ins.operands[2], ins)]
     groups: dict[tuple[int, int], int] = {}
     for i in range(4):
         nib = (sel.value >> (4 * i)) & 0xF
         if nib & 8:
-            raise _fail(ins, "prmt with sign replication is not supported")
+            raise fail(ins, "prmt with sign replication is not supported")
         src = 0 if nib < 4 or words[0] == words[1] else 1
         key = (src, 8 * (i - (nib & 3)))
         groups[key] = groups.get(key, 0) | (0xFF << (8 * i))

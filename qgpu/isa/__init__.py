@@ -1,8 +1,11 @@
 """isa: the machine definition, the single source of truth for constants, the native
 instruction set, the block format, programs, limits and the assembly text format.
-docs/isa.md is the written spec; tests check it against these tables."""
+docs/isa.md is the written spec; tests check it against these tables.
 
-from qgpu.isa import machine
+Owns: the machine's definition. May import: errors only. Imported by every stage.
+"""
+
+from qgpu.isa import limits
 from qgpu.isa.ops import OPS, SPECIAL_REGS, TERMINATORS, OpSpec
 from qgpu.isa.program import (
     Bar,
@@ -19,6 +22,6 @@ from qgpu.isa.program import (
     validate,
 )
 
-__all__ = ["machine", "OPS", "SPECIAL_REGS", "TERMINATORS", "OpSpec", "Bar", "Block", "Br",
+__all__ = ["limits", "OPS", "SPECIAL_REGS", "TERMINATORS", "OpSpec", "Bar", "Block", "Br",
            "Exit", "Imm", "Instr", "Jmp", "Program", "Reg", "liveness", "successors",
            "validate"]
