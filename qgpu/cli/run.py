@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qgpu.cli.html import add_html_argument, launch
 from qgpu.errors import QgpuError
 
 
@@ -52,6 +53,7 @@ def add_arguments(p) -> None:
     p.add_argument("--model", metavar="DIR",
                    help="run on this merged or exported machine checkpoint (--engine model)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_html_argument(p)
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers, "
                         "NAME=INT for integers")
@@ -139,7 +141,7 @@ def run(args) -> dict:
         machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
         engine = engine_name(machine, check=args.check, forced=forced)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
-    result = kernel(args.grid, args.block, values, engine=engine)
+    result = launch(kernel, args.grid, args.block, values, engine, getattr(args, "html", None))
     return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,
             "block": args.block, "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},

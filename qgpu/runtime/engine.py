@@ -7,6 +7,7 @@ memory read from the model's state."""
 from __future__ import annotations
 
 from qgpu.circuit.machine.spec import check_launch
+from qgpu.errors import CheckMismatch
 from qgpu.isa import machine as M
 from qgpu.protocol import Launch, decode_trace
 from qgpu.runtime.check import check_trace, forced_launch
@@ -26,14 +27,22 @@ def run_model(program, grid: int, block: int, memory, budget: int = M.DEFAULT_BL
         machine = load_machine()
     else:
         machine.check(program, grid, block)
+    expected = None
     if forced:
         run = forced_launch(machine, program, grid, block, memory, max_blocks=budget)
+        expected = run.trace
     else:
         run = generate_launch(machine, program, grid, block, memory, max_blocks=budget)
         if check:
-            check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
+            try:
+                expected = check_trace(program, grid, block, memory, run.prompt, run.trace,
+                                       run.memory)
+            except CheckMismatch as err:   # qgpu.view draws the mismatch with the margins
+                err.margins = run.margins
+                raise
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
-    return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace)
+    return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace,
+                     run.margins, expected)
 
 
 def run_model_checked(program, grid: int, block: int, memory,
