@@ -36,7 +36,7 @@ def _asset(name: str) -> str:
 def render_html(data: dict, title: str | None = None) -> str:
     """The whole page for `data` (view.data.launch_data), one string."""
     blob = json.dumps(data, separators=(",", ":"))
-    blob = blob.replace("</", "<\\/").replace("<!--", "<\\!--")  # safe inside <script>
+    blob = blob.replace("<", "\\u003c")  # only inside JSON strings: safe in <script>
     title = title or f"qgpu: {data.get('kernel', 'launch')}"
     page = _asset("page.html")
     for key, value in (("/*{{CSS}}*/", _asset("view.css")), ("/*{{JS}}*/", _asset("view.js")),

@@ -10,6 +10,7 @@ model's top-1 minus top-2 logit margin per written token, the interpreter's trac
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from qgpu.errors import ProtocolError
@@ -18,6 +19,10 @@ from qgpu.isa.asm import format_instr, format_terminator
 from qgpu.isa.program import Bar, Exit, Program
 from qgpu.protocol import decode_prompt, decode_trace, name
 from qgpu.protocol.vocab import fields_of
+
+
+_FILE = re.compile(r'\.file\s+(\d+)\s+"([^"]*)"')
+_LOC = re.compile(r"\.loc\s+(\d+)\s+(\d+)")
 
 
 @dataclass
@@ -84,6 +89,28 @@ def _token_names(tokens: list[int]) -> list[str]:
     return out
 
 
+def _same_file(f: str, filename: str) -> bool:
+    return not filename or f == filename or f.rsplit("/", 1)[-1] == filename.rsplit("/", 1)[-1]
+
+
+def _source_lines(origin: dict, sources: Sources) -> list[int]:
+    """The CUDA lines a machine block came from. Operations inlined from a header (an
+    atomic's wrapper) carry the header's .loc: then the last .loc of the source file
+    before the block's first PTX line, the call site, stands for them."""
+    lines = {ln for f, ln in origin.get("source", ()) if _same_file(f, sources.filename)}
+    ptx_lines = origin.get("ptx", ())
+    if lines or not ptx_lines or not sources.ptx:
+        return sorted(lines)
+    text = sources.ptx.splitlines()
+    files = {m.group(1) for m in (_FILE.match(t.strip()) for t in text)
+             if m and _same_file(m.group(2), sources.filename)}
+    for t in reversed(text[:min(ptx_lines) - 1]):
+        m = _LOC.match(t.strip())
+        if m and m.group(1) in files and int(m.group(2)):
+            return [int(m.group(2))]
+    return []
+
+
 def launch_data(prompt: list[int], trace: list[int], *, kernel: str = "", engine: str = "",
                 sources: Sources | None = None, arrays: Arrays | None = None,
                 final_memory: list[int] | None = None, margins: list[float] | None = None,
@@ -115,11 +142,7 @@ def launch_data(prompt: list[int], trace: list[int], *, kernel: str = "", engine
                 break
     arrays = arrays or Arrays()
     sources = sources or Sources()
-    src_lines = []
-    for o in sources.origins:
-        src_lines.append(sorted({ln for f, ln in o.get("source", ())
-                                 if not sources.filename or f == sources.filename
-                                 or f.rsplit("/", 1)[-1] == sources.filename.rsplit("/", 1)[-1]}))
+    src_lines = [_source_lines(o, sources) for o in sources.origins]
     return {
         "kernel": kernel or launch.program.name, "engine": engine,
         "grid": launch.grid, "block": launch.block, "lanes": M.LANES,

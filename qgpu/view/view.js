@@ -285,7 +285,7 @@ function finalMemory() {
     let same = true;
     for (let w = 0; w < G; w++) if (u32(F[w] || 0) !== u32(replayed[w])) same = false;
     box.append(el("p", { class: same ? "ok" : "bad", id: "replay-check",
-      "data-same": same }, same ? "the trace's memory records, replayed over the initial " +
+      "data-same": String(same) }, same ? "the trace's memory records, replayed over the initial " +
       "memory, give the launch's result" : "the launch's result differs from the trace's " +
       "memory records replayed"));
   }
