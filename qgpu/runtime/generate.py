@@ -15,12 +15,12 @@ import numpy as np
 
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.errors import LaunchError, MachineError
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.program import Program
 from qgpu.model.state import ModelState
 from qgpu.progress import progress
 from qgpu.protocol import encode_prompt, kind_of, tok
-from qgpu.runtime.machine import ModelMachine
+from qgpu.runtime.compiled import ModelMachine
 
 HALT = tok("HALT")
 DEFAULT_MAX_TOKENS = 1_000_000
@@ -73,7 +73,7 @@ class ModelRun:
 
 def generate_launch(machine: ModelMachine, program: Program, grid: int, block: int,
                     memory=(), max_tokens: int = DEFAULT_MAX_TOKENS,
-                    max_blocks: int = M.DEFAULT_BLOCK_BUDGET,
+                    max_blocks: int = limits.DEFAULT_BLOCK_BUDGET,
                     margins: bool | None = None) -> ModelRun:
     """Run one launch on the model (a ModelMachine, or a runtime.checkpoint.CheckpointMachine
     loaded from a merged or exported checkpoint). Raises MachineError after `max_blocks` EXEC tokens

@@ -14,12 +14,11 @@ import re
 from dataclasses import dataclass, field
 
 from qgpu.errors import ProtocolError
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.asm import format_instr, format_terminator
 from qgpu.isa.program import Bar, Exit, Program
 from qgpu.protocol import decode_prompt, decode_trace, name
 from qgpu.protocol.vocab import fields_of
-
 
 _FILE = re.compile(r'\.file\s+(\d+)\s+"([^"]*)"')
 _LOC = re.compile(r"\.loc\s+(\d+)\s+(\d+)")
@@ -74,8 +73,8 @@ def _steps(launch, trace: list[int]) -> list[dict]:
 
 def _present(launch) -> list[list[bool]]:
     """Per warp, which lanes hold a thread (the last warp of a CTA may be partial)."""
-    per_cta = -(-launch.block // M.LANES)
-    return [[(w % per_cta) * M.LANES + ln < launch.block for ln in range(M.LANES)]
+    per_cta = -(-launch.block // limits.LANES)
+    return [[(w % per_cta) * limits.LANES + ln < launch.block for ln in range(limits.LANES)]
             for w in range(launch.grid * per_cta)]
 
 
@@ -145,7 +144,7 @@ def launch_data(prompt: list[int], trace: list[int], *, kernel: str = "", engine
     src_lines = [_source_lines(o, sources) for o in sources.origins]
     return {
         "kernel": kernel or launch.program.name, "engine": engine,
-        "grid": launch.grid, "block": launch.block, "lanes": M.LANES,
+        "grid": launch.grid, "block": launch.block, "lanes": limits.LANES,
         "present": _present(launch),
         "prompt_tokens": len(prompt), "tokens": trace, "names": _token_names(trace),
         "steps": steps, "decoded_from": decoded_from,
@@ -154,8 +153,8 @@ def launch_data(prompt: list[int], trace: list[int], *, kernel: str = "", engine
         "ptx": sources.ptx,
         "origins": [{"ptx": list(o.get("ptx", ())), "source": s}
                     for o, s in zip(sources.origins, src_lines, strict=True)],
-        "memory": {"initial": list(launch.memory), "global_words": M.GLOBAL_WORDS,
-                   "shared_words": M.SHARED_WORDS, "final": final_memory},
+        "memory": {"initial": list(launch.memory), "global_words": limits.GLOBAL_WORDS,
+                   "shared_words": limits.SHARED_WORDS, "final": final_memory},
         "arrays": [{"name": n, "base": b, "size": s, "signed": arrays.signed.get(n, True)}
                    for n, (b, s) in arrays.layout.items()],
         "scalars": dict(arrays.scalars),

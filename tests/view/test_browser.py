@@ -11,7 +11,7 @@ import pytest
 
 from qgpu import suite
 from qgpu.cli import main
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from tests.view import browser
 
 pytestmark = pytest.mark.skipif(browser.chromium() is None,
@@ -76,7 +76,7 @@ def test_four_warp_divergent_suite_launch(tmp_path):
         row = next(r for r in rows if r.attrs["data-warp"] == str(ev.warp))
         assert c in row.find_all("div", cls="cell")
     # a divergent step: fewer active lanes than the warp holds
-    k = next(i for i, ev in enumerate(res.events) if len(ev.active) < M.LANES and ev.writeback)
+    k = next(i for i, ev in enumerate(res.events) if len(ev.active) < limits.LANES and ev.writeback)
     ev = res.events[k]
     dom = browser.parse(browser.dump_dom(page, f"step={k + 1}"))
     assert dom.by_id("inspector").attrs["data-step"] == str(k + 1)
@@ -85,7 +85,7 @@ def test_four_warp_divergent_suite_launch(tmp_path):
         row = regs.find_all("tr", data_reg=str(reg))[0]
         shown = {int(td.attrs["data-lane"]): int(td.text) for td in row.find_all("td")
                  if "data-lane" in td.attrs}
-        assert shown == {ln: M.s32(v) for ln, v in lanes.items()}
+        assert shown == {ln: limits.s32(v) for ln, v in lanes.items()}
     # the final memory is the launch's result (and the oracle's)
     out = dict(zip([p.name for p in spec.params], values, strict=True))["out"]
     assert np.array_equal(out, spec.oracle(launch)["out"])

@@ -12,8 +12,8 @@ import pytest
 import qgpu
 from qgpu.cli import main
 from qgpu.cli.demo import DOT_CU
+from qgpu.runtime.compiled import load_machine
 from qgpu.runtime.generate import generate_launch, record_margins
-from qgpu.runtime.machine import load_machine
 from tests.view import browser
 
 pytestmark = pytest.mark.slow
