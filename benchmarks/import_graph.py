@@ -20,9 +20,9 @@ PACKAGE = ROOT / "qgpu"
 
 # Pipeline order (lower layer first). Top-level modules that are not packages sit where
 # the README's table puts them.
-ORDER = ["errors", "progress", "isa", "interp", "protocol", "cuda", "suite", "model", "primitives",
-         "circuit", "examples", "merge", "runtime", "analysis", "validate", "fuzz", "chat",
-         "docgen", "cli", "__init__", "__main__"]
+ORDER = ["errors", "progress", "isa", "interp", "protocol", "view", "cuda", "suite", "model",
+         "primitives", "circuit", "examples", "merge", "runtime", "analysis", "validate",
+         "fuzz", "chat", "docgen", "cli", "__init__", "__main__"]
 
 
 def module_name(path: Path) -> str:

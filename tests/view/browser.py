@@ -1,44 +1,18 @@
-"""A real browser for the viewer's tests: headless Chromium (Debian's `chromium`, which
-`./dev test` installs when missing and root) renders a page, and the rendered DOM is
-parsed with the standard library's HTML parser into a small element tree."""
+"""The rendered DOM for the viewer's tests: headless Chromium (qgpu.view.browser; Debian's
+`chromium`, which `./dev test` installs when missing and root) renders a page, and the
+standard library's HTML parser turns the DOM into a small element tree."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from pathlib import Path
+
+from qgpu.view.browser import chromium, dump_dom, screenshot
+
+__all__ = ["chromium", "dump_dom", "screenshot", "parse", "Node"]
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
         "track", "wbr"}
-
-
-def chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-def _run(args: list[str], timeout: int = 120) -> subprocess.CompletedProcess:
-    exe = chromium()
-    assert exe, "no chromium"
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-           "--no-first-run", "--hide-scrollbars", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
-
-
-def dump_dom(page: Path, fragment: str = "") -> str:
-    """The DOM after the page's scripts ran (file://PAGE#FRAGMENT)."""
-    url = page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
-    return _run(["--dump-dom", url]).stdout
-
-
-def screenshot(page: Path, png: Path, fragment: str = "", size: str = "1440,1300") -> None:
-    url = page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
-    _run([f"--screenshot={png.resolve()}", f"--window-size={size}", url])
 
 
 @dataclass
