@@ -16,9 +16,11 @@ import numpy as np
 
 import qgpu
 from qgpu import suite
-from qgpu.cli.demo import DOT_CU
+from qgpu.suite import kernel_source
 from qgpu.cli.html import launch
 from qgpu.view.browser import screenshot
+
+DOT_CU = kernel_source("dot")   # the demo kernel, kernels/dot.cu
 
 ROOT = Path(__file__).resolve().parents[1]
 

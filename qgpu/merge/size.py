@@ -136,9 +136,9 @@ if __name__ == "__main__":
 
     hidden, layers, nonzeros = MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS
     if "--compile" in sys.argv:
-        from qgpu.runtime.compiled import load_machine
+        from qgpu.circuit.machine.build import compile_machine
 
-        compiled = load_machine(progress=True).compiled
+        compiled = compile_machine(progress=True)   # the default machine (or the cache's)
         hidden, layers = compiled.plan.hidden, compiled.plan.n_layers
         nonzeros = compiled.weights.nonzero_count()
     print(f"machine circuit: hidden {hidden}, {layers} layers, {nonzeros:,} nonzeros, "

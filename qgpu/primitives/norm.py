@@ -1,6 +1,6 @@
 """primitives.norm: norm bookkeeping and the margin report.
 
-Norm bookkeeping (DESIGN.md section 3): when every residual slot holds a value of fixed
+Norm bookkeeping (docs/design.md section 3): when every residual slot holds a value of fixed
 magnitude (+-1 bits, the constant 1, ballast), the sum of squares of the residual does not
 depend on the data. `NormLedger` pads it with four ballast dimensions (Lagrange: any
 integer is a sum of four squares) so that mean(h^2) is exactly `mean` (a power of 4,

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qgpu.circuit.machine.spec import check_launch
 from qgpu.errors import LaunchError, MachineError
 from qgpu.isa import limits
 from qgpu.isa.program import Program
 from qgpu.model.state import ModelState
 from qgpu.progress import progress
 from qgpu.protocol import encode_prompt, kind_of, tok
-from qgpu.runtime.compiled import ModelMachine
+from qgpu.runtime.compiled import LaunchMachine
 
 HALT = tok("HALT")
 DEFAULT_MAX_TOKENS = 1_000_000
@@ -71,22 +70,21 @@ class ModelRun:
         return len(self.trace) / self.seconds if self.seconds else 0.0
 
 
-def generate_launch(machine: ModelMachine, program: Program, grid: int, block: int,
+def generate_launch(machine: LaunchMachine, program: Program, grid: int, block: int,
                     memory=(), max_tokens: int = DEFAULT_MAX_TOKENS,
                     max_blocks: int = limits.DEFAULT_BLOCK_BUDGET,
                     margins: bool | None = None) -> ModelRun:
-    """Run one launch on the model (a ModelMachine, or a runtime.checkpoint.CheckpointMachine
-    loaded from a merged or exported checkpoint). Raises MachineError after `max_blocks` EXEC tokens
-    without HALT (the interpreter's block budget) and LaunchError after max_tokens.
+    """Run one launch on the model (a LaunchMachine: compiled here, or loaded from a merged
+    or exported checkpoint). Raises MachineError after `max_blocks` EXEC tokens without
+    HALT (the interpreter's block budget) and LaunchError after max_tokens.
     margins: also record each written token's top-1 minus top-2 logit (step_margin;
     default: inside `record_margins()`)."""
-    check_launch(machine.spec, program, grid, block)
+    machine.check(program, grid, block)
     prompt = encode_prompt(program, grid, block, memory)
     engine = machine.engine
     state = engine.new_state()
     start = time.perf_counter()
-    engine.consume(state, prompt[:-1]) if hasattr(engine, "consume") else \
-        engine.prefill(state, prompt[:-1], mode="recurrent")
+    engine.consume(state, prompt[:-1])
     margins = _MARGINS.get() if margins is None else margins
     gaps: list[float] | None = [] if margins else None
 

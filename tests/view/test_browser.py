@@ -49,7 +49,7 @@ def test_dot_demo_page(tmp_path, capsys):
     # the block's origins: the machine block and its CUDA line are highlighted
     assert dom.find_all("div", cls="mblock", data_block="3")[0].classes >= {"cur"}
     hl = [n.attrs["data-n"] for n in dom.by_id("cuda").find_all("div", cls="hl")]
-    assert hl == ["3"]
+    assert hl == ["4"]
 
 
 def _divergent_launch():

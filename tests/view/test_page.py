@@ -11,11 +11,13 @@ import pytest
 
 import qgpu
 from qgpu.cli import main
-from qgpu.cli.demo import DOT_CU
+from qgpu.suite import kernel_source
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import encode_prompt, expected_trace, tok
 from qgpu.view import launch_data, render_html, result_data
+
+DOT_CU = kernel_source("dot")   # the demo kernel, kernels/dot.cu
 
 TRICKY = DOT_CU.replace("{\n", "{  // </script><script>alert(1)</script> <!-- \n", 1)
 
@@ -59,8 +61,8 @@ def test_block_origins_name_ptx_and_cuda_lines():
     for o in origins:
         assert all(ptx[n - 1].strip() and not ptx[n - 1].strip().startswith(".loc")
                    for n in o["ptx"])
-    assert origins[0]["source"] == [2] and origins[2]["source"] == [3]
-    assert origins[3]["source"] == [3]        # atomicAdd, inlined from the header
+    assert origins[0]["source"] == [3] and origins[2]["source"] == [4]
+    assert origins[3]["source"] == [4]        # atomicAdd, inlined from the header
     assert any("atom.global.add" in ptx[n - 1] for n in origins[3]["ptx"])
 
 
