@@ -16,8 +16,8 @@ import numpy as np
 
 import qgpu
 from qgpu import suite
-from qgpu.suite import kernel_source
 from qgpu.cli.html import launch
+from qgpu.suite import kernel_source
 from qgpu.view.browser import screenshot
 
 DOT_CU = kernel_source("dot")   # the demo kernel, kernels/dot.cu

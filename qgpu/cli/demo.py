@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 import qgpu.runtime  # noqa: F401 - registers the model's engines
-from qgpu.cuda import compile as compile_cuda
 from qgpu.cli import html
+from qgpu.cuda import compile as compile_cuda
 from qgpu.isa.asm import disassemble
 from qgpu.protocol import Launch, decode_trace
 from qgpu.suite import DEMO_KERNEL, kernel_source

@@ -55,7 +55,7 @@ def test_dot_demo_page(tmp_path, capsys):
 def _divergent_launch():
     spec = next(s for s in suite.load_suite() if s.name == "divergent_if_else")
     launch = spec.launches[0]
-    assert suite.launch_warps(launch["grid"], launch["block"]) == 4
+    assert limits.launch_warps(launch["grid"], launch["block"]) == 4
     kernel = suite.compiled_module(spec.source).get_function(spec.kernel)
     values = suite.positional_args(spec, launch["args"])
     return kernel(launch["grid"], launch["block"], values), values, spec, launch

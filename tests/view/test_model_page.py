@@ -11,9 +11,9 @@ import pytest
 
 import qgpu
 from qgpu.cli import main
-from qgpu.suite import kernel_source
 from qgpu.runtime.compiled import load_machine
 from qgpu.runtime.generate import generate_launch, record_margins
+from qgpu.suite import kernel_source
 from tests.view import browser
 
 DOT_CU = kernel_source("dot")   # the demo kernel, kernels/dot.cu

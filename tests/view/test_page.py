@@ -11,10 +11,10 @@ import pytest
 
 import qgpu
 from qgpu.cli import main
-from qgpu.suite import kernel_source
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import encode_prompt, expected_trace, tok
+from qgpu.suite import kernel_source
 from qgpu.view import launch_data, render_html, result_data
 
 DOT_CU = kernel_source("dot")   # the demo kernel, kernels/dot.cu
