@@ -38,14 +38,14 @@ const wordName = (w) => {
 };
 const initial = D.memory.initial.slice();
 while (initial.length < FLAT) initial.push(0);
-const after = [];           // after[k]: memory after step k
-{
+function memAfter(k) {      // memory after step k (-1: before the first), replayed
   const m = initial.slice();
-  for (const st of S) { for (const [a, v] of st.writes) m[a] = v; after.push(m.slice()); }
+  for (let j = 0; j <= k && j < S.length; j++) for (const [a, v] of S[j].writes) m[a] = v;
+  return m;
 }
 const touched = new Set();  // every word the launch writes (shown in the picture)
 for (const st of S) for (const [a] of st.writes) touched.add(a);
-const replayed = S.length ? after[S.length - 1] : initial;
+const replayed = memAfter(S.length - 1);
 
 // ---- header and launch summary ----
 function header() {
@@ -160,7 +160,7 @@ function marginsStrip() {
     return;
   }
   const ms = M ? M.filter((x) => x !== null) : [];
-  const mx = ms.length ? Math.max(...ms) : 1;
+  const mx = ms.reduce((a, b) => Math.max(a, b), ms.length ? -Infinity : 1);
   $("strip-hint").textContent = M ? "top-1 minus top-2 logit of every written token " +
     "(bar height, log scale)" : "every written token against the interpreter's";
   const box = $("strip");
@@ -178,7 +178,7 @@ function marginsStrip() {
   });
   const sum = $("strip-summary");
   if (ms.length) {
-    const lo = Math.min(...ms);
+    const lo = ms.reduce((a, b) => Math.min(a, b), Infinity);
     const at = M.indexOf(lo);
     sum.append(el("span", { id: "margin-min", "data-min": lo },
       "smallest margin " + lo.toFixed(4) + " at token " + at + " (" + D.names[at] + "); " +
@@ -204,7 +204,7 @@ function stepOfToken(i) {
 
 // ---- inspector ----
 function memPicture(k, changed) {
-  const m = k >= 0 ? after[k] : initial;
+  const m = memAfter(k);
   const out = [];
   const show = new Set(touched);
   for (const a of D.arrays) for (let i = 0; i < a.size; i++) show.add(a.base + i);
@@ -266,7 +266,7 @@ function inspector(k) {
   box.append(el("h3", { text: "Memory words written" }));
   const changed = new Set(st.writes.map(([a]) => a));
   if (st.writes.length) {
-    const before = k > 0 ? after[k - 1] : initial;
+    const before = memAfter(k - 1);
     box.append(el("table", { id: "step-writes" }, st.writes.map(([a, v]) => el("tr",
       { "data-word": a }, el("td", { class: "v", text: wordName(a) }),
       el("td", { class: "v", text: fmt(a, v) }),
