@@ -109,3 +109,28 @@ def test_docs_screenshots_exist():
     for name in ("dot.png", "divergent.png"):
         data = (docs / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_check_mismatch_is_marked(tmp_path):
+    """A written trace that differs from the interpreter's in one value token: the strip
+    marks that token, the summary names both candidates."""
+    from qgpu.interp import run_launch
+    from qgpu.isa.asm import assemble
+    from qgpu.protocol import encode_prompt, expected_trace, tok
+    from qgpu.view import launch_data, write_html
+
+    prog = assemble("block 0:\n  tid r1\n  shl r2, r1, 2\n  ld.global r3, [r2]\n"
+                    "  add r3, r3, 100\n  jmp 1\nblock 1:\n  st.global [r2], r3\n  exit\n")
+    prompt = encode_prompt(prog, 1, 3, [1, 2, 3])
+    want = expected_trace(run_launch(prog, 1, 3, [1, 2, 3]).events)
+    i = want.index(tok("V", 102))
+    wrong = want[:i] + [tok("V", 7)] + want[i + 1:]
+    page = tmp_path / "bad.html"
+    write_html(page, launch_data(prompt, wrong, engine="model-check", expected=want))
+    dom = browser.parse(browser.dump_dom(page))
+    bars = dom.by_id("strip").find_all("span", cls="mt")
+    assert [int(b.attrs["data-i"]) for b in bars if "bad" in b.classes] == [i]
+    check = dom.by_id("check")
+    assert check.attrs["data-ok"] == "false"
+    assert f"token {i} differs" in check.text and "V(0x0066)" in check.text \
+        and "V(0x0007)" in check.text
