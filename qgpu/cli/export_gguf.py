@@ -1,0 +1,28 @@
+"""cli.export_gguf: `qgpu export-gguf --model DIR --out FILE.gguf`: a merged checkpoint
+(`qgpu merge`) or the machine alone (`qgpu export-machine`) as a GGUF file that llama.cpp
+loads as its qwen35 architecture (float32 tensors, the GPU tokens in its vocabulary,
+qgpu_merge.json inside: model.gguf). `qgpu run ... --model FILE.gguf --engine llama.cpp`
+then runs launches on it."""
+
+from __future__ import annotations
+
+import sys
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--model", required=True, metavar="DIR",
+                        help="checkpoint directory with qgpu_merge.json")
+    parser.add_argument("--out", required=True, metavar="FILE.gguf", help="the new GGUF file")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def main(args) -> int:
+    from qgpu.model.gguf import export_gguf
+
+    def progress(name: str) -> None:
+        print(f"  {name}", file=sys.stderr, flush=True)
+
+    r = export_gguf(args.model, args.out, progress=None if args.quiet else progress)
+    print(f"{r['out']}: {r['bytes'] / 2**30:.2f} GiB, {r['layers']} layers, hidden "
+          f"{r['hidden']}, vocabulary {r['vocab']} (GPU tokens from {r['gpu_token_offset']})")
+    return 0
