@@ -6,23 +6,20 @@ then runs launches on it."""
 
 from __future__ import annotations
 
-import sys
-
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, metavar="DIR",
                         help="checkpoint directory with qgpu_merge.json")
     parser.add_argument("--out", required=True, metavar="FILE.gguf", help="the new GGUF file")
-    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def main(args) -> int:
     from qgpu.model.gguf import export_gguf
+    from qgpu.progress import progress
 
-    def progress(name: str) -> None:
-        print(f"  {name}", file=sys.stderr, flush=True)
-
-    r = export_gguf(args.model, args.out, progress=None if args.quiet else progress)
+    with progress(desc="export-gguf", unit="tensor", enabled=not args.quiet) as bar:
+        r = export_gguf(args.model, args.out, progress=lambda _name: bar.update(1))
     print(f"{r['out']}: {r['bytes'] / 2**30:.2f} GiB, {r['layers']} layers, hidden "
           f"{r['hidden']}, vocabulary {r['vocab']} (GPU tokens from {r['gpu_token_offset']})")
     return 0

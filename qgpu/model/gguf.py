@@ -114,10 +114,15 @@ def gpu_names() -> list[str]:
 def token_table(config: QwenConfig, info: dict, names: list[str] | None = None,
                 tokenizer: Path | None = None) -> TokenTable:
     """The vocabulary: the base's tokenizer (if any) below the GPU token offset, the GPU
-    tokens (`names`, default the protocol's) from it on."""
+    tokens (`names`; default the protocol's for the machine, `<circuit:i>` for another
+    circuit) from it on."""
     gguf = _gguf()
     T = gguf.TokenType
-    names = gpu_names() if names is None else list(names)
+    if names is None:
+        circuit = info.get("circuit", "machine")
+        names = gpu_names() if circuit == "machine" else [
+            f"<{circuit}:{i}>" for i in range(int(info.get("gpu_tokens", 0)))]
+    names = list(names)
     offset = int(info.get("gpu_token_offset", 0))
     if offset + len(names) != config.vocab_size:
         raise GgufError(f"vocabulary {config.vocab_size} != GPU token offset {offset} + "

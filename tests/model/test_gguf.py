@@ -66,3 +66,25 @@ def test_token_table_refuses_a_vocabulary_that_does_not_add_up():
     info = {"gpu_token_offset": 5, "gpu_tokens": 3}
     with pytest.raises(GgufError, match="vocabulary"):
         token_table(compiled.weights.config, info, names=["a", "b", "c"])
+
+
+def test_export_gguf_command_from_a_checkpoint_directory(tmp_path, capsys):
+    """`qgpu export-gguf --model DIR` reads config.json, model.safetensors and
+    qgpu_merge.json and writes the same file weights_to_gguf writes from memory."""
+    from qgpu.cli import main
+    from qgpu.model.checkpoint import save_checkpoint
+    from qgpu.runtime.checkpoint import LAYOUT_FILE
+
+    demo = DEMOS["counter"]()
+    w = compile_circuit(demo.circuit, LayerShape.small(), cache=False).weights
+    info = {"circuit": "counter", "gpu_token_offset": 0, "gpu_tokens": w.config.vocab_size}
+    save_checkpoint(w, tmp_path / "ckpt")
+    (tmp_path / "ckpt" / LAYOUT_FILE).write_text(json.dumps(info))
+    out = tmp_path / "counter.gguf"
+    assert main(["export-gguf", "--model", str(tmp_path / "ckpt"), "--out", str(out),
+                 "--quiet"]) == 0
+    assert "counter.gguf" in capsys.readouterr().out
+    weights_to_gguf(w, info, tmp_path / "direct.gguf")
+    assert out.read_bytes() == (tmp_path / "direct.gguf").read_bytes()
+    assert main(["export-gguf", "--model", str(tmp_path / "ckpt"), "--out", str(out)]) == 1
+    assert "exists" in capsys.readouterr().err
