@@ -37,7 +37,7 @@ def test_demo_circuit_as_gguf_tensors_metadata_vocabulary(tmp_path):
     tensors = {t.name: t for t in reader.tensors}
     shapes = expected_shapes(c)
     assert len(tensors) == len(shapes)
-    for hf, shape in shapes.items():
+    for hf in shapes:
         t = tensors[gguf_name(hf, c.num_hidden_layers)]
         assert t.tensor_type == gguf.GGMLQuantizationType.F32
         data = np.asarray(t.data).reshape(-1)
