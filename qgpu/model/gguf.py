@@ -150,11 +150,13 @@ def token_table(config: QwenConfig, info: dict, names: list[str] | None = None,
 
 
 def _mrope_sections(config: QwenConfig) -> list[int]:
-    sections = config.rope_parameters.get("mrope_section")
-    if sections:
-        return list(sections) + [0] * (4 - len(sections))
+    """The config's mrope sections; for a rotary dimension they do not fit (ggml asserts
+    their sum <= the rotated dims: small test shapes) one section: text positions give
+    every section the same position, so the split changes nothing."""
     pairs = config.rotary_dim // 2
-    return DEFAULT_MROPE_SECTIONS if pairs == 32 else [pairs, 0, 0, 0]
+    sections = config.rope_parameters.get("mrope_section") or DEFAULT_MROPE_SECTIONS
+    sections = list(sections) + [0] * (4 - len(sections))
+    return sections if sum(sections) <= pairs else [pairs, 0, 0, 0]
 
 
 def _metadata(w, config: QwenConfig, info: dict, table: TokenTable) -> None:
@@ -297,3 +299,25 @@ def export_gguf(model: str | Path, out: str | Path,
     return {"out": str(out), "bytes": size, "layers": config.num_hidden_layers,
             "hidden": config.hidden_size, "vocab": config.vocab_size,
             "gpu_token_offset": info.get("gpu_token_offset", 0)}
+
+
+def machine_gguf(out: str | Path, spec=None, shape=None, progress: bool = False) -> dict:
+    """The compiled machine (`spec`, default the runtime's) straight to a GGUF file, as
+    `qgpu export-machine` then `export_gguf` would write it, without the safetensors."""
+    from qgpu.circuit.machine.build import compile_machine
+    from qgpu.circuit.machine.spec import MachineSpec
+    from qgpu.circuit.schedule import LayerShape
+    from qgpu.merge.circuits import machine_info
+    from qgpu.runtime.checkpoint import standalone_info
+
+    out = Path(out)
+    if out.exists():
+        raise GgufError(f"{out} exists")
+    spec = spec or MachineSpec(slots=1)
+    compiled = compile_machine(shape or LayerShape.qwen35_2b(), spec, progress=progress)
+    config = compiled.weights.config
+    info = standalone_info(config, machine_info(compiled, spec))
+    size = weights_to_gguf(compiled.weights, info, out)
+    return {"out": str(out), "bytes": size, "layers": config.num_hidden_layers,
+            "hidden": config.hidden_size, "vocab": config.vocab_size,
+            "gpu_token_offset": 0}

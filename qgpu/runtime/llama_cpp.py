@@ -227,7 +227,8 @@ class LlamaCppEngine:
 def parse_recurrent(blob: bytes, recurrent: list[bool], shape: tuple[int, int]
                     ) -> dict[int, np.ndarray]:
     """The S of every linear-attention layer from llama.cpp's serialised recurrent memory
-    (llama_memory_recurrent::state_write for one sequence: cell count, per cell its
+    (llama_context::state_seq_get_data: the io magic and the sequence id, then
+    llama_memory_recurrent::state_write for one sequence: cell count, per cell its
     position and 0 sequence ids, s_trans, n_layer, then per recurrent layer the conv rows
     (type, row size, data), then per recurrent layer the S rows)."""
     heads, dim = shape
@@ -239,6 +240,7 @@ def parse_recurrent(blob: bytes, recurrent: list[bool], shape: tuple[int, int]
         off += struct.calcsize("<" + fmt)
         return values
 
+    _magic, _seq = take("Ii")
     (cells,) = take("I")
     if cells != 1:
         raise GgufError(f"llama.cpp state holds {cells} cells for the sequence, expected 1")
