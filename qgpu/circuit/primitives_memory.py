@@ -45,7 +45,7 @@ from qgpu.model import layers as L
 from qgpu.model.config import QwenConfig
 from qgpu.model.weights import QwenWeights
 
-KEY = 48.0  # 3 * 2^4: l2norm(48 e_i) == e_i exactly in transformers AND in llama.cpp; silu(48) == 48
+KEY = 48.0  # l2norm(48 e_i) == e_i exactly in transformers and llama.cpp; silu(48) == 48
 VALUE = 32.0
 BALLAST = 2.0 ** 22  # in the last value column of every written row (see above)
 GATE = 32.0  # silu(32) == 32 exactly: z is a constant power-of-two gain
