@@ -63,3 +63,30 @@ def test_a_stale_state_is_refused(tmp_path):
     engine.new_state()
     with pytest.raises(LaunchError, match="stale"):
         engine.step_greedy(old, 0)
+
+
+def test_run_with_engine_llama_cpp_needs_a_gguf_file(tmp_path, capsys):
+    from qgpu.cli import main
+
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(int *o) { o[threadIdx.x] = 1; }\n")
+    assert main(["run", str(src), "--grid", "1", "--block", "1", "--arg", "o=0",
+                 "--engine", "llama.cpp"]) == 1
+    assert "--engine llama.cpp needs --model FILE.gguf" in capsys.readouterr().err
+    assert main(["run", str(src), "--grid", "1", "--block", "1", "--arg", "o=0",
+                 "--model", str(tmp_path / "missing.gguf")]) == 1
+    assert "no such GGUF file" in capsys.readouterr().err
+
+
+def test_parse_recurrent_refuses_a_state_of_another_shape(tmp_path):
+    from qgpu.model.gguf import GgufError
+    from qgpu.runtime.llama_cpp import parse_recurrent
+
+    demo, compiled, engine = _engine(tmp_path, "adder", LayerShape.small())
+    state = engine.new_state()
+    engine.consume(state, demo.stream(20))
+    blob = engine.state_bytes()
+    heads, dim = engine.ssm_shape()
+    assert sorted(parse_recurrent(blob, engine.layer_types, (heads, dim))) == [0, 1]
+    with pytest.raises(GgufError, match="expected float32"):
+        parse_recurrent(blob, engine.layer_types, (heads, dim * 2))
