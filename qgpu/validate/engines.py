@@ -63,7 +63,7 @@ def suite_launches(max_launches: int | None = None):
 def memory_from_records(program, grid, block, memory, trace) -> list[int]:
     """Global memory after the launch from its trace's memory records alone (flat
     addresses: the global words first, shared memory after them)."""
-    from qgpu.isa.machine import GLOBAL_WORDS
+    from qgpu.isa.limits import GLOBAL_WORDS
 
     out = list(memory)
     for rec in decode_trace(Launch(program, grid, block, list(memory)), trace):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from qgpu.circuit.compile import compile_circuit
-from qgpu.circuit.demos import DEMOS
 from qgpu.circuit.schedule import LayerShape
+from qgpu.examples.demos import DEMOS
 from qgpu.model.gguf import INFO_KEY, GgufError, gguf_name, token_table, weights_to_gguf
 from qgpu.model.weights import expected_shapes
 

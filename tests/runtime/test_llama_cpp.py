@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from qgpu.circuit.compile import compile_circuit
-from qgpu.circuit.demos import DEMOS
 from qgpu.circuit.schedule import LayerShape
 from qgpu.errors import LaunchError
+from qgpu.examples.demos import DEMOS
 from qgpu.model.fast import FastEngine
 from qgpu.model.gguf import weights_to_gguf
 
