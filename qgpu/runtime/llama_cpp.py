@@ -103,7 +103,10 @@ class LlamaCppEngine:
         self.vocab = lib.llama_model_get_vocab(self.model)
         self.n_vocab = lib.llama_vocab_n_tokens(self.vocab)
         self.n_ctx, self.n_batch = int(n_ctx), int(n_batch)
-        threads = threads or int(os.environ.get("QGPU_LLAMA_THREADS", 0)) or os.cpu_count() or 1
+        # one thread unless told: ggml's threads spin at barriers, and on a busy 2-core
+        # machine (load 9) 2 threads took 145 ms per decode of the 2B-shape adder demo
+        # against 11 ms with 1 (QGPU_LLAMA_THREADS=N for an idle machine)
+        threads = threads or int(os.environ.get("QGPU_LLAMA_THREADS", 0)) or 1
         cparams = lib.llama_context_default_params()
         cparams.n_ctx, cparams.n_batch, cparams.n_ubatch = self.n_ctx, self.n_batch, self.n_batch
         cparams.n_seq_max, cparams.n_outputs_max_per_seq = 1, 0
