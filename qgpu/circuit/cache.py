@@ -26,6 +26,7 @@ from qgpu.model.weights import QwenWeights, expected_shapes, sparse_shape
 from qgpu.primitives import Threshold
 
 _SOURCES = Path(__file__).resolve().parent
+_PRIMITIVES = _SOURCES.parent / "primitives"
 _CHECKOUT = _SOURCES.parent.parent
 
 
@@ -38,8 +39,10 @@ def cache_dir() -> Path:
 
 
 def _compiler_digest() -> str:
+    """The compiler's sources: qgpu/circuit/*.py and the primitives it emits with
+    (qgpu/primitives/*.py: their constants are in the weights, e.g. gdn_memory.KEY)."""
     h = hashlib.sha256()
-    for path in sorted(_SOURCES.glob("*.py")):
+    for path in sorted(_SOURCES.glob("*.py")) + sorted(_PRIMITIVES.glob("*.py")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()

@@ -33,7 +33,8 @@ from qgpu.protocol.vocab import VOCAB_SIZE, base, count, tok
 
 
 def _source_digest() -> str:
-    """The machine's own sources (the compiler's cache key covers qgpu/circuit/*.py only)."""
+    """The machine's own sources (the compiler's cache key covers qgpu/circuit/*.py and
+    qgpu/primitives/*.py only)."""
     h = hashlib.sha256()
     for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
         h.update(path.name.encode() + path.read_bytes())
