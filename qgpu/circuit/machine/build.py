@@ -17,10 +17,11 @@ from pathlib import Path
 
 from qgpu.circuit.compile import Compiled, compile_circuit
 from qgpu.circuit.ir import Circuit
+from qgpu.circuit.machine import atomics, minmax, multiply, shared, shift, warp
 from qgpu.circuit.machine.alu import OPERANDS_READY, READY, alu_high, alu_low, operands, shared_base
 from qgpu.circuit.machine.bookkeeping import LANES, TokenTable, bookkeeping, value_slots
 from qgpu.circuit.machine.emission import emission
-from qgpu.circuit.machine.families import FAMILIES, StageView
+from qgpu.circuit.machine.families import Builder, StageView
 from qgpu.circuit.machine.memory import MemoryTables, store_records
 from qgpu.circuit.machine.registers import RegisterFile, write_keys
 from qgpu.circuit.machine.rom import block_row, immediates, rom
@@ -30,6 +31,10 @@ from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.outputs import default_token, output_member, output_token, output_value
 from qgpu.circuit.schedule import LayerShape
 from qgpu.protocol.vocab import VOCAB_SIZE, base, count, tok
+
+# every operation family's builder, in the order their steps join the ALU's high MLP
+FAMILIES: list[Builder] = [multiply.build, shared.build, atomics.build, shift.build,
+                           minmax.build, warp.build]
 
 
 def _source_digest() -> str:
