@@ -35,9 +35,9 @@ def main() -> int:
     p.add_argument("--out", type=Path, help="append JSON lines here")
     args = p.parse_args()
 
-    from qgpu.model.gguf import machine_gguf
     from qgpu.runtime.check import check_trace, forced_launch
     from qgpu.runtime.generate import generate_launch
+    from qgpu.runtime.gguf_export import machine_gguf
     from qgpu.runtime.llama_cpp import llama_cpp_version, load_gguf_machine
     from qgpu.validate.engines import suite_launches
 

@@ -17,8 +17,8 @@ def add_arguments(parser) -> None:
 
 
 def main(args) -> int:
-    from qgpu.model.gguf import export_gguf, machine_gguf
     from qgpu.progress import progress
+    from qgpu.runtime.gguf_export import export_gguf, machine_gguf
 
     if args.model is None:
         r = machine_gguf(args.out, progress=not args.quiet)

@@ -19,9 +19,10 @@ this writer refuses (every qgpu shape has as many key heads as value heads).
 Vocabulary (`tokenizer.ggml.*`): a BPE ("gpt2") table. A merged checkpoint with a
 `tokenizer.json` gets the base's tokens and merges (pre-tokenizer "qwen35"); ids the base
 config reserves beyond its tokenizer are "[PAD<id>]" (unused); the GPU tokens follow at
-the recorded offset under their protocol names (`V(0x0000)`, ..., `HALT`) as control
-tokens. The machine alone has the GPU tokens only, and one inert merge (the format
-needs a non-empty list; launches feed token ids, nothing is tokenized). qgpu's
+the recorded offset under the names the caller gives (the machine's: the protocol's
+`V(0x0000)`, ..., `HALT`, runtime.gguf_export) as control tokens. The machine alone
+has the GPU tokens only, and one inert merge (the format needs a non-empty list;
+launches feed token ids, nothing is tokenized). qgpu's
 `qgpu_merge.json` rides along as the string `qgpu.merge_info`, so the file alone is
 enough to run launches (`runtime.llama_cpp`).
 """
@@ -105,23 +106,16 @@ class TokenTable:
     eos: int | None = None
 
 
-def gpu_names() -> list[str]:
-    from qgpu.protocol import VOCAB_SIZE, name
-
-    return [name(i) for i in range(VOCAB_SIZE)]
-
-
 def token_table(config: QwenConfig, info: dict, names: list[str] | None = None,
                 tokenizer: Path | None = None) -> TokenTable:
-    """The vocabulary: the base's tokenizer (if any) below the GPU token offset, the GPU
-    tokens (`names`; default the protocol's for the machine, `<circuit:i>` for another
-    circuit) from it on."""
+    """The vocabulary: the base's tokenizer (if any) below the GPU token offset, the
+    circuit's tokens (`names`; default `<circuit:i>`; the machine's callers pass the
+    protocol's names, runtime.gguf_export) from it on."""
     gguf = _gguf()
     T = gguf.TokenType
     if names is None:
-        circuit = info.get("circuit", "machine")
-        names = gpu_names() if circuit == "machine" else [
-            f"<{circuit}:{i}>" for i in range(int(info.get("gpu_tokens", 0)))]
+        circuit = info.get("circuit", "circuit")
+        names = [f"<{circuit}:{i}>" for i in range(int(info.get("gpu_tokens", 0)))]
     names = list(names)
     offset = int(info.get("gpu_token_offset", 0))
     if offset + len(names) != config.vocab_size:
@@ -241,7 +235,7 @@ def write_gguf(out: str | Path, config: QwenConfig, info: dict, names: Iterable[
 def weights_to_gguf(weights, info: dict, out: str | Path, names: list[str] | None = None,
                     tokenizer: Path | None = None) -> int:
     """A QwenWeights in memory (a compiled circuit, a merge) as a GGUF file. names: the
-    GPU tokens' names (default the protocol's; a demo circuit passes its own)."""
+    circuit's token names (token_table)."""
     from qgpu.model.checkpoint import row_blocks
     from qgpu.model.weights import expected_shapes
 
@@ -252,10 +246,12 @@ def weights_to_gguf(weights, info: dict, out: str | Path, names: list[str] | Non
                       ROW_BLOCK_BYTES), shapes, table)
 
 
-def export_gguf(model: str | Path, out: str | Path,
-                progress: Callable[[str], None] | None = None) -> dict:
-    """A checkpoint directory (merged or `qgpu export-machine`: config.json,
-    model.safetensors, qgpu_merge.json) as a GGUF file, one tensor at a time."""
+def checkpoint_to_gguf(model: str | Path, out: str | Path, info: dict,
+                       names: list[str] | None = None,
+                       progress: Callable[[str], None] | None = None) -> dict:
+    """A checkpoint directory (config.json, model.safetensors; a tokenizer.json is used
+    for the tokens below the circuit's) as a GGUF file, one tensor at a time. info: its
+    qgpu_merge.json body (stored in the file)."""
     from qgpu.model.checkpoint import (
         checkpoint_files,
         read_safetensors_header,
@@ -263,12 +259,10 @@ def export_gguf(model: str | Path, out: str | Path,
         text_name,
     )
     from qgpu.model.weights import expected_shapes
-    from qgpu.runtime.checkpoint import read_info
 
     model, out = Path(model), Path(out)
     if out.exists():
         raise GgufError(f"{out} exists")
-    info = read_info(model)
     config = QwenConfig.from_hf_dict(json.loads((model / "config.json").read_text()))
     shapes = expected_shapes(config)
     where = {}
@@ -294,30 +288,9 @@ def export_gguf(model: str | Path, out: str | Path,
         for a in range(0, shape[0], step):
             yield np.array(data[a:a + step], dtype=np.float32)
 
-    table = token_table(config, info, tokenizer=model / "tokenizer.json")
+    table = token_table(config, info, names, tokenizer=model / "tokenizer.json")
     size = write_gguf(out, config, info, shapes, rows, shapes, table, progress)
     return {"out": str(out), "bytes": size, "layers": config.num_hidden_layers,
             "hidden": config.hidden_size, "vocab": config.vocab_size,
             "gpu_token_offset": info.get("gpu_token_offset", 0)}
 
-
-def machine_gguf(out: str | Path, spec=None, shape=None, progress: bool = False) -> dict:
-    """The compiled machine (`spec`, default the runtime's) straight to a GGUF file, as
-    `qgpu export-machine` then `export_gguf` would write it, without the safetensors."""
-    from qgpu.circuit.machine.build import compile_machine
-    from qgpu.circuit.machine.spec import MachineSpec
-    from qgpu.circuit.schedule import LayerShape
-    from qgpu.merge.circuits import machine_info
-    from qgpu.runtime.checkpoint import standalone_info
-
-    out = Path(out)
-    if out.exists():
-        raise GgufError(f"{out} exists")
-    spec = spec or MachineSpec(slots=1)
-    compiled = compile_machine(shape or LayerShape.qwen35_2b(), spec, progress=progress)
-    config = compiled.weights.config
-    info = standalone_info(config, machine_info(compiled, spec))
-    size = weights_to_gguf(compiled.weights, info, out)
-    return {"out": str(out), "bytes": size, "layers": config.num_hidden_layers,
-            "hidden": config.hidden_size, "vocab": config.vocab_size,
-            "gpu_token_offset": 0}
