@@ -14,6 +14,10 @@ are not kernels.
 
 This module also holds the C integer semantics (32-bit wrap-around, truncating division)
 that the oracles and the CUDA fuzzer share.
+
+Owns: the kernel suite. May import: cuda (compiling, the signature parser, launching),
+isa, errors; `main` alone imports qgpu.runtime, for a model engine (the README explains
+this one import against the pipeline).
 """
 
 from __future__ import annotations

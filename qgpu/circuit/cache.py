@@ -41,6 +41,8 @@ def cache_dir() -> Path:
 
 
 def _compiler_digest() -> str:
+    """The compiler's sources: qgpu/circuit/*.py and the primitives it emits with
+    (qgpu/primitives/*.py: their constants are in the weights, e.g. gdn_memory.KEY)."""
     h = hashlib.sha256()
     for path in sorted([*_SOURCES.glob("*.py"), *_PRIMITIVES.glob("*.py")]):
         h.update(str(path.relative_to(_SOURCES.parent)).encode())

@@ -11,6 +11,9 @@ every position must be the trace's next token (equivalent to generation writing 
 trace; faster, since the fast engine runs known tokens layer by layer); the memory is
 read from the model's state after the pass (runtime.check.forced_launch).
 
+--model FILE.gguf (`qgpu export-gguf`) runs it on llama.cpp through llama-cpp-python
+(--engine llama.cpp; runtime.llama_cpp), --check and --forced as above.
+
 --model DIR runs the launch on a checkpoint's machine (a merged checkpoint from `qgpu merge`
 or one from `qgpu export-machine`; implies --engine model): GPU tokens offset into its
 vocabulary, results read from its recurrent state (qgpu.runtime.checkpoint).
@@ -46,8 +49,9 @@ def add_arguments(p) -> None:
     p.add_argument("--grid", type=int, required=True, help="CTAs in the launch (gridDim.x)")
     p.add_argument("--block", type=int, required=True, help="threads per CTA (blockDim.x)")
     p.add_argument("--kernel", help="the __global__ function (when the file has several)")
-    p.add_argument("--engine", choices=("interp", "model"), default="interp",
-                   help="run on the reference interpreter (default) or the compiled model")
+    p.add_argument("--engine", choices=("interp", "model", "llama.cpp"), default="interp",
+                   help="run on the reference interpreter (default), the compiled model, or "
+                        "llama.cpp (with --model FILE.gguf from qgpu export-gguf)")
     p.add_argument("--check", action="store_true",
                    help="replay the launch on the interpreter and compare token by token")
     p.add_argument("--forced", action="store_true",
@@ -69,11 +73,16 @@ def _values(a: np.ndarray) -> list[int]:
 
 def run(args) -> dict:
     forced = getattr(args, "forced", False)
-    if getattr(args, "model", None) or forced:
+    gguf = str(getattr(args, "model", None) or "").endswith(".gguf")
+    if args.engine == "llama.cpp" and not gguf:
+        raise RunError("--engine llama.cpp needs --model FILE.gguf (qgpu export-gguf)")
+    if gguf:
+        args.engine = "llama.cpp"
+    elif getattr(args, "model", None) or forced:
         args.engine = "model"
     args.check = args.check or forced
     engine = "model-forced" if forced else \
-        "model-check" if args.engine == "model" and args.check else args.engine
+        "model-check" if args.engine != "interp" and args.check else args.engine
     path = Path(args.file)
     try:
         source = path.read_text()
@@ -82,7 +91,12 @@ def run(args) -> dict:
     module = compile_cuda(source, filename=args.file)
     kernel = pick_kernel(module, args.kernel)
     values = parse_args(kernel, args.arg)
-    if getattr(args, "model", None):
+    if gguf:
+        from qgpu.runtime.llama_cpp import load_gguf_machine
+
+        machine = load_gguf_machine(args.model)   # held: the registry refers weakly
+        engine = engine_name(machine, check=args.check, forced=forced)
+    elif getattr(args, "model", None):
         machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
         engine = engine_name(machine, check=args.check, forced=forced)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
