@@ -13,6 +13,9 @@ the model's logit margin per written token with `--check`'s verdict, keyboard st
 
 The page's HTML, CSS and JavaScript are files of this package (page.html, view.css,
 view.js); this package reads only token streams and isa/protocol data.
+
+Owns: pictures of launches. May import: protocol, isa, errors (view.browser: a headless
+Chromium for screenshots and the tests, nothing of qgpu).
 """
 
 from __future__ import annotations
