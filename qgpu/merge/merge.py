@@ -32,6 +32,7 @@ from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.weights import SPARSE_MAX_FILL, QwenWeights, expected_shapes, sparse_shape
 
 LAYOUT_FILE = "qgpu_merge.json"
+PAD_NAME = "qgpu.pad"  # the pad token's name in the tokenizer: <|gpu:qgpu.pad|>
 COPIED_FILES = ("generation_config.json", "chat_template.jinja", "chat_template.json",
                 "special_tokens_map.json")
 
@@ -102,6 +103,7 @@ def merge_checkpoint(base_dir: str | Path, part: CircuitPart, out_dir: str | Pat
         if (base_dir / name).is_file():
             shutil.copyfile(base_dir / name, out / name)
     names = part.token_names or [f"{part.name}:{t}" for t in range(part.vocab_size)]
+    names = [*names, PAD_NAME]
     has_tokenizer = add_gpu_tokens(base_dir, out, layout.gpu_token_offset, names)
     info = {"circuit": part.name, **layout.describe(), "tokenizer": has_tokenizer,
             "circuit_info": part.info}

@@ -61,7 +61,7 @@ def test_memory_stays_at_a_few_blocks(tmp_path):
     big.vocab_size = 16_000
     base = type(base).random(big, seed=3)
     save_checkpoint(base, tmp_path / "base")
-    merged_embedding = (big.vocab_size + part.vocab_size) * (64 + 38 + 4) * 4
+    merged_embedding = (big.vocab_size + part.vocab_size) * (64 + 4) * 4
     tracemalloc.start()
     merge_checkpoint(tmp_path / "base", part, tmp_path / "out", block_bytes=64 << 10)
     _, peak = tracemalloc.get_traced_memory()
@@ -121,7 +121,7 @@ def test_cli_merge(tmp_path, capsys):
     argv = ["merge", "--base", str(tmp_path / "base"), "--out", str(tmp_path / "out"),
             "--circuit", "counter", "--quiet"]
     assert cli_main(argv) == 0
-    assert "GPU tokens 150..198" in capsys.readouterr().out
+    assert "GPU tokens 150..198, pad 199" in capsys.readouterr().out
     _, part = demo_circuit("counter")
     want, _ = merge_weights(load_checkpoint(tmp_path / "base"), part)
     assert_same_weights(want, load_checkpoint(tmp_path / "out"))

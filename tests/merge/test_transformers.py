@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from qgpu.merge import merge_checkpoint
+from qgpu.merge.layout import CONV_PAD
 from qgpu.model.checkpoint import save_checkpoint
 
 from .helpers import demo_circuit, random_base, text_kl
@@ -44,13 +45,14 @@ def test_merged_checkpoint_in_transformers(tmp_path, caplog):
     rng = np.random.default_rng(3)
     text = rng.integers(0, layout.gpu_token_offset, 40).tolist()
     launch = demo.stream(120, seed=11)
-    prompt = text + [layout.gpu_token(t) for t in launch[:80]]
+    pads = [layout.pad_token] * CONV_PAD  # the circuit's conv windows start from zeros
+    prompt = text + pads + [layout.gpu_token(t) for t in launch[:80]]
     with torch.no_grad():
         want = original(torch.tensor([text])).logits[0].numpy()
         cache = DynamicCache(config=merged.config)
         out = merged(torch.tensor([prompt]), cache=cache, use_cache=True)
         logits = out.logits[0].numpy()
-        got = logits[len(text):].argmax(-1).tolist()
+        got = logits[len(text) + CONV_PAD:].argmax(-1).tolist()
         for t in launch[80:]:
             step = merged(torch.tensor([[layout.gpu_token(t)]]), cache=cache, use_cache=True)
             got.append(int(step.logits[0, -1].argmax()))
@@ -58,6 +60,6 @@ def test_merged_checkpoint_in_transformers(tmp_path, caplog):
         generated = merged.generate(torch.tensor([ask]), max_new_tokens=3, do_sample=False)
     assert text_kl(want, logits[:len(text)]).max() < 1e-9
     assert [t - layout.gpu_token_offset for t in got] == demo.answers(launch)
-    gpu_ask = [t - layout.gpu_token_offset for t in ask[len(text):]]
+    gpu_ask = [t - layout.gpu_token_offset for t in ask[len(text) + CONV_PAD:]]
     assert [t - layout.gpu_token_offset for t in generated[0, len(ask):].tolist()] == \
         demo.continuation(gpu_ask, 3)
