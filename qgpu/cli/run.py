@@ -1,7 +1,8 @@
 """qgpu run: compile a CUDA file and launch one kernel.
 
-    qgpu run FILE.cu --grid G --block B [--kernel NAME] [--engine interp|model] [--check]
-             [--forced] [--model DIR] [--json] --arg NAME=VALUE ...
+    qgpu run FILE.cu --grid G --block B [--kernel NAME] [--engine interp|model|transformers]
+             [--check] [--forced] [--model DIR] [--device cpu|cuda|mps] [--json]
+             --arg NAME=VALUE ...
 
 --check (with --engine model) generates the trace on the model, then replays the launch
 on the interpreter and compares token by token (and the final memory). --forced checks by
@@ -14,6 +15,9 @@ read from the model's state after the pass (runtime.check.forced_launch).
 --model DIR runs the launch on a checkpoint's machine (a merged checkpoint from `qgpu merge`
 or one from `qgpu export-machine`; implies --engine model): GPU tokens offset into its
 vocabulary, results read from its recurrent state (qgpu.runtime.checkpoint).
+--engine transformers --model DIR [--device D]: transformers' own from_pretrained and
+greedy generate() write the launch, results read from its cache
+(qgpu.runtime.transformers_engine); --check compares with the interpreter.
 
 NAME is a parameter's name in the kernel's source; every parameter needs one --arg. A
 pointer parameter takes comma-separated integers (the array's initial contents) or
@@ -41,8 +45,11 @@ def add_arguments(p) -> None:
     p.add_argument("--grid", type=int, required=True, help="CTAs in the launch (gridDim.x)")
     p.add_argument("--block", type=int, required=True, help="threads per CTA (blockDim.x)")
     p.add_argument("--kernel", help="the __global__ function (when the file has several)")
-    p.add_argument("--engine", choices=("interp", "model"), default="interp",
-                   help="run on the reference interpreter (default) or the compiled model")
+    p.add_argument("--engine", choices=("interp", "model", "transformers"), default="interp",
+                   help="run on the reference interpreter (default), the compiled model "
+                        "(qgpu's fast engine) or, with --model, transformers' own generate()")
+    p.add_argument("--device", choices=("cpu", "cuda", "mps"),
+                   help="torch device of --engine transformers (default cpu)")
     p.add_argument("--check", action="store_true",
                    help="replay the launch on the interpreter and compare token by token")
     p.add_argument("--forced", action="store_true",
@@ -120,7 +127,16 @@ def run(args) -> dict:
     import qgpu
 
     forced = getattr(args, "forced", False)
-    if getattr(args, "model", None) or forced:
+    transformers = getattr(args, "engine", None) == "transformers"
+    if transformers and not getattr(args, "model", None):
+        raise RunError("--engine transformers needs --model DIR (a merged or exported "
+                       "machine checkpoint)")
+    if transformers and forced:
+        raise RunError("--forced checks on qgpu's engine; with --engine transformers use "
+                       "--check (generate(), then the interpreter's replay)")
+    if getattr(args, "device", None) and not transformers:
+        raise RunError("--device applies to --engine transformers")
+    if (getattr(args, "model", None) or forced) and not transformers:
         args.engine = "model"
     args.check = args.check or forced
     engine = "model-forced" if forced else \
@@ -133,7 +149,13 @@ def run(args) -> dict:
     module = qgpu.compile(source, filename=args.file)
     kernel = _pick_kernel(module, args.kernel)
     values = parse_args(kernel, args.arg)
-    if getattr(args, "model", None):
+    if transformers:
+        from qgpu.runtime.transformers_engine import TransformersMachine
+        from qgpu.runtime.transformers_engine import engine_name as transformers_engine
+
+        machine = TransformersMachine(args.model, args.device)  # held: weakly registered
+        engine = transformers_engine(machine, check=args.check)
+    elif getattr(args, "model", None):
         from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
 
         machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly

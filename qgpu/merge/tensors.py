@@ -33,6 +33,7 @@ from qgpu.merge.layout import (
     MergeError,
     MergeLayout,
 )
+from qgpu.merge.writer import is_bf16
 from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.weights import EMBED, FINAL_NORM, LM_HEAD, QwenWeights
 
@@ -186,6 +187,27 @@ class MergedTensors:
             keep = (r >= start) & (r < stop)
             out[r[keep] - start, c[keep]] += np.broadcast_to(v, r.shape)[keep]
         return out
+
+    # -- storage dtypes (merge_checkpoint) --
+    def dtype(self, name: str) -> str:
+        """"BF16" where every value of the merged tensor is a bfloat16 number and its
+        source is stored so (a release's base weights; the circuit's where its values
+        are), else "F32". Base weights keep BF16 through the merge: the text scale and
+        the flag gains are powers of two. Norm weights (compensated), the embedding (the
+        text flag c) and the head (rescaled GPU rows) stay F32."""
+        split = split_layer_name(name)
+        if split is None:
+            return "F32"
+        index, short = split
+        if short in NORMS:
+            return "F32"
+        if index >= self.layout.circuit_layers:
+            base_name = f"model.layers.{index - self.layout.circuit_layers}.{short}"
+            return "BF16" if self.base.dtype(base_name) == "BF16" else "F32"
+        tensor = self.circuit.layer(index, short)
+        values = tensor.csr().vals if isinstance(tensor, SparseTensor) else np.asarray(tensor)
+        extra = [np.asarray(v, F32) for _, _, v in self.extras(name)]
+        return "BF16" if all(is_bf16(v) for v in [values, *extra]) else "F32"
 
     # -- sparse fast path (merge_weights in memory) --
     def sparse(self, name: str, shape: tuple[int, int]) -> SparseTensor | None:

@@ -96,15 +96,7 @@ class CheckpointMachine:
 
     def check(self, program, grid: int, block: int) -> None:
         """check_launch against this checkpoint's spec and recorded operations."""
-        check_launch(self.spec, program, grid, block)
-        for b, blk in enumerate(program.blocks):
-            for k, stage in enumerate(blk.stages):
-                for ins in stage:
-                    if ins.op not in self.ops:
-                        raise ProgramError(
-                            f"block {b} stage {k}: operation '{ins.op}' is not in this "
-                            f"checkpoint's machine (compiled before it was added; it runs "
-                            f"{', '.join(self.ops)}): merge or export it again")
+        check_program(self.spec, self.ops, program, grid, block)
 
     def read_memory(self, state: ModelState) -> list[int]:
         where = self.info["circuit_info"]["memory"]
@@ -112,20 +104,39 @@ class CheckpointMachine:
         return decode_memory_rows(table[:where["rows"], :where["columns"]])
 
 
-def machine_from_weights(weights: QwenWeights, info: dict, backend: str = "auto",
-                         directory: Path | None = None) -> CheckpointMachine:
-    """A CheckpointMachine over weights in memory (merged or the machine alone) and the
-    qgpu_merge.json body that describes them."""
+def check_program(spec: MachineSpec, ops: tuple[str, ...], program, grid: int,
+                  block: int) -> None:
+    """check_launch against a checkpoint's spec, and every operation among `ops` (the
+    operations its machine decodes)."""
+    check_launch(spec, program, grid, block)
+    for b, blk in enumerate(program.blocks):
+        for k, stage in enumerate(blk.stages):
+            for ins in stage:
+                if ins.op not in ops:
+                    raise ProgramError(
+                        f"block {b} stage {k}: operation '{ins.op}' is not in this "
+                        f"checkpoint's machine (compiled before it was added; it runs "
+                        f"{', '.join(ops)}): merge or export it again")
+
+
+def spec_of(info: dict, directory=None) -> tuple[MachineSpec, tuple[str, ...]]:
+    """The machine spec and decoded operations recorded in qgpu_merge.json."""
     circuit = info.get("circuit_info") or {}
     if info.get("circuit") != "machine" or "memory" not in circuit:
         raise CheckpointMachineError(
             f"{directory or 'these weights'}: no machine circuit (circuit "
             f"{info.get('circuit')!r}); merge with --circuit machine or run qgpu "
             f"export-machine")
-    spec_fields = circuit["spec"]
-    spec = MachineSpec(slots=spec_fields["slots"], stages=spec_fields["stages"],
-                       warps=spec_fields["warps"])
-    ops = tuple(op for op in spec_fields["ops"] if op in SUPPORTED_OPS)
+    fields = circuit["spec"]
+    spec = MachineSpec(slots=fields["slots"], stages=fields["stages"], warps=fields["warps"])
+    return spec, tuple(op for op in fields["ops"] if op in SUPPORTED_OPS)
+
+
+def machine_from_weights(weights: QwenWeights, info: dict, backend: str = "auto",
+                         directory: Path | None = None) -> CheckpointMachine:
+    """A CheckpointMachine over weights in memory (merged or the machine alone) and the
+    qgpu_merge.json body that describes them."""
+    spec, ops = spec_of(info, directory)
     engine = OffsetEngine(FastEngine(weights, backend), info["gpu_token_offset"],
                           info["gpu_tokens"])
     return CheckpointMachine(weights, info, engine, spec, ops, directory)
