@@ -10,8 +10,8 @@ the compiled circuit plus one block (merge.size estimates both for a 2B merge). 
 is a text-only `Qwen3_5ForCausalLM` checkpoint, each tensor in float32 or, where all its
 values are bfloat16 numbers (a bf16 release's weights, many circuit matrices), in bf16:
 transformers and qgpu widen it to the same float32 values on load (the circuit is exact
-only in float32 arithmetic). A release's vision tower and multi-token-prediction weights are not carried
-over (both read the base's hidden size). Also written: the tokenizer with the GPU tokens
+only in float32 arithmetic). A release's vision tower and multi-token-prediction weights
+are not carried over (both read the base's hidden size). Also written: the tokenizer with the GPU tokens
 (merge.tokenizer), the base's generation/chat-template files, and `qgpu_merge.json` (the
 layout a runtime needs: GPU token offset, circuit layers and dims).
 """
