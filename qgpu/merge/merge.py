@@ -11,9 +11,10 @@ is a text-only `Qwen3_5ForCausalLM` checkpoint, each tensor in float32 or, where
 values are bfloat16 numbers (a bf16 release's weights, many circuit matrices), in bf16:
 transformers and qgpu widen it to the same float32 values on load (the circuit is exact
 only in float32 arithmetic). A release's vision tower and multi-token-prediction weights
-are not carried over (both read the base's hidden size). Also written: the tokenizer with the GPU tokens
-(merge.tokenizer), the base's generation/chat-template files, and `qgpu_merge.json` (the
-layout a runtime needs: GPU token offset, circuit layers and dims).
+are not carried over (both read the base's hidden size). Also written: the tokenizer with
+the GPU tokens and the pad (merge.tokenizer), the base's generation/chat-template files, and
+`qgpu_merge.json` (the layout a runtime needs: GPU token offset, pad, circuit layers and
+dims).
 """
 
 from __future__ import annotations
