@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from qgpu.circuit.machine.memory import decode_memory_rows
@@ -28,8 +28,9 @@ from qgpu.circuit.machine.spec import SUPPORTED_OPS, MachineSpec, check_launch
 from qgpu.errors import LaunchError, ProgramError, QgpuError
 from qgpu.model.engine import Engine
 from qgpu.model.fast import FastEngine
+from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.state import ModelState
-from qgpu.model.weights import QwenWeights
+from qgpu.model.weights import EMBED, FINAL_NORM, LM_HEAD, QwenWeights
 
 LAYOUT_FILE = "qgpu_merge.json"  # = merge.merge.LAYOUT_FILE
 
@@ -73,26 +74,66 @@ class OffsetEngine:
         return [t - self.offset if 0 <= t - self.offset < self.tokens else -1 - t for t in out]
 
 
+def launch_weights(weights: QwenWeights, info: dict) -> QwenWeights:
+    """What a launch needs of a merged model whose circuit shares the base's dims: the
+    circuit layers, the final norm and the GPU tokens' rows of the embedding and head
+    (views, no copies of dense arrays). Exact: every base layer adds exactly 0 to a GPU
+    token's residual (its gates read the GPU flag; docs/merge.md), so skipping them
+    leaves the final residual, and the head's GPU rows, bit-identical; text rows are
+    below -1e6 at GPU positions, so the argmax over GPU rows is the model's. Also a model
+    whose base has attention layers runs launches on the native kernel this way (the
+    circuit's attention layer is all zero). Other checkpoints come back unchanged."""
+    if info.get("layout") != "shared" or not info.get("base_layers"):
+        return weights
+    lc, first, count = info["circuit_layers"], info["gpu_token_offset"], info["gpu_tokens"]
+    config = replace(weights.config, num_hidden_layers=lc,
+                     layer_types=list(weights.config.layer_types[:lc]), vocab_size=count)
+    tensors = {name: value for name, value in weights.tensors.items()
+               if name == FINAL_NORM or (name.startswith("model.layers.")
+                                         and int(name.split(".")[2]) < lc)}
+    for name in (EMBED, LM_HEAD):
+        tensors[name] = _row_range(weights[name], first, first + count)
+    return QwenWeights(config, tensors)
+
+
+def _row_range(tensor, start: int, stop: int):
+    if not isinstance(tensor, SparseTensor):
+        return tensor[start:stop]
+    csr = tensor.csr()
+    a, b = csr.indptr[start], csr.indptr[stop]
+    return SparseTensor((stop - start, tensor.shape[1]), csr.indptr[start:stop + 1] - a,
+                        csr.cols[a:b], csr.vals[a:b])
+
+
 @dataclass
 class CheckpointMachine:
+    """engine: the launch engine (GPU token ids through `OffsetEngine`; for a shared-dims
+    merge over `launch_weights` only); inner: the whole merged model (text), built on
+    first use when it is not the launch engine's."""
+
     weights: QwenWeights
     info: dict  # qgpu_merge.json
     engine: OffsetEngine
     spec: MachineSpec
     ops: tuple[str, ...]  # the operations the checkpoint's machine decodes
     directory: Path | None = None
-    inner: Engine = field(init=False)
+    backend: str = "auto"
+    _text: Engine | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self):
-        self.inner = self.engine.inner
+    @property
+    def inner(self) -> Engine:
+        if self._text is None:
+            whole = self.engine.inner.weights is self.weights
+            self._text = self.engine.inner if whole else FastEngine(self.weights, self.backend)
+        return self._text
 
     @property
     def gpu_token_offset(self) -> int:
-        return self.engine.offset
+        return int(self.info["gpu_token_offset"])
 
     @property
     def merged(self) -> bool:
-        return self.engine.offset > 0 or self.info.get("base_layers", 0) > 0
+        return self.gpu_token_offset > 0 or self.info.get("base_layers", 0) > 0
 
     def check(self, program, grid: int, block: int) -> None:
         """check_launch against this checkpoint's spec and recorded operations."""
@@ -137,9 +178,10 @@ def machine_from_weights(weights: QwenWeights, info: dict, backend: str = "auto"
     """A CheckpointMachine over weights in memory (merged or the machine alone) and the
     qgpu_merge.json body that describes them."""
     spec, ops = spec_of(info, directory)
-    engine = OffsetEngine(FastEngine(weights, backend), info["gpu_token_offset"],
-                          info["gpu_tokens"])
-    return CheckpointMachine(weights, info, engine, spec, ops, directory)
+    launch = launch_weights(weights, info)
+    offset = info["gpu_token_offset"] if launch is weights else 0
+    engine = OffsetEngine(FastEngine(launch, backend), offset, info["gpu_tokens"])
+    return CheckpointMachine(weights, info, engine, spec, ops, directory, backend)
 
 
 def read_info(directory: str | Path) -> dict:

@@ -129,3 +129,30 @@ def test_a_launch_leaves_the_bases_gdn_state_as_it_was(neutralise):
         assert not state.keys[k][30:33].any() and not state.values[k][30:33].any()
         assert np.abs(state.keys[k][33:]).max() < 1e-9 * text_keys
         assert np.abs(state.values[k][33:]).max() < 1e-9 * np.abs(state.values[k][:30]).max()
+
+
+@pytest.mark.parametrize("base_name", sorted(BASES))
+def test_launches_can_skip_the_base_layers_exactly(base_name):
+    """runtime.checkpoint.launch_weights: the circuit layers, final norm and GPU rows
+    alone give the merged model's GPU-row logits at GPU positions (the base layers add
+    exactly 0 to a GPU token: equal up to the summation order of the head's product,
+    which differs between the numpy and native backends) and the same circuit states."""
+    from qgpu.runtime.checkpoint import launch_weights
+
+    demo, part = demo_circuit("adder")
+    merged, lay = merge_weights(random_base(base_name, seed=9), part)
+    info = {**lay.describe(), "circuit": part.name}
+    view = launch_weights(merged, info)
+    assert view.config.num_hidden_layers == lay.circuit_layers
+    assert view.config.vocab_size == part.vocab_size
+    tokens = demo.stream(120, seed=4)
+    whole, alone = FastEngine(merged), FastEngine(view)
+    s1, s2 = whole.new_state(), alone.new_state()
+    want = whole.prefill(s1, [lay.gpu_token(t) for t in tokens])
+    got = alone.prefill(s2, tokens)
+    np.testing.assert_allclose(got, want[:, lay.gpu_token_offset:lay.pad_token], rtol=1e-6,
+                               atol=1e-3)
+    assert got.argmax(1).tolist() == (want.argmax(1) - lay.gpu_token_offset).tolist() \
+        == demo.answers(tokens)
+    for layer, rows in s2.recurrent.items():
+        np.testing.assert_array_equal(s1.recurrent[layer], rows)
