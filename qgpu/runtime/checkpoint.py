@@ -12,7 +12,10 @@ the machine's spec and source digest, the GPU token offset (the base's vocabular
 engine is an `OffsetEngine` that feeds GPU token t as id offset + t and hands back the
 model's token minus the offset (a model that writes a text token at a GPU position is an
 error, not a guess), and `read_memory(state)` decodes the memory table's rows at the
-recorded location. Nothing of a launch is computed here.
+recorded location. For a merge whose circuit shares the base's dims the launch engine
+runs `launch_weights`: the circuit layers and the GPU rows only (offset 0), which is
+exact because every base layer adds exactly 0 to a GPU token. Nothing of a launch is
+computed here.
 """
 
 from __future__ import annotations
