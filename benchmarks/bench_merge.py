@@ -11,7 +11,9 @@ circuit, measured on the numpy reference engine (recurrent path) in float32.
     closing pads too (the base's conv windows then hold exact zeros); without
     neutralising GPU tokens in the base's layers; a control that only shifts C's
     positions by the launch's length (the RoPE part, no launch); bases without
-    full-attention layers (no dilution of attention by GPU positions).
+    full-attention layers (no dilution of attention by GPU positions); and the launch
+    put aside (runtime.aside: base conv windows, attention lengths and position restored
+    after it).
 
     .venv/bin/python benchmarks/bench_merge.py [--quick]
 """
@@ -30,6 +32,7 @@ from qgpu.merge.layout import CONV_PAD, layer_shape_of
 from qgpu.model.config import FULL, LINEAR, QwenConfig
 from qgpu.model.reference import ReferenceEngine
 from qgpu.model.weights import EMBED, QwenWeights
+from qgpu.runtime.aside import Aside
 
 BASES = [  # name, hidden, layer types, tied, slow decay
     ("h64", 64, [LINEAR, LINEAR, LINEAR, FULL], True, False),
@@ -107,14 +110,14 @@ def launch_table(part, demo, gpu, seqs, prefix, cont, launch_len):
     print(f"\n(b) KL(base(P + C) || merged(P + pads + G + C)) over C; |P| = {prefix}, "
           f"|G| = {launch_len}, |C| = {cont}; mean over C[0:3] / C[3:]")
     print("| base | 3 pads + G | 3 pads + G + 3 pads | not neutralised | "
-          "RoPE shift only (no launch) |")
-    print("|---|---|---|---|---|")
+          "RoPE shift only (no launch) | launch aside (runtime.aside) |")
+    print("|---|---|---|---|---|---|")
     for name, hidden, types, tied, slow in BASES:
         base = make_base(hidden, types, tied, slow, 1, 0.02)
         merged = {n: merge_weights(base, part, neutralise=n) for n in (True, False)}
         rng = np.random.default_rng(3)
         pad = [merged[True][1].pad_token] * CONV_PAD
-        cells = {k: [] for k in ("on", "closed", "off", "shift")}
+        cells = {k: [] for k in ("on", "closed", "off", "shift", "aside")}
         for s in range(seqs):
             p = rng.integers(0, base.config.vocab_size, prefix).tolist()
             c = rng.integers(0, base.config.vocab_size, cont).tolist()
@@ -126,6 +129,14 @@ def launch_table(part, demo, gpu, seqs, prefix, cont, launch_len):
                 cells[key].append(kl(original, logits))
             cells["shift"].append(kl(original, run(base, p + c, position_gap=len(g),
                                                    split=prefix)[prefix:]))
+            weights, lay = merged[True]
+            engine = ReferenceEngine(weights)
+            state = engine.new_state()
+            engine.prefill(state, p)
+            aside = Aside.before(state, lay.circuit_layers)
+            engine.prefill(state, g)
+            aside.after(state)
+            cells["aside"].append(kl(original, engine.prefill(state, c)))
         out = []
         for v in cells.values():
             v = np.stack(v)
