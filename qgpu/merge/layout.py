@@ -42,11 +42,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qgpu.circuit.primitives_norm import four_squares
 from qgpu.circuit.schedule import LayerShape
 from qgpu.errors import QgpuError
 from qgpu.model.config import QwenConfig
 from qgpu.model.weights import QwenWeights
+from qgpu.primitives.norm import four_squares
 
 GPU_LOGIT_GAIN = 1024.0  # GPU logits ~ circuit logits x 2^10: margins 2 -> ~2048
 FLAG_GAIN = 2.0 ** 64  # T switches circuit gates off for text (and pad) tokens
