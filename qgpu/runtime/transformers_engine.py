@@ -31,7 +31,7 @@ import numpy as np
 
 from qgpu.circuit.machine.memory import decode_memory_rows
 from qgpu.errors import LaunchError, MachineError, QgpuError
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.protocol import encode_prompt, kind_of, tok
 from qgpu.runtime.checkpoint import check_program, read_info, spec_of
 
@@ -114,7 +114,7 @@ class TransformersMachine:
         return decode_memory_rows(table[:where["rows"], :where["columns"]])
 
     def generate(self, prompt: list[int], max_tokens: int = DEFAULT_MAX_TOKENS,
-                 max_blocks: int = M.DEFAULT_BLOCK_BUDGET):
+                 max_blocks: int = limits.DEFAULT_BLOCK_BUDGET):
         """Greedy generate() after `prompt` (protocol tokens) until HALT: (trace as
         protocol tokens, the cache, seconds)."""
         torch = _torch()
@@ -160,7 +160,7 @@ class TransformersMachine:
 
     def launch(self, program, grid: int, block: int, memory=(),
                max_tokens: int = DEFAULT_MAX_TOKENS,
-               max_blocks: int = M.DEFAULT_BLOCK_BUDGET) -> TransformersRun:
+               max_blocks: int = limits.DEFAULT_BLOCK_BUDGET) -> TransformersRun:
         self.check(program, grid, block)
         prompt = [int(t) for t in encode_prompt(program, grid, block, memory)]
         trace, cache, seconds = self.generate(prompt, max_tokens, max_blocks)
@@ -168,7 +168,7 @@ class TransformersMachine:
 
 
 def run_transformers(machine: TransformersMachine, program, grid: int, block: int, memory,
-                     budget: int = M.DEFAULT_BLOCK_BUDGET, check: bool = False):
+                     budget: int = limits.DEFAULT_BLOCK_BUDGET, check: bool = False):
     """The runner of engine_name's engines: generate, optionally check, decode."""
     from qgpu.cuda.api import EngineRun
     from qgpu.protocol import Launch, decode_trace
