@@ -230,9 +230,10 @@ class MergeLayout:
 
     @property
     def kill_down(self) -> float:
-        """The kill unit's down weight: KILL_GATE b0 * b0 * kill_down ~ KILL."""
+        """The kill unit's down weight, a power of two (stored exactly in bf16):
+        KILL_GATE b0 * b0 * kill_down is KILL within a factor sqrt(2)."""
         b0 = self.ballast[0]
-        return float(np.float32(KILL / (KILL_GATE * b0 * b0)))
+        return 2.0 ** round(math.log2(KILL / (KILL_GATE * b0 * b0)))
 
     @property
     def gpu_flag_final(self) -> float:

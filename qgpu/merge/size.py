@@ -162,7 +162,7 @@ def merge_size(base: QwenConfig, circuit_hidden: int, circuit_layers: int,
 # `--compile` measures the current sources, tests/circuit/machine/test_layout_doc.py
 # keeps these equal to them
 MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS = 5831, 33, 14_280_000
-MACHINE_BF16_PARAMS = 0
+MACHINE_BF16_PARAMS = 4_159_419_904
 
 
 def bf16_parameters(weights, hidden: int) -> int:
