@@ -214,6 +214,10 @@ if __name__ == "__main__":
         nonzeros = compiled.weights.nonzero_count()
         bf16 = machine_bf16_parameters(compiled.weights)
     print(f"machine circuit: hidden {hidden}, {layers} layers, {nonzeros:,} nonzeros, "
-          f"merged into Qwen3.5-2B")
+          f"{bf16:,} parameters stored bf16 in the merge, merged into Qwen3.5-2B")
+    if "--compile" in sys.argv:
+        print(f"(merge.size's constants for this machine: MACHINE_HIDDEN, MACHINE_LAYERS, "
+              f"MACHINE_NONZEROS = {hidden}, {layers}, {nonzeros:_}; MACHINE_BF16_PARAMS = "
+              f"{bf16:_})")
     print(machine_size(hidden=hidden, layers=layers, nonzeros=nonzeros,
                        bf16_params=bf16).markdown())
