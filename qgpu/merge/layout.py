@@ -17,7 +17,8 @@ t is id Vb + t, then one pad token (id Vb + Vc). The output head is untied.
 - GPU tokens in circuit layers: the circuit's weights sit in dims [0, Hc) and its norms
   see mean(h^2) = the ledger's `mean` over all H dims (the ballast b0, b1, b2 carries
   mean * (H - Hc) in squares), so each circuit layer computes what it computes alone.
-- The kill: a free MLP unit of the last circuit layer adds KILL (~2^50) to K for GPU
+- The kill: a free MLP unit of the last circuit layer (or, when it has none, of one more
+  layer after the circuit's, all zero but that unit) adds KILL (~2^50) to K for GPU
   tokens. In every later norm K then dominates mean(h^2): the GPU token's shared dims
   reach the base's projections scaled by ~sqrt(H) / 2^50 (its keys, values and conv
   entries in the base are ~1e-13 of a text token's), while K itself reaches them as
@@ -44,7 +45,7 @@ import numpy as np
 
 from qgpu.circuit.schedule import LayerShape
 from qgpu.errors import QgpuError
-from qgpu.model.config import QwenConfig
+from qgpu.model.config import LINEAR, QwenConfig
 from qgpu.model.weights import QwenWeights
 from qgpu.primitives.norm import four_squares
 
@@ -157,6 +158,7 @@ class MergeLayout:
     mean: int
     norm_mode: str = "exact"  # "ratio" / "none": weaker compensations, for measurements
     neutralise: bool = True  # GPU tokens leave the base's layers and states untouched
+    kill_layer: bool = False  # the circuit's last layer has no free MLP unit: add a layer
     ballast: tuple[int, ...] = field(init=False)  # GPU tokens' K, then further ballast
     text_scale: float = field(init=False)
     flag_value: float = field(init=False)
@@ -252,7 +254,12 @@ class MergeLayout:
     # -- layers and tokens --
     @property
     def circuit_layers(self) -> int:
-        return self.circuit.num_hidden_layers
+        """The circuit's layers, plus the kill layer when there is one."""
+        return self.circuit.num_hidden_layers + int(self.kill_layer)
+
+    @property
+    def circuit_layer_types(self) -> list[str]:
+        return list(self.circuit.layer_types) + ([LINEAR] if self.kill_layer else [])
 
     @property
     def gpu_token_offset(self) -> int:
@@ -274,7 +281,7 @@ class MergeLayout:
         return QwenConfig(
             hidden_size=self.hidden,
             num_hidden_layers=self.circuit_layers + b.num_hidden_layers,
-            layer_types=list(self.circuit.layer_types) + list(b.layer_types),
+            layer_types=self.circuit_layer_types + list(b.layer_types),
             vocab_size=self.vocab_size, intermediate_size=b.intermediate_size,
             linear_num_key_heads=b.linear_num_key_heads,
             linear_num_value_heads=b.linear_num_value_heads,
@@ -301,9 +308,15 @@ class MergeLayout:
             "flag_value": self.flag_value, "norm_factor": self.norm_factor,
             "norm_mode": self.norm_mode, "neutralise": self.neutralise,
             "gpu_logit_gain": GPU_LOGIT_GAIN, "kill": KILL,
-            "circuit_layer_types": list(self.circuit.layer_types),
+            "circuit_layer_types": self.circuit_layer_types, "kill_layer": self.kill_layer,
         }
 
 
 def make_layout(base: QwenConfig, part: CircuitPart, **options) -> MergeLayout:
+    """The layout of `part` merged into `base`: with a kill layer of its own when the
+    circuit's last layer leaves no MLP unit free for the kill."""
+    from qgpu.merge.tensors import free_unit
+
+    last = part.config.num_hidden_layers - 1
+    options.setdefault("kill_layer", free_unit(part.weights, last) is None)
     return MergeLayout(base, part.config, part.one, part.mean, **options)

@@ -79,11 +79,11 @@ class MergedTensors:
         self.base = base
         self.circuit = circuit
         self.circuit_norm = circuit_norm  # the circuit's norm weight, sqrt(mean) - 1
-        last = layout.circuit_layers - 1
-        self.kill_unit = free_unit(circuit, last)
+        last = circuit.config.num_hidden_layers - 1
+        self.kill_unit = 0 if layout.kill_layer else free_unit(circuit, last)
         if self.kill_unit is None:
             raise MergeError(f"the circuit's last layer ({last}) has no free MLP unit for "
-                             f"the GPU flag's kill; compile it with one unit to spare")
+                             f"the GPU flag's kill: merge with a kill layer")
         self.final = self._norm_vector(self.base.rows(FINAL_NORM, 0, layout.base_hidden), None)
         self.head_scale = self._head_scale()
 
@@ -204,6 +204,8 @@ class MergedTensors:
         if index >= self.layout.circuit_layers:
             base_name = f"model.layers.{index - self.layout.circuit_layers}.{short}"
             return "BF16" if self.base.dtype(base_name) == "BF16" else "F32"
+        if index >= self.circuit.config.num_hidden_layers:
+            return "F32"  # the kill layer (small: zeros and a few entries)
         tensor = self.circuit.layer(index, short)
         values = tensor.csr().vals if isinstance(tensor, SparseTensor) else np.asarray(tensor)
         extra = [np.asarray(v, F32) for _, _, v in self.extras(name)]
@@ -230,6 +232,11 @@ class MergedTensors:
             return None
         index, short = split
         layer_name = f"model.layers.{index}.{short}"
+        if index >= self.circuit.config.num_hidden_layers:  # the kill layer: extras only
+            if short not in READS_RESIDUAL + WRITES_RESIDUAL:
+                return None
+            empty = (np.zeros(0, I64), np.zeros(0, I64), np.zeros(0, F32))
+            return _from_parts(shape, _merge_duplicates(shape, [empty, *self.extras(name)]))
         if short not in READS_RESIDUAL + WRITES_RESIDUAL or not self.circuit.is_sparse(
                 layer_name):
             return None
@@ -282,7 +289,14 @@ class MergedTensors:
 
     # -- layers --
     def _circuit_layer(self, index: int, short: str, start: int, stop: int) -> np.ndarray:
-        lay, src = self.layout, self.circuit.layer(index, short)
+        lay = self.layout
+        if index >= self.circuit.config.num_hidden_layers:  # the kill layer: zeros + extras
+            if short in NORMS:
+                return self._norm_vector(None, np.full(lay.circuit_hidden, self.circuit_norm,
+                                                       F32))[start:stop]
+            shape = self.shape(f"model.layers.{index}.{short}")
+            return np.zeros((stop - start, *shape[1:]), F32)
+        src = self.circuit.layer(index, short)
         if short in NORMS:
             return self._norm_vector(None, src)[start:stop]
         if short in READS_RESIDUAL:

@@ -156,3 +156,23 @@ def test_launches_can_skip_the_base_layers_exactly(base_name):
         == demo.answers(tokens)
     for layer, rows in s2.recurrent.items():
         np.testing.assert_array_equal(s1.recurrent[layer], rows)
+
+
+@pytest.mark.parametrize("base_name", sorted(BASES))
+def test_a_kill_layer_when_the_last_circuit_layer_has_no_free_unit(base_name):
+    """kill_layer (chosen by make_layout when the circuit's last layer has no free MLP
+    unit; forced here): one more layer after the circuit's, zero but the kill unit;
+    launches stay token-exact, text stays the base's."""
+    demo, part = demo_circuit("counter")
+    base = random_base(base_name, seed=11)
+    merged, lay = merge_weights(base, part, kill_layer=True)
+    assert lay.circuit_layers == part.config.num_hidden_layers + 1
+    assert merged.config.num_hidden_layers == lay.circuit_layers + base.config.num_hidden_layers
+    tokens = demo.stream(100, seed=6)
+    engine = FastEngine(merged)
+    logits = engine.prefill(engine.new_state(), [lay.gpu_token(t) for t in tokens])
+    assert (logits.argmax(1) - lay.gpu_token_offset).tolist() == demo.answers(tokens)
+    text = np.random.default_rng(4).integers(0, base.config.vocab_size, 40).tolist()
+    want = ReferenceEngine(base).prefill(ReferenceEngine(base).new_state(), text)
+    got = ReferenceEngine(merged).prefill(ReferenceEngine(merged).new_state(), text)
+    assert text_kl(want, got).max() < 1e-9
