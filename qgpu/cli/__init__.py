@@ -1,6 +1,9 @@
 """cli: the `qgpu` command. Each subcommand lives in its own module of this package and
 registers itself in SUBCOMMANDS (name -> module); the module has `add_arguments(parser)`
-and `main(args) -> int`."""
+and `main(args) -> int`.
+
+Owns: the command line only. May import every package below it; nothing imports cli.
+"""
 
 from __future__ import annotations
 

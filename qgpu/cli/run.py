@@ -21,8 +21,9 @@ greedy generate() write the launch, results read from its cache
 
 NAME is a parameter's name in the kernel's source; every parameter needs one --arg. A
 pointer parameter takes comma-separated integers (the array's initial contents) or
-zeros:N; an integer parameter takes one integer. --json prints one JSON object:
-{"kernel", "engine", "args": {NAME: final contents (pointer parameters)}, "tokens"}.
+zeros:N; an integer parameter takes one integer (cuda.launch_args reads them). --json
+prints one JSON object: {"kernel", "engine", "args": {NAME: final contents (pointer
+parameters)}, "tokens"}.
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
+from qgpu.cuda import compile as compile_cuda
+from qgpu.cuda.launch_args import parse_args, pick_kernel
 from qgpu.errors import QgpuError
+from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
+from qgpu.runtime.transformers_engine import TransformersMachine
+from qgpu.runtime.transformers_engine import engine_name as transformers_engine
 
 
 class RunError(QgpuError):
@@ -64,68 +70,11 @@ def add_arguments(p) -> None:
                         "NAME=INT for integers")
 
 
-def _int(text: str, name: str) -> int:
-    try:
-        return int(text.strip(), 0)
-    except ValueError:
-        raise RunError(f"--arg {name}: '{text}' is not an integer") from None
-
-
-def _array(param, text: str) -> np.ndarray:
-    dtype = np.int32 if param.signed else np.uint32
-    lo, hi = (-(1 << 31), (1 << 31) - 1) if param.signed else (0, (1 << 32) - 1)
-    if text.startswith("zeros:"):
-        n = _int(text[len("zeros:"):], param.name)
-        if n < 0:
-            raise RunError(f"--arg {param.name}: zeros:{n} is negative")
-        return np.zeros(n, dtype=dtype)
-    items = [t for t in text.split(",")] if text.strip() else []
-    values = [_int(t, param.name) for t in items]
-    for v in values:
-        if not lo <= v <= hi:
-            raise RunError(f"--arg {param.name}: {v} does not fit {param.ctype}")
-    return np.array(values, dtype=dtype)
-
-
-def parse_args(kernel, pairs: list[str]) -> dict:
-    """Launch arguments by parameter name, from NAME=VALUE strings."""
-    params = {p.name: p for p in kernel.params}
-    given: dict[str, str] = {}
-    for pair in pairs:
-        name, eq, value = pair.partition("=")
-        name = name.strip()
-        if not eq:
-            raise RunError(f"--arg '{pair}': expected NAME=VALUE")
-        if name not in params:
-            raise RunError(f"--arg {name}: {kernel.name} has no parameter '{name}' "
-                           f"(parameters: {', '.join(params) or 'none'})")
-        if name in given:
-            raise RunError(f"--arg {name} given twice")
-        given[name] = value
-    missing = [n for n in params if n not in given]
-    if missing:
-        raise RunError(f"missing --arg for {', '.join(missing)} ({kernel.signature})")
-    return {n: _array(p, given[n]) if p.pointer else _int(given[n], n)
-            for n, p in params.items()}
-
-
-def _pick_kernel(module, name: str | None):
-    names = module.kernel_names
-    if name is None:
-        if len(names) != 1:
-            raise RunError(f"{module.filename} has {len(names)} kernels "
-                           f"({', '.join(names) or 'none'}); choose one with --kernel")
-        name = names[0]
-    return module.get_function(name)
-
-
 def _values(a: np.ndarray) -> list[int]:
     return [int(x) for x in a]
 
 
 def run(args) -> dict:
-    import qgpu
-
     forced = getattr(args, "forced", False)
     transformers = getattr(args, "engine", None) == "transformers"
     if transformers and not getattr(args, "model", None):
@@ -146,18 +95,13 @@ def run(args) -> dict:
         source = path.read_text()
     except OSError as exc:
         raise RunError(f"cannot read {args.file}: {exc.strerror}") from None
-    module = qgpu.compile(source, filename=args.file)
-    kernel = _pick_kernel(module, args.kernel)
+    module = compile_cuda(source, filename=args.file)
+    kernel = pick_kernel(module, args.kernel)
     values = parse_args(kernel, args.arg)
     if transformers:
-        from qgpu.runtime.transformers_engine import TransformersMachine
-        from qgpu.runtime.transformers_engine import engine_name as transformers_engine
-
         machine = TransformersMachine(args.model, args.device)  # held: weakly registered
         engine = transformers_engine(machine, check=args.check)
     elif getattr(args, "model", None):
-        from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
-
         machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
         engine = engine_name(machine, check=args.check, forced=forced)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}

@@ -150,6 +150,15 @@ def gpu_ballast(n: int, k: int) -> tuple[int, ...] | None:
     return None
 
 
+def free_unit(circuit: QwenWeights, layer: int) -> int | None:
+    """An MLP unit of `layer` the circuit leaves unused (gate, up and down all zero)."""
+    gate = circuit.layer_csr(layer, "mlp.gate_proj.weight").counts
+    up = circuit.layer_csr(layer, "mlp.up_proj.weight").counts
+    down = circuit.layer_csr(layer, "mlp.down_proj.weight").col_counts()
+    free = np.flatnonzero((gate == 0) & (up == 0) & (down == 0))
+    return int(free[-1]) if free.size else None
+
+
 @dataclass
 class MergeLayout:
     base: QwenConfig
@@ -315,8 +324,6 @@ class MergeLayout:
 def make_layout(base: QwenConfig, part: CircuitPart, **options) -> MergeLayout:
     """The layout of `part` merged into `base`: with a kill layer of its own when the
     circuit's last layer leaves no MLP unit free for the kill."""
-    from qgpu.merge.tensors import free_unit
-
     last = part.config.num_hidden_layers - 1
     options.setdefault("kill_layer", free_unit(part.weights, last) is None)
     return MergeLayout(base, part.config, part.one, part.mean, **options)

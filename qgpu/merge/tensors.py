@@ -32,6 +32,7 @@ from qgpu.merge.layout import (
     PAD_GPU_FLAG,
     MergeError,
     MergeLayout,
+    free_unit,
 )
 from qgpu.merge.writer import is_bf16
 from qgpu.model.sparse_tensor import SparseTensor
@@ -59,15 +60,6 @@ def split_layer_name(name: str) -> tuple[int, str] | None:
         return None
     index, short = name[len("model.layers."):].split(".", 1)
     return int(index), short
-
-
-def free_unit(circuit: QwenWeights, layer: int) -> int | None:
-    """An MLP unit of `layer` the circuit leaves unused (gate, up and down all zero)."""
-    gate = circuit.layer_csr(layer, "mlp.gate_proj.weight").counts
-    up = circuit.layer_csr(layer, "mlp.up_proj.weight").counts
-    down = circuit.layer_csr(layer, "mlp.down_proj.weight").col_counts()
-    free = np.flatnonzero((gate == 0) & (up == 0) & (down == 0))
-    return int(free[-1]) if free.size else None
 
 
 class MergedTensors:

@@ -1,6 +1,6 @@
 """primitives.gdn_memory: Gated DeltaNet heads used as storage.
 
-`row_memory` turns GDN value heads into a table of rows (DESIGN.md section 1):
+`row_memory` turns GDN value heads into a table of rows (docs/design.md section 1):
 - stores: row i of the state of each head = 32 * (b0, 1-b0, b1, 1-b1, ...) for the data
   bits written at address i, and BALLAST = 2^22 in the last column; unwritten rows are
   0. Up to dk rows of dv/2 - 1 bits.

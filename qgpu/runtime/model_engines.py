@@ -7,6 +7,7 @@ memory read from the model's state."""
 from __future__ import annotations
 
 from qgpu.circuit.machine.spec import check_launch
+from qgpu.cuda.api import ENGINES, EngineRun
 from qgpu.isa import limits
 from qgpu.protocol import Launch, decode_trace
 from qgpu.runtime.check import check_trace, forced_launch
@@ -19,8 +20,6 @@ def run_model(program, grid: int, block: int, memory, budget: int = limits.DEFAU
     """machine: None (the machine compiled in this process) or a loaded checkpoint's
     (runtime.checkpoint.CheckpointMachine). check: generate, then compare with the
     interpreter; forced: check by teacher forcing instead of generating."""
-    from qgpu.cuda.api import EngineRun
-
     if machine is None:
         check_launch(DEFAULT_SPEC, program, grid, block)  # a clear error before compiling
         machine = load_machine()
@@ -44,3 +43,7 @@ def run_model_checked(program, grid: int, block: int, memory,
 def run_model_forced(program, grid: int, block: int, memory,
                      budget: int = limits.DEFAULT_BLOCK_BUDGET):
     return run_model(program, grid, block, memory, budget, forced=True)
+
+
+ENGINES.update({"model": run_model, "model-check": run_model_checked,
+                "model-forced": run_model_forced})

@@ -30,9 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from qgpu.circuit.machine.memory import decode_memory_rows
+from qgpu.cuda.api import ENGINES, EngineRun
 from qgpu.errors import LaunchError, MachineError, QgpuError
 from qgpu.isa import limits
-from qgpu.protocol import encode_prompt, kind_of, tok
+from qgpu.protocol import Launch, decode_trace, encode_prompt, kind_of, tok
+from qgpu.protocol.vocab import VOCAB_SIZE
+from qgpu.runtime.check import check_trace
 from qgpu.runtime.checkpoint import check_program, read_info, spec_of
 
 HALT = tok("HALT")
@@ -81,8 +84,6 @@ def pick_device(device: str | None) -> str:
 
 
 def _exec_ids() -> np.ndarray:
-    from qgpu.protocol.vocab import VOCAB_SIZE
-
     return np.array([kind_of(t)[0] == "EXEC" for t in range(VOCAB_SIZE)])
 
 
@@ -170,10 +171,6 @@ class TransformersMachine:
 def run_transformers(machine: TransformersMachine, program, grid: int, block: int, memory,
                      budget: int = limits.DEFAULT_BLOCK_BUDGET, check: bool = False):
     """The runner of engine_name's engines: generate, optionally check, decode."""
-    from qgpu.cuda.api import EngineRun
-    from qgpu.protocol import Launch, decode_trace
-    from qgpu.runtime.check import check_trace
-
     run = machine.launch(program, grid, block, memory, max_blocks=budget)
     if check:
         check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
@@ -184,8 +181,6 @@ def run_transformers(machine: TransformersMachine, program, grid: int, block: in
 def engine_name(machine: TransformersMachine, check: bool = False) -> str:
     """Register `machine` as a launch engine of the CUDA API (weakly held) and return its
     name: `kernel(grid, block, args, engine=engine_name(machine))`."""
-    from qgpu.cuda.api import ENGINES
-
     name = f"{'transformers-check' if check else 'transformers'}:{machine.directory}"
     held = weakref.ref(machine)
 
