@@ -36,7 +36,7 @@ from qgpu.merge.layout import (
 )
 from qgpu.merge.writer import is_bf16
 from qgpu.model.sparse_tensor import SparseTensor
-from qgpu.model.weights import EMBED, FINAL_NORM, LM_HEAD, QwenWeights
+from qgpu.model.weights import EMBED, FINAL_NORM, LM_HEAD, QwenWeights, expected_shapes
 
 NORMS = ("input_layernorm.weight", "post_attention_layernorm.weight")
 READS_RESIDUAL = (
@@ -156,8 +156,6 @@ class MergedTensors:
         return out
 
     def shape(self, name: str) -> tuple[int, ...]:
-        from qgpu.model.weights import expected_shapes
-
         if not hasattr(self, "_shapes"):
             self._shapes = expected_shapes(self.layout.merged_config())
         return self._shapes[name]
