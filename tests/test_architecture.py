@@ -32,3 +32,13 @@ def test_no_cycle_and_only_the_explained_back_arrow():
     graph = measure()
     assert graph["cycles"] == []
     assert [a.split(" (")[0] for a in graph["back_arrows"]] == ["qgpu.suite -> qgpu.runtime"]
+
+
+def test_every_package_says_what_it_owns_and_may_import():
+    import importlib
+
+    for name in layers():
+        if name in ("errors", "progress"):
+            continue
+        doc = importlib.import_module(f"qgpu.{name}").__doc__ or ""
+        assert "Owns:" in doc and "May import" in doc, f"qgpu.{name}'s docstring"

@@ -1,16 +1,21 @@
 """qgpu run: compile a CUDA file and launch one kernel.
 
-    qgpu run FILE.cu --grid G --block B [--kernel NAME] [--engine interp|model|transformers]
-             [--check] [--forced] [--model DIR] [--device cpu|cuda|mps] [--json]
-             --arg NAME=VALUE ...
+    qgpu run FILE.cu --grid G --block B [--kernel NAME]
+             [--engine model|interp|llama.cpp|transformers] [--check] [--forced]
+             [--model DIR] [--device cpu|cuda|mps] [--json] --arg NAME=VALUE ...
 
---check (with --engine model) generates the trace on the model, then replays the launch
+The launch runs on the compiled model by default (its engine plan is memory-mapped from
+the plan store: runtime.compiled); --engine interp runs the reference interpreter.
+--check (with the model) generates the trace on the model, then replays the launch
 on the interpreter and compares token by token (and the final memory). --forced checks by
 teacher forcing instead (implies --engine model --check): the prompt and the
 interpreter's trace go through the model in one pass, and the model's greedy token at
 every position must be the trace's next token (equivalent to generation writing the
 trace; faster, since the fast engine runs known tokens layer by layer); the memory is
 read from the model's state after the pass (runtime.check.forced_launch).
+
+--model FILE.gguf (`qgpu export-gguf`) runs it on llama.cpp through llama-cpp-python
+(--engine llama.cpp; runtime.llama_cpp), --check and --forced as above.
 
 --model DIR runs the launch on a checkpoint's machine (a merged checkpoint from `qgpu merge`
 or one from `qgpu export-machine`; implies --engine model): GPU tokens offset into its
@@ -34,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qgpu.cli.html import add_html_argument, launch
 from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.launch_args import parse_args, pick_kernel
 from qgpu.errors import QgpuError
@@ -51,9 +57,11 @@ def add_arguments(p) -> None:
     p.add_argument("--grid", type=int, required=True, help="CTAs in the launch (gridDim.x)")
     p.add_argument("--block", type=int, required=True, help="threads per CTA (blockDim.x)")
     p.add_argument("--kernel", help="the __global__ function (when the file has several)")
-    p.add_argument("--engine", choices=("interp", "model", "transformers"), default="interp",
-                   help="run on the reference interpreter (default), the compiled model "
-                        "(qgpu's fast engine) or, with --model, transformers' own generate()")
+    p.add_argument("--engine", choices=("model", "interp", "llama.cpp", "transformers"),
+                   default="model",
+                   help="run on the compiled model (default), the reference interpreter, "
+                        "llama.cpp (with --model FILE.gguf from qgpu export-gguf) or, with "
+                        "--model DIR, transformers' own generate()")
     p.add_argument("--device", choices=("cpu", "cuda", "mps"),
                    help="torch device of --engine transformers (default cpu)")
     p.add_argument("--check", action="store_true",
@@ -65,6 +73,7 @@ def add_arguments(p) -> None:
     p.add_argument("--model", metavar="DIR",
                    help="run on this merged or exported machine checkpoint (--engine model)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_html_argument(p)
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers, "
                         "NAME=INT for integers")
@@ -85,11 +94,18 @@ def run(args) -> dict:
                        "--check (generate(), then the interpreter's replay)")
     if getattr(args, "device", None) and not transformers:
         raise RunError("--device applies to --engine transformers")
-    if (getattr(args, "model", None) or forced) and not transformers:
+    gguf = str(getattr(args, "model", None) or "").endswith(".gguf")
+    if args.engine == "llama.cpp" and not gguf:
+        raise RunError("--engine llama.cpp needs --model FILE.gguf (qgpu export-gguf)")
+    if gguf and transformers:
+        raise RunError("--engine transformers needs a checkpoint directory, not a GGUF file")
+    if gguf:
+        args.engine = "llama.cpp"
+    elif (getattr(args, "model", None) or forced) and not transformers:
         args.engine = "model"
     args.check = args.check or forced
     engine = "model-forced" if forced else \
-        "model-check" if args.engine == "model" and args.check else args.engine
+        "model-check" if args.engine != "interp" and args.check else args.engine
     path = Path(args.file)
     try:
         source = path.read_text()
@@ -101,11 +117,16 @@ def run(args) -> dict:
     if transformers:
         machine = TransformersMachine(args.model, args.device)  # held: weakly registered
         engine = transformers_engine(machine, check=args.check)
+    elif gguf:
+        from qgpu.runtime.llama_cpp import load_gguf_machine
+
+        machine = load_gguf_machine(args.model)   # held: the registry refers weakly
+        engine = engine_name(machine, check=args.check, forced=forced)
     elif getattr(args, "model", None):
         machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
         engine = engine_name(machine, check=args.check, forced=forced)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
-    result = kernel(args.grid, args.block, values, engine=engine)
+    result = launch(kernel, args.grid, args.block, values, engine, getattr(args, "html", None))
     return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,
             "block": args.block, "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},
