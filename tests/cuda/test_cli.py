@@ -77,7 +77,15 @@ def test_readable_report(cu, capsys):
     (["--kernel", "negate", "--engine", "model", "--grid", "2", "--block", "16",
       "--arg", "u=zeros:32"], "needs 8 warps"),
     (["--kernel", "negate", "--engine", "model", "--check", "--grid", "2", "--block", "16",
-      "--arg", "u=zeros:32"], "needs 8 warps")])
+      "--arg", "u=zeros:32"], "needs 8 warps"),
+    (["--kernel", "negate", "--engine", "transformers", "--arg", "u=1"],
+     "--engine transformers needs --model DIR"),
+    (["--kernel", "negate", "--engine", "transformers", "--forced", "--model", "/nonexistent",
+      "--arg", "u=1"], "--forced checks on qgpu's engine"),
+    (["--kernel", "negate", "--device", "cpu", "--arg", "u=1"],
+     "--device applies to --engine transformers"),
+    (["--kernel", "negate", "--engine", "transformers", "--model", "/nonexistent",
+      "--arg", "u=1"], "has no qgpu_merge.json")])
 def test_errors_are_one_line_with_nonzero_status(cu, capsys, argv, match):
     rc, out, err = run(capsys, cu, "--grid", "1", "--block", "1", *argv)
     assert rc != 0 and out == ""
