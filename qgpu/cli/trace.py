@@ -1,13 +1,15 @@
 """cli.trace: `qgpu trace FILE.json`: decode a launch's token stream (a JSON object with
 "prompt" and "trace" lists of token ids, or a plain list: the prompt then the trace after
-GO) into readable records."""
+GO) into readable records. A file that is not such a stream is a ProtocolError naming
+what is wrong (one line), never a traceback."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from qgpu.protocol import decode_prompt, decode_trace, name, tok
+from qgpu.errors import ProtocolError
+from qgpu.protocol import VOCAB_SIZE, decode_prompt, decode_trace, name, tok
 
 
 def add_arguments(parser) -> None:
@@ -15,13 +17,42 @@ def add_arguments(parser) -> None:
     parser.add_argument("--raw", action="store_true", help="also print every token's name")
 
 
-def main(args) -> int:
-    data = json.loads(Path(args.file).read_text())
+def _ids(value, what: str) -> list[int]:
+    if not isinstance(value, list):
+        raise ProtocolError(f"{what} must be a JSON list of token ids, not "
+                            f"{type(value).__name__}")
+    for i, t in enumerate(value):
+        if isinstance(t, bool) or not isinstance(t, int):
+            raise ProtocolError(f"{what}[{i}] = {json.dumps(t)[:40]} is not a token id")
+        if not 0 <= t < VOCAB_SIZE:
+            raise ProtocolError(f"{what}[{i}] = {t} is outside the vocabulary "
+                                f"(0..{VOCAB_SIZE - 1})")
+    return value
+
+
+def parse_stream(text: str | bytes, what: str = "stream") -> tuple[list[int], list[int]]:
+    """(prompt, trace) token ids from a token-stream file's text."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:   # JSONDecodeError, UnicodeDecodeError
+        raise ProtocolError(f"{what} is not JSON ({' '.join(str(exc).split())[:120]})") \
+            from None
     if isinstance(data, dict):
-        prompt, trace = data["prompt"], data["trace"]
-    else:
-        cut = data.index(tok("GO")) + 1
-        prompt, trace = data[:cut], data[cut:]
+        missing = [k for k in ("prompt", "trace") if k not in data]
+        if missing:
+            raise ProtocolError(f"{what}: the JSON object has no {' or '.join(missing)} "
+                                f"(expected {{\"prompt\": [...], \"trace\": [...]}})")
+        return _ids(data["prompt"], "prompt"), _ids(data["trace"], "trace")
+    tokens = _ids(data, what)
+    go = tok("GO")
+    if go not in tokens:
+        raise ProtocolError(f"{what}: no GO token ({go}) ends a prompt in the list")
+    cut = tokens.index(go) + 1
+    return tokens[:cut], tokens[cut:]
+
+
+def main(args) -> int:
+    prompt, trace = parse_stream(Path(args.file).read_bytes(), args.file)
     launch = decode_prompt(prompt)
     print(f"launch: grid {launch.grid}, block {launch.block}, "
           f"{len(launch.program.blocks)} blocks, prompt {len(prompt)} tokens")
