@@ -77,7 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args = parser.parse_args(argv)
         except UsageError as exc:
-            _say(exc.prog, f"error: {exc}")
+            words = sys.argv[1:] if argv is None else argv
+            command = next((w for w in words if not w.startswith("-")), None)
+            where = f"qgpu {command}" if exc.prog == "qgpu" and command in modules \
+                else exc.prog
+            _say(where, f"error: {exc}".replace("(see qgpu --help)",
+                                                 f"(see {where} --help)"))
             return 1
         prog = f"qgpu {args.command}"
         try:

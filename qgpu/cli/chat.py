@@ -20,11 +20,27 @@ def add_arguments(parser) -> None:
                         help="do not replay launches on the interpreter")
 
 
+def _need_hf() -> None:
+    """The chat's text half needs the `hf` extra (tokenizers); say so up front."""
+    import importlib.util
+
+    from qgpu.errors import QgpuError
+
+    missing = [m for m in ("tokenizers",) if importlib.util.find_spec(m) is None]
+    if missing:
+        raise QgpuError(f"qgpu chat needs the hf extra (missing: {', '.join(missing)}): "
+                        f"pip install 'qgpu[hf]'")
+
+
 def open_session(model: str, advanced: bool = False, max_new_tokens: int = 512,
                  check: bool = True):
     from qgpu.chat import ChatSession
     from qgpu.chat.text import TextModel, TextModelError
-    from qgpu.runtime.checkpoint import load_machine_checkpoint
+    from qgpu.runtime.checkpoint import load_machine_checkpoint, read_info
+
+    info = read_info(model)
+    if info.get("gpu_token_offset", 0) or info.get("base_layers", 0):
+        _need_hf()   # a merged model: its text half needs a tokenizer (before loading)
 
     machine = load_machine_checkpoint(model)
     try:

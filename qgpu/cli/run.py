@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from qgpu.errors import QgpuError
+from qgpu.isa import machine as M
 
 
 class RunError(QgpuError):
@@ -52,6 +53,10 @@ def add_arguments(p) -> None:
     p.add_argument("--model", metavar="DIR",
                    help="run on this merged or exported machine checkpoint (--engine model)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--budget", type=int, metavar="N",
+                   help="end the launch with an error after N executed blocks (default: "
+                        f"{M.DEFAULT_BLOCK_BUDGET} on the interpreter, "
+                        "runtime.generate.DEFAULT_MODEL_BUDGET on the model)")
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers, "
                         "NAME=INT for integers")
@@ -120,6 +125,11 @@ def run(args) -> dict:
     import qgpu
 
     forced = getattr(args, "forced", False)
+    if args.check and args.engine == "interp" and not getattr(args, "model", None) \
+            and not forced:
+        raise RunError("--check compares the model's tokens with the interpreter's, so it "
+                       "needs --engine model (or --model DIR); on the interpreter there is "
+                       "nothing to compare with")
     if getattr(args, "model", None) or forced:
         args.engine = "model"
     args.check = args.check or forced
@@ -139,7 +149,10 @@ def run(args) -> dict:
         machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
         engine = engine_name(machine, check=args.check, forced=forced)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
-    result = kernel(args.grid, args.block, values, engine=engine)
+    budget = getattr(args, "budget", None)
+    if budget is not None and budget < 1:
+        raise RunError(f"--budget {budget}: give at least 1 block")
+    result = kernel(args.grid, args.block, values, engine=engine, budget=budget)
     return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,
             "block": args.block, "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from qgpu.errors import QgpuError
 from qgpu.suite import load_suite
 
 
@@ -31,19 +32,31 @@ def add_arguments(parser) -> None:
                         help="write the report of an interrupted run from its journal")
 
 
+def _need_cupy() -> None:
+    """The GPU half needs CuPy and a GPU: say so before the reference half runs."""
+    import importlib.util
+
+    if importlib.util.find_spec("cupy") is None:
+        raise QgpuError("CuPy is not installed (pip install cupy-cuda12x on a machine with "
+                        "an NVIDIA GPU); without a GPU, --prepare FILE computes the reference "
+                        "half and --reference FILE runs the GPU half elsewhere")
+
+
 def main(args) -> int:
     from qgpu.validate.reference import build_reference, load_reference, save_reference
     from qgpu.validate.report import markdown, write_report
     from qgpu.validate.run import report_from_journal, validate
 
     names = set(args.kernels.split(",")) if args.kernels else None
+    if not args.rebuild and not args.prepare:
+        _need_cupy()
     if args.rebuild:
-        report = report_from_journal(args.rebuild)
+        report = _read(report_from_journal, args.rebuild, "a validation journal")
         write_report(report, args.out)
         print(markdown(report), end="")
         return 0 if report["cases_matched"] == report["cases_run"] else 1
     if args.reference:
-        reference = load_reference(args.reference)
+        reference = _read(load_reference, args.reference, "a --prepare reference file")
     else:
         specs = [s for s in load_suite() if not names or s.name in names]
         reference = build_reference(specs, engine=args.engine, progress=_progress("ref"))
@@ -56,13 +69,29 @@ def main(args) -> int:
             return 0
     from qgpu.validate.gpu import CupyBackend
 
+    try:
+        backend = CupyBackend()
+        backend.device_info()
+    except Exception as exc:  # noqa: BLE001 - CuPy's errors when there is no usable GPU
+        raise QgpuError(f"no usable GPU through CuPy ({type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())[:120]})") from None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    report = validate(reference, CupyBackend(), journal=out / "journal.jsonl",
+    report = validate(reference, backend, journal=out / "journal.jsonl",
                       kernels=names, progress=_progress("gpu"))
     write_report(report, out)
     print(markdown(report), end="")
     return 0 if report["cases_matched"] == report["cases_run"] else 1
+
+
+def _read(load, path: str, what: str):
+    try:
+        return load(path)
+    except OSError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise QgpuError(f"{path} is not {what} ({type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())[:100]})") from None
 
 
 def _progress(tag):

@@ -146,10 +146,8 @@ class Kernel:
         for k, (p, a) in enumerate(zip(params, args, strict=True)):
             if p.pointer:
                 arr = self._array(p, a)
-                base = next((w for other, w in placed if other is arr), None)
-                if arr.size == 0:
-                    base = 0     # any valid address: guarded loads may read it (ifconvert)
-                elif base is None:
+                base = self._alias(p, arr, placed, params, args)
+                if base is None:
                     base = next_word
                     next_word += arr.size
                     if next_word > machine.GLOBAL_WORDS:
@@ -166,6 +164,22 @@ class Kernel:
         program = self.template.bind(values)
         return program, memory, layout, [a if p.pointer else None
                                          for p, a in zip(params, args, strict=True)]
+
+    def _alias(self, p, arr: np.ndarray, placed, params, args) -> int | None:
+        """The word where `arr` already lives (the same array, or another view of exactly
+        its bytes: an alias, as on a GPU), or None for a new array. Arrays that overlap
+        only partly cannot be placed as they are in host memory: a LaunchError."""
+        for other, w in placed:
+            if other is arr or (other.ctypes.data == arr.ctypes.data
+                                and other.nbytes == arr.nbytes):
+                return w
+            if np.shares_memory(other, arr):
+                name = next(q.name for q, a in zip(params, args, strict=True)
+                            if q.pointer and a is other)
+                raise LaunchError(f"{self.name}: arguments {name} and {p.name} overlap in "
+                                  f"memory without being the same array; pass one array "
+                                  f"for aliases, or separate arrays")
+        return None
 
     def _words(self, params, args) -> int:
         return sum(np.asarray(a).size for p, a in zip(params, args, strict=True) if p.pointer)
@@ -194,6 +208,10 @@ class Kernel:
                               f"array, got {a.ndim}-D {a.dtype}")
         if not a.flags.c_contiguous:
             raise LaunchError(f"{self.name}: argument {p.name} must be contiguous")
+        if a.size == 0:
+            raise LaunchError(f"{self.name}: argument {p.name} is an empty array; every array "
+                              f"gets words of the machine's global memory, so pass at least "
+                              f"one element")
         return a
 
     def _scalar(self, p, a) -> int:
@@ -218,12 +236,32 @@ class Kernel:
         t0 = time.perf_counter()
         run = runner(program, grid, block, memory, budget)
         seconds = time.perf_counter() - t0
-        for p, a in zip(self.signature.params, arrays, strict=True):
-            if a is not None:
-                base, n = layout[p.name]
-                a[...] = np.array(run.memory[base:base + n], dtype=np.uint32).view(a.dtype)
+        self._copy_back(arrays, layout, run.memory)
         return LaunchResult(self.name, engine, grid, block, program, run.memory, run.events,
                             run.trace, seconds, layout)
+
+
+    def _copy_back(self, arrays, layout, memory) -> None:
+        """Final memory into each array the kernel may write (a non-const pointer
+        parameter); a read-only numpy array is left alone unless the kernel changed it,
+        which is a LaunchError after every writable array has its results."""
+        written: dict[int, tuple[np.ndarray, str, bool]] = {}
+        for p, a in zip(self.signature.params, arrays, strict=True):
+            if a is not None:
+                _, may, name = written.get(id(a), (a, False, p.name))
+                written[id(a)] = (a, may or not p.const, name)
+        refused = []
+        for a, may_write, name in written.values():
+            base, n = layout[name]
+            final = np.array(memory[base:base + n], dtype=np.uint32).view(a.dtype)
+            if may_write and a.flags.writeable:
+                a[...] = final
+            elif not np.array_equal(final, a):
+                refused.append(name)
+        if refused:
+            raise LaunchError(f"{self.name}: the kernel wrote to {', '.join(refused)}, passed "
+                              f"as read-only (const parameter or non-writeable array); the "
+                              f"other arrays hold their results")
 
 
 class Module:

@@ -9,11 +9,11 @@ import time
 from dataclasses import dataclass
 
 from qgpu.circuit.machine.spec import check_launch
-from qgpu.errors import LaunchError, MachineError
+from qgpu.errors import LaunchError, MachineError, ProtocolError, TokenError
 from qgpu.isa import machine as M
 from qgpu.isa.program import Program
 from qgpu.model.state import ModelState
-from qgpu.protocol import encode_prompt, kind_of, tok
+from qgpu.protocol import VOCAB_SIZE, encode_prompt, kind_of, tok
 from qgpu.runtime.machine import ModelMachine
 
 HALT = tok("HALT")
@@ -31,6 +31,15 @@ class ModelRun:
     @property
     def tokens_per_second(self) -> float:
         return len(self.trace) / self.seconds if self.seconds else 0.0
+
+
+def _kind(token: int, position: int) -> str:
+    try:
+        return kind_of(token)[0]
+    except TokenError:
+        raise ProtocolError(f"the model wrote token id {token} at trace position {position}, "
+                            f"outside the protocol's vocabulary (0..{VOCAB_SIZE - 1}): a "
+                            f"corrupted model") from None
 
 
 def generate_launch(machine: ModelMachine, program: Program, grid: int, block: int,
@@ -52,7 +61,7 @@ def generate_launch(machine: ModelMachine, program: Program, grid: int, block: i
     while token != HALT:
         if len(trace) >= max_tokens:
             raise LaunchError(f"the model wrote {max_tokens} tokens without HALT")
-        if kind_of(token)[0] == "EXEC":
+        if _kind(token, len(trace) - 1) == "EXEC":
             blocks += 1
             if blocks > max_blocks:
                 raise MachineError(f"instruction budget exceeded: the model ran {max_blocks} "
