@@ -40,31 +40,34 @@ class EngineRun:
 
 
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
-                budget: int) -> EngineRun:
+                budget: int | None) -> EngineRun:
     from qgpu.interp import run_launch
-    res = run_launch(program, grid=grid, block=block, memory=memory, budget=budget)
+    res = run_launch(program, grid=grid, block=block, memory=memory,
+                     budget=machine.DEFAULT_BLOCK_BUDGET if budget is None else budget)
     return EngineRun(list(res.memory), list(res.events), expected_trace(res.events))
 
 
 def _run_model(program: Program, grid: int, block: int, memory: list[int],
-               budget: int) -> EngineRun:
+               budget: int | None) -> EngineRun:
     from qgpu.runtime.engine import run_model  # the compiled model: loaded on first use
     return run_model(program, grid, block, memory, budget)
 
 
 def _run_model_checked(program: Program, grid: int, block: int, memory: list[int],
-                       budget: int) -> EngineRun:
+                       budget: int | None) -> EngineRun:
     from qgpu.runtime.engine import run_model_checked
     return run_model_checked(program, grid, block, memory, budget)
 
 
 def _run_model_forced(program: Program, grid: int, block: int, memory: list[int],
-                      budget: int) -> EngineRun:
+                      budget: int | None) -> EngineRun:
     from qgpu.runtime.engine import run_model_forced
     return run_model_forced(program, grid, block, memory, budget)
 
 
-# name -> runner(program, grid, block, memory, budget) -> EngineRun
+# name -> runner(program, grid, block, memory, budget) -> EngineRun; budget: the most
+# blocks the launch may execute, None for the engine's default (the interpreter's
+# DEFAULT_BLOCK_BUDGET; the model's runtime.generate.DEFAULT_MODEL_BUDGET, ~30 s)
 ENGINES: dict[str, Callable[..., EngineRun]] = {"interp": _run_interp, "model": _run_model,
                                                 "model-check": _run_model_checked,
                                                 "model-forced": _run_model_forced}
@@ -225,7 +228,7 @@ class Kernel:
         return machine.u32(v)
 
     def __call__(self, grid, block, args, engine: str = "interp",
-                 budget: int = machine.DEFAULT_BLOCK_BUDGET) -> LaunchResult:
+                 budget: int | None = None) -> LaunchResult:
         grid, block = _dim(grid, "grid"), _dim(block, "block")
         runner = ENGINES.get(engine)
         if runner is None:
@@ -242,22 +245,20 @@ class Kernel:
 
 
     def _copy_back(self, arrays, layout, memory) -> None:
-        """Final memory into each array the kernel may write (a non-const pointer
-        parameter); a read-only numpy array is left alone unless the kernel changed it,
-        which is a LaunchError after every writable array has its results."""
-        written: dict[int, tuple[np.ndarray, str, bool]] = {}
-        for p, a in zip(self.signature.params, arrays, strict=True):
-            if a is not None:
-                _, may, name = written.get(id(a), (a, False, p.name))
-                written[id(a)] = (a, may or not p.const, name)
-        refused = []
-        for a, may_write, name in written.values():
-            base, n = layout[name]
-            final = np.array(memory[base:base + n], dtype=np.uint32).view(a.dtype)
-            if may_write and a.flags.writeable:
-                a[...] = final
-            elif not np.array_equal(final, a):
-                refused.append(name)
+        """Final memory into each array the kernel may write (one that is, or aliases, a
+        non-const pointer parameter); a read-only numpy array is left alone unless the
+        kernel changed it, which is a LaunchError after every writable array has its
+        results."""
+        params = [(p, a) for p, a in zip(self.signature.params, arrays, strict=True)
+                  if a is not None]
+        may_write = {layout[p.name][0] for p, _ in params if not p.const}
+        finals = {}
+        for p, a in params:
+            base, n = layout[p.name]
+            finals[p.name] = np.array(memory[base:base + n], dtype=np.uint32).view(a.dtype)
+            if base in may_write and a.flags.writeable:
+                a[...] = finals[p.name]
+        refused = [p.name for p, a in params if not np.array_equal(finals[p.name], a)]
         if refused:
             raise LaunchError(f"{self.name}: the kernel wrote to {', '.join(refused)}, passed "
                               f"as read-only (const parameter or non-writeable array); the "

@@ -7,18 +7,18 @@ memory read from the model's state."""
 from __future__ import annotations
 
 from qgpu.circuit.machine.spec import check_launch
-from qgpu.isa import machine as M
 from qgpu.protocol import Launch, decode_trace
 from qgpu.runtime.check import check_trace, forced_launch
-from qgpu.runtime.generate import generate_launch
+from qgpu.runtime.generate import DEFAULT_MODEL_BUDGET, generate_launch
 from qgpu.runtime.machine import DEFAULT_SPEC, load_machine
 
 
-def run_model(program, grid: int, block: int, memory, budget: int = M.DEFAULT_BLOCK_BUDGET,
+def run_model(program, grid: int, block: int, memory, budget: int | None = None,
               check: bool = False, machine=None, forced: bool = False):
     """machine: None (the machine compiled in this process) or a loaded checkpoint's
     (runtime.checkpoint.CheckpointMachine). check: generate, then compare with the
-    interpreter; forced: check by teacher forcing instead of generating."""
+    interpreter; forced: check by teacher forcing instead of generating. budget: blocks
+    (None: DEFAULT_MODEL_BUDGET); generation shows its progress on a terminal."""
     from qgpu.cuda.api import EngineRun
 
     if machine is None:
@@ -26,10 +26,12 @@ def run_model(program, grid: int, block: int, memory, budget: int = M.DEFAULT_BL
         machine = load_machine()
     else:
         machine.check(program, grid, block)
+    budget = DEFAULT_MODEL_BUDGET if budget is None else budget
     if forced:
         run = forced_launch(machine, program, grid, block, memory, max_blocks=budget)
     else:
-        run = generate_launch(machine, program, grid, block, memory, max_blocks=budget)
+        run = generate_launch(machine, program, grid, block, memory, max_blocks=budget,
+                              progress=True)
         if check:
             check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
@@ -37,10 +39,10 @@ def run_model(program, grid: int, block: int, memory, budget: int = M.DEFAULT_BL
 
 
 def run_model_checked(program, grid: int, block: int, memory,
-                      budget: int = M.DEFAULT_BLOCK_BUDGET):
+                      budget: int | None = None):
     return run_model(program, grid, block, memory, budget, check=True)
 
 
 def run_model_forced(program, grid: int, block: int, memory,
-                     budget: int = M.DEFAULT_BLOCK_BUDGET):
+                     budget: int | None = None):
     return run_model(program, grid, block, memory, budget, forced=True)

@@ -9,8 +9,8 @@ import time
 from dataclasses import dataclass
 
 from qgpu.circuit.machine.spec import check_launch
-from qgpu.errors import LaunchError, MachineError, ProtocolError, TokenError
-from qgpu.isa import machine as M
+from qgpu.errors import LaunchError, ProtocolError, TokenError
+from qgpu.interp.machine import budget_error
 from qgpu.isa.program import Program
 from qgpu.model.state import ModelState
 from qgpu.protocol import VOCAB_SIZE, encode_prompt, kind_of, tok
@@ -18,6 +18,11 @@ from qgpu.runtime.machine import ModelMachine
 
 HALT = tok("HALT")
 DEFAULT_MAX_TOKENS = 1_000_000
+# The model's default block budget: a runaway launch (`while (1) {}`: 2 trace tokens per
+# block) ends after ~8,000 tokens, ~25 s of generation at 330 tokens/s, with the
+# interpreter's budget error; the suite's longest launch (is_prime) runs 1,653 blocks.
+DEFAULT_MODEL_BUDGET = 4_000
+PROGRESS_EVERY = 64      # tokens between progress-bar updates
 
 
 @dataclass
@@ -44,10 +49,14 @@ def _kind(token: int, position: int) -> str:
 
 def generate_launch(machine: ModelMachine, program: Program, grid: int, block: int,
                     memory=(), max_tokens: int = DEFAULT_MAX_TOKENS,
-                    max_blocks: int = M.DEFAULT_BLOCK_BUDGET) -> ModelRun:
+                    max_blocks: int = DEFAULT_MODEL_BUDGET, progress: bool = False) -> ModelRun:
     """Run one launch on the model (a ModelMachine, or a runtime.checkpoint.CheckpointMachine
-    loaded from a merged or exported checkpoint). Raises MachineError after `max_blocks` EXEC tokens
-    without HALT (the interpreter's block budget) and LaunchError after max_tokens."""
+    loaded from a merged or exported checkpoint). Raises the interpreter's budget error
+    (interp.machine.budget_error) when the model starts block max_blocks + 1 without HALT,
+    and LaunchError after max_tokens. progress: a bar on stderr (tokens written, tokens/s)
+    when stderr is a terminal (qgpu.progress)."""
+    from qgpu.progress import progress as progress_bar
+
     check_launch(machine.spec, program, grid, block)
     prompt = encode_prompt(program, grid, block, memory)
     engine = machine.engine
@@ -58,15 +67,18 @@ def generate_launch(machine: ModelMachine, program: Program, grid: int, block: i
     token = engine.step_greedy(state, prompt[-1])
     trace = [token]
     blocks = 0
-    while token != HALT:
-        if len(trace) >= max_tokens:
-            raise LaunchError(f"the model wrote {max_tokens} tokens without HALT")
-        if _kind(token, len(trace) - 1) == "EXEC":
-            blocks += 1
-            if blocks > max_blocks:
-                raise MachineError(f"instruction budget exceeded: the model ran {max_blocks} "
-                                   f"blocks without finishing (runaway loop?)")
-        token = engine.step_greedy(state, token)
-        trace.append(token)
+    with progress_bar(desc="model", unit="tok", enabled=progress) as bar:
+        while token != HALT:
+            if len(trace) >= max_tokens:
+                raise LaunchError(f"the model wrote {max_tokens} tokens without HALT")
+            if _kind(token, len(trace) - 1) == "EXEC":
+                blocks += 1
+                if blocks > max_blocks:
+                    raise budget_error(max_blocks)
+            token = engine.step_greedy(state, token)
+            trace.append(token)
+            if len(trace) % PROGRESS_EVERY == 0:
+                bar.update(PROGRESS_EVERY)
+                bar.set_postfix_str(f"{blocks} blocks", refresh=False)
     seconds = time.perf_counter() - start
     return ModelRun(prompt, trace, state, seconds, machine.read_memory(state))

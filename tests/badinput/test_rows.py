@@ -221,7 +221,7 @@ def test_closed_pipe_is_quiet(files):
 
 @pytest.fixture(scope="module")
 def copy_kernel():
-    return qgpu.compile(COPY, "copy.cu").get_function("k")
+    return qgpu.compile(COPY, filename="copy.cu").get_function("k")
 
 
 def test_read_only_input_array(copy_kernel):
