@@ -7,7 +7,7 @@ from pathlib import Path
 
 from qgpu.errors import LaunchError
 from qgpu.interp import run_launch
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.asm import assemble, disassemble
 from qgpu.protocol import decode_prompt, decode_trace, encode_prompt, expected_trace
 
@@ -23,8 +23,8 @@ def _ints(text: str) -> list[int]:
         if not -(1 << 31) <= v < 1 << 32:
             raise LaunchError(f"--mem: word {i} = {v} does not fit 32 bits")
         out.append(v)
-    if len(out) > M.GLOBAL_WORDS:
-        raise LaunchError(f"--mem: {len(out)} words; global memory has {M.GLOBAL_WORDS}")
+    if len(out) > limits.GLOBAL_WORDS:
+        raise LaunchError(f"--mem: {len(out)} words; global memory has {limits.GLOBAL_WORDS}")
     return out
 
 
@@ -32,7 +32,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("file", help="machine assembly file")
     parser.add_argument("--run", action="store_true", help="run it on the interpreter")
     parser.add_argument("--grid", type=int, default=1)
-    parser.add_argument("--block", type=int, default=M.LANES)
+    parser.add_argument("--block", type=int, default=limits.LANES)
     parser.add_argument("--mem", default="", help="initial global words, comma-separated")
 
 
@@ -48,6 +48,6 @@ def main(args) -> int:
     for rec in decode_trace(decode_prompt(prompt), trace):
         print(rec)
     used = max(len(memory), 1)
-    print("memory:", [M.s32(v) for v in result.memory[:used]])
+    print("memory:", [limits.s32(v) for v in result.memory[:used]])
     print(f"tokens: {len(trace)}")
     return 0

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from qgpu.errors import QgpuError
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 
 
 class RunError(QgpuError):
@@ -55,7 +55,7 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--budget", type=int, metavar="N",
                    help="end the launch with an error after N executed blocks (default: "
-                        f"{M.DEFAULT_BLOCK_BUDGET} on the interpreter, "
+                        f"{limits.DEFAULT_BLOCK_BUDGET} on the interpreter, "
                         "runtime.generate.DEFAULT_MODEL_BUDGET on the model)")
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers, "

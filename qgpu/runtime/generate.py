@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.errors import LaunchError, ProtocolError, TokenError
-from qgpu.interp.machine import budget_error
+from qgpu.interp.simt import budget_error
 from qgpu.isa.program import Program
 from qgpu.model.state import ModelState
 from qgpu.protocol import VOCAB_SIZE, encode_prompt, kind_of, tok
-from qgpu.runtime.machine import ModelMachine
+from qgpu.runtime.compiled import ModelMachine
 
 HALT = tok("HALT")
 DEFAULT_MAX_TOKENS = 1_000_000
@@ -52,7 +52,7 @@ def generate_launch(machine: ModelMachine, program: Program, grid: int, block: i
                     max_blocks: int = DEFAULT_MODEL_BUDGET, progress: bool = False) -> ModelRun:
     """Run one launch on the model (a ModelMachine, or a runtime.checkpoint.CheckpointMachine
     loaded from a merged or exported checkpoint). Raises the interpreter's budget error
-    (interp.machine.budget_error) when the model starts block max_blocks + 1 without HALT,
+    (interp.simt.budget_error) when the model starts block max_blocks + 1 without HALT,
     and LaunchError after max_tokens. progress: a bar on stderr (tokens written, tokens/s)
     when stderr is a terminal (qgpu.progress)."""
     from qgpu.progress import progress as progress_bar

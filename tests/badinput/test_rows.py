@@ -261,8 +261,8 @@ def test_dynamic_shared_memory_is_refused():
 def test_a_token_outside_the_vocabulary_from_a_model_is_a_protocol_error():
     """A stand-in for a corrupted model's engine: its second token is outside the
     vocabulary; the host names the token and its position."""
+    from qgpu.runtime.compiled import DEFAULT_SPEC
     from qgpu.runtime.generate import generate_launch
-    from qgpu.runtime.machine import DEFAULT_SPEC
 
     prog = assemble(ASM)
     good = expected_trace(run_launch(prog, 1, 4, [0] * 4).events)
