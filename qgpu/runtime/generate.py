@@ -22,7 +22,6 @@ DEFAULT_MAX_TOKENS = 1_000_000
 # block) ends after ~8,000 tokens, ~25 s of generation at 330 tokens/s, with the
 # interpreter's budget error; the suite's longest launch (is_prime) runs 1,653 blocks.
 DEFAULT_MODEL_BUDGET = 4_000
-PROGRESS_EVERY = 64      # tokens between progress-bar updates
 
 
 @dataclass
@@ -49,14 +48,11 @@ def _kind(token: int, position: int) -> str:
 
 def generate_launch(machine: ModelMachine, program: Program, grid: int, block: int,
                     memory=(), max_tokens: int = DEFAULT_MAX_TOKENS,
-                    max_blocks: int = DEFAULT_MODEL_BUDGET, progress: bool = False) -> ModelRun:
+                    max_blocks: int = DEFAULT_MODEL_BUDGET) -> ModelRun:
     """Run one launch on the model (a ModelMachine, or a runtime.checkpoint.CheckpointMachine
     loaded from a merged or exported checkpoint). Raises the interpreter's budget error
     (interp.simt.budget_error) when the model starts block max_blocks + 1 without HALT,
-    and LaunchError after max_tokens. progress: a bar on stderr (tokens written, tokens/s)
-    when stderr is a terminal (qgpu.progress)."""
-    from qgpu.progress import progress as progress_bar
-
+    and LaunchError after max_tokens."""
     check_launch(machine.spec, program, grid, block)
     prompt = encode_prompt(program, grid, block, memory)
     engine = machine.engine
@@ -67,18 +63,14 @@ def generate_launch(machine: ModelMachine, program: Program, grid: int, block: i
     token = engine.step_greedy(state, prompt[-1])
     trace = [token]
     blocks = 0
-    with progress_bar(desc="model", unit="tok", enabled=progress) as bar:
-        while token != HALT:
-            if len(trace) >= max_tokens:
-                raise LaunchError(f"the model wrote {max_tokens} tokens without HALT")
-            if _kind(token, len(trace) - 1) == "EXEC":
-                blocks += 1
-                if blocks > max_blocks:
-                    raise budget_error(max_blocks)
-            token = engine.step_greedy(state, token)
-            trace.append(token)
-            if len(trace) % PROGRESS_EVERY == 0:
-                bar.update(PROGRESS_EVERY)
-                bar.set_postfix_str(f"{blocks} blocks", refresh=False)
+    while token != HALT:
+        if len(trace) >= max_tokens:
+            raise LaunchError(f"the model wrote {max_tokens} tokens without HALT")
+        if _kind(token, len(trace) - 1) == "EXEC":
+            blocks += 1
+            if blocks > max_blocks:
+                raise budget_error(max_blocks)
+        token = engine.step_greedy(state, token)
+        trace.append(token)
     seconds = time.perf_counter() - start
     return ModelRun(prompt, trace, state, seconds, machine.read_memory(state))

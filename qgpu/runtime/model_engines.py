@@ -18,7 +18,7 @@ def run_model(program, grid: int, block: int, memory, budget: int | None = None,
     """machine: None (the machine compiled in this process) or a loaded checkpoint's
     (runtime.checkpoint.CheckpointMachine). check: generate, then compare with the
     interpreter; forced: check by teacher forcing instead of generating. budget: blocks
-    (None: DEFAULT_MODEL_BUDGET); generation shows its progress on a terminal."""
+    (None: DEFAULT_MODEL_BUDGET)."""
     from qgpu.cuda.api import EngineRun
 
     if machine is None:
@@ -30,8 +30,7 @@ def run_model(program, grid: int, block: int, memory, budget: int | None = None,
     if forced:
         run = forced_launch(machine, program, grid, block, memory, max_blocks=budget)
     else:
-        run = generate_launch(machine, program, grid, block, memory, max_blocks=budget,
-                              progress=True)
+        run = generate_launch(machine, program, grid, block, memory, max_blocks=budget)
         if check:
             check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
