@@ -19,7 +19,7 @@ from qgpu.cli import main
 from qgpu.errors import CompileError, LaunchError, ProtocolError
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
-from qgpu.protocol import VOCAB_SIZE, encode_prompt, expected_trace
+from qgpu.protocol import VOCAB_SIZE, encode_prompt, expected_trace, tok
 
 QGPU = [sys.executable, "-c", "import sys; from qgpu.cli import main; sys.exit(main())"]
 ASM = "block 0:\n  tid r1\n  shl r2, r1, 2\n  ld.global r3, [r2]\n  add r3, r3, 1\n" \
@@ -113,7 +113,7 @@ def test_trace_of_binary_and_truncated_streams(tmp_path, capsys):
         (tmp_path / "p.json").write_text(json.dumps({"prompt": prompt[:cut], "trace": trace}))
         one_error(capsys, "trace", ["trace", str(tmp_path / "p.json")])
     bad = list(trace)
-    bad[0] = VOCAB_SIZE - 1           # HALT first: not what the machine schedules
+    bad[0] = tok("HALT")              # HALT first: not what the machine schedules
     (tmp_path / "h.json").write_text(json.dumps({"prompt": prompt, "trace": bad}))
     assert "HALT" in one_error(capsys, "trace", ["trace", str(tmp_path / "h.json")])
 
@@ -174,6 +174,11 @@ def test_chat_without_the_hf_extra(tmp_path, capsys, monkeypatch):
     assert "pip install 'qgpu[hf]'" in one_error(capsys, "chat", [
         "chat", "--model", str(tmp_path)])
     one_error(capsys, "chat", ["chat", "--model", str(tmp_path / "nowhere")])
+
+
+def test_demo_errors(capsys):
+    assert "invalid choice" in one_error(capsys, "demo", ["demo", "--engine", "gpu"])
+    assert "unrecognized" in one_error(capsys, "demo", ["demo", "--frob"])
 
 
 def test_export_machine_refuses_a_full_directory(tmp_path, capsys):
