@@ -115,3 +115,27 @@ def test_usage_errors_are_one_line_exit_1(argv, capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and ": error: " in err
+
+
+ARG_TEXT = st.sampled_from(["1,2,3", "zeros:4", "zeros:", "zeros:-1", "zeros:99999", "0x10",
+                            "-2147483649", "4294967296", "", ",", "1,,2", "abc", "1e3",
+                            "0b101", " 7 ", "zeros:0x3"]) | st.text(max_size=10)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(a=ARG_TEXT, o=ARG_TEXT, n=ARG_TEXT, grid=st.sampled_from(["1", "2", "0", "5", "x"]),
+       block=st.sampled_from(["4", "16", "17", "-1"]))
+def test_random_run_arguments_give_results_or_one_line_errors(tmp_path_factory, capsys, a, o,
+                                                              n, grid, block):
+    from qgpu.cli import main
+
+    src = tmp_path_factory.getbasetemp() / "k.cu"
+    src.write_text("__global__ void k(const int *a, unsigned *o, int n) {\n"
+                   "  if (threadIdx.x < n) o[threadIdx.x] = a[threadIdx.x] + n;\n}\n")
+    rc = main(["run", str(src), "--grid", grid, "--block", block, "--json",
+               "--arg", f"a={a}", "--arg", f"o={o}", "--arg", f"n={n}"])
+    err = capsys.readouterr().err
+    assert rc in (0, 1)
+    if rc == 1:
+        assert err.startswith("qgpu run: error: ") and len(err.strip().splitlines()) == 1
