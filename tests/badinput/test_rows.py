@@ -288,3 +288,32 @@ def test_a_token_outside_the_vocabulary_from_a_model_is_a_protocol_error():
 
     with pytest.raises(ProtocolError, match=f"token id {VOCAB_SIZE + 7} at trace position 1"):
         generate_launch(Machine(), prog, 1, 4, [0] * 4)
+
+
+# -- CUDA and PTX the front end refuses ---------------------------------------------------
+
+REFUSED = {
+    "long": ("__global__ void k(int *o) { long long x = (long long)o[0] * o[1]; "
+             "o[2] = (int)(x >> 40); }", "64-bit arithmetic"),
+    "char_store": ("__global__ void k(char *o) { o[threadIdx.x] = 1; }", "not 'char'"),
+    "local": ("__global__ void k(int *o) { int t[8]; for (int i = 0; i < 8; i++) "
+              "t[i] = o[i] * 3; o[0] = t[o[9] & 7]; }", "local memory"),
+    "float": ("__global__ void k(int *o) { o[0] = (int)(o[1] * 1.5f); }", "integer kernels"),
+    "noinline": ("__device__ __noinline__ int f(int x) { return x * 3; }\n"
+                 "__global__ void k(int *o) { o[0] = f(o[1]); }", "did not inline"),
+    "shared_big": ("__global__ void k(int *o) { __shared__ int s[64]; s[threadIdx.x] = 1; "
+                   "__syncthreads(); o[0] = s[o[1]]; }", "shared memory holds 128 bytes"),
+    "template": ("template <int N> __global__ void k(int *o) { o[0] = N; }\n"
+                 "template __global__ void k<3>(int *);", "template kernels"),
+    "syntax": ("__global__ void k(int *o) { o[0] = }", "syntax.cu:1"),
+    "no_kernel": ("__device__ int f(int x) { return x; }", "0 kernels"),
+}
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_refused_cuda_is_one_line(tmp_path, capsys, name):
+    src, match = REFUSED[name]
+    (tmp_path / f"{name}.cu").write_text(src + "\n")
+    err = one_error(capsys, "run", ["run", str(tmp_path / f"{name}.cu"), "--grid", "1",
+                                    "--block", "4", "--arg", "o=zeros:10"])
+    assert match in err
