@@ -1,4 +1,4 @@
-"""The "no drift" figure (DESIGN.md section 3): over every suite launch the model machine
+"""The "no drift" figure (docs/design.md section 3): over every suite launch the model machine
 accepts, and the 12,577-token launch of tests/runtime/test_long_run.py, the smallest
 threshold margin against the largest deviation of any threshold input from its ideal
 value (analysis.margins: prompt + expected trace teacher-forced through the numpy fast

@@ -2,7 +2,8 @@
 
 The key hashes the circuit's canonical description (`Circuit.describe()`: every token
 input's values, every table, unit and output rule), the layer shape, the compile options
-and the source of the compiler itself (qgpu/circuit/*.py), so a change to any of them
+and the source of the compiler itself (qgpu/circuit/*.py and the weight primitives it
+writes with, qgpu/primitives/*.py), so a change to any of them
 compiles afresh. Entries hold the nonzero entries of every tensor (compiled weights are
 nearly all zeros: flat positions ascending and values, taken from a sparse tensor's own
 entries without densifying it) and the thresholds for the margin report; a load builds
@@ -26,6 +27,7 @@ from qgpu.model.weights import QwenWeights, expected_shapes, sparse_shape
 from qgpu.primitives import Threshold
 
 _SOURCES = Path(__file__).resolve().parent
+_PRIMITIVES = _SOURCES.parent / "primitives"
 _CHECKOUT = _SOURCES.parent.parent
 
 
@@ -38,9 +40,11 @@ def cache_dir() -> Path:
 
 
 def _compiler_digest() -> str:
+    """The compiler's sources: qgpu/circuit/*.py and the primitives it emits with
+    (qgpu/primitives/*.py: their constants are in the weights, e.g. gdn_memory.KEY)."""
     h = hashlib.sha256()
-    for path in sorted(_SOURCES.glob("*.py")):
-        h.update(path.name.encode())
+    for path in sorted([*_SOURCES.glob("*.py"), *_PRIMITIVES.glob("*.py")]):
+        h.update(str(path.relative_to(_SOURCES.parent)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()
 

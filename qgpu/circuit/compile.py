@@ -3,7 +3,7 @@
     compiled = compile_circuit(circuit, LayerShape.small(), progress=True)
     compiled.weights        # QwenWeights: FastEngine, ReferenceEngine, save_checkpoint
     compiled.plan           # layers, heads, units, dims (schedule.Plan)
-    compiled.thresholds     # every step placed, for report.margin_report
+    compiled.thresholds     # every step placed, for qgpu.analysis's margin reports
 
 A second compile of the same (circuit, shape, options) with the same compiler source is
 read from the on-disk cache (qgpu.circuit.cache); scheduling is redone (it is cheap and

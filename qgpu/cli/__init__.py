@@ -6,7 +6,10 @@ Every error a user can cause ends the command with one line on stderr, `qgpu CMD
 ...`, and exit status 1: QgpuErrors, OS errors (files), and command lines argparse
 refuses (UsageError instead of argparse's usage text and exit 2). Ctrl-C prints `qgpu
 CMD: interrupted` and exits 130; a closed stdout (`qgpu trace t.json | head -1`) ends the
-command quietly with exit 141, as a C tool killed by SIGPIPE."""
+command quietly with exit 141, as a C tool killed by SIGPIPE.
+
+Owns: the command line only. May import every package below it; nothing imports cli.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "validate-gpu": ("validate_gpu", "run the kernel suite on a real NVIDIA GPU and compare"),
     "merge": ("merge", "merge a compiled circuit into a base Qwen3.5 checkpoint"),
     "export-machine": ("export_machine", "write the compiled machine as a checkpoint"),
+    "export-gguf": ("export_gguf", "write a merged or exported machine checkpoint as GGUF"),
     "chat": ("chat", "chat with a merged checkpoint; /run launches kernels on its machine"),
 }
 INTERRUPTED = 130     # 128 + SIGINT

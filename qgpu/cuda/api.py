@@ -8,7 +8,7 @@ Arrays are placed one after another in the machine's global memory (word aligned
 distinct array once, so aliases stay aliases), the template is linked with the launch's
 values, the program runs on the chosen engine, and the final memory is copied back into
 the caller's arrays, as CuPy's device arrays would hold it. ENGINES maps an engine name to
-a runner; the model engine registers itself there when the circuit exists.
+a runner: the interpreter here; qgpu.runtime registers the model's engines.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from qgpu.cuda.driver import compile_to_ptx
 from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.signature import KernelSignature, parse_kernels, ptx_base_name
 from qgpu.errors import CompileError, LaunchError
+from qgpu.interp import run_launch
 from qgpu.isa import Program, limits
 from qgpu.protocol import expected_trace
 
@@ -41,36 +42,17 @@ class EngineRun:
 
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
                 budget: int | None) -> EngineRun:
-    from qgpu.interp import run_launch
     res = run_launch(program, grid=grid, block=block, memory=memory,
                      budget=limits.DEFAULT_BLOCK_BUDGET if budget is None else budget)
     return EngineRun(list(res.memory), list(res.events), expected_trace(res.events))
 
 
-def _run_model(program: Program, grid: int, block: int, memory: list[int],
-               budget: int | None) -> EngineRun:
-    from qgpu.runtime.model_engines import run_model  # the compiled model: loaded on first use
-    return run_model(program, grid, block, memory, budget)
-
-
-def _run_model_checked(program: Program, grid: int, block: int, memory: list[int],
-                       budget: int | None) -> EngineRun:
-    from qgpu.runtime.model_engines import run_model_checked
-    return run_model_checked(program, grid, block, memory, budget)
-
-
-def _run_model_forced(program: Program, grid: int, block: int, memory: list[int],
-                      budget: int | None) -> EngineRun:
-    from qgpu.runtime.model_engines import run_model_forced
-    return run_model_forced(program, grid, block, memory, budget)
-
-
-# name -> runner(program, grid, block, memory, budget) -> EngineRun; budget: the most
+# name -> runner(program, grid, block, memory, budget) -> EngineRun. The front end knows
+# only the interpreter; the runtime registers the model's engines ("model", "model-check",
+# "model-forced", and one per loaded checkpoint) when it is imported. budget: the most
 # blocks the launch may execute, None for the engine's default (the interpreter's
-# DEFAULT_BLOCK_BUDGET; the model's runtime.generate.DEFAULT_MODEL_BUDGET, ~30 s)
-ENGINES: dict[str, Callable[..., EngineRun]] = {"interp": _run_interp, "model": _run_model,
-                                                "model-check": _run_model_checked,
-                                                "model-forced": _run_model_forced}
+# DEFAULT_BLOCK_BUDGET; the model's runtime.generate.DEFAULT_MODEL_BUDGET, ~25 s).
+ENGINES: dict[str, Callable[..., EngineRun]] = {"interp": _run_interp}
 
 
 @dataclass
@@ -232,9 +214,9 @@ class Kernel:
         grid, block = _dim(grid, "grid"), _dim(block, "block")
         runner = ENGINES.get(engine)
         if runner is None:
-            raise LaunchError(f"unknown engine '{engine}' (choose from {sorted(ENGINES)})")
-        from qgpu.interp.simt import check_launch
-        check_launch(self.template.program, grid, block)
+            raise LaunchError(f"unknown engine '{engine}' (registered: {sorted(ENGINES)}; the "
+                              "model's engines register when qgpu.runtime is imported)")
+        limits.check_launch_shape(grid, block)   # before linking: a clear error first
         program, memory, layout, arrays = self.link(grid, block, args)
         t0 = time.perf_counter()
         run = runner(program, grid, block, memory, budget)

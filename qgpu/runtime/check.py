@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 
-from qgpu.circuit.machine.spec import check_launch
 from qgpu.errors import CheckMismatch, ProtocolError
 from qgpu.interp import run_launch
 from qgpu.isa import limits
@@ -109,33 +108,22 @@ def check_memory(want: list[int], got: list[int], what: str = "--check") -> None
                                 f"is {b}, the interpreter's {a}")
 
 
-def _forced_greedy(engine):
-    """engine.forced_greedy, or a token-by-token teacher-forced loop for engines without it."""
-    forced = getattr(engine, "forced_greedy", None)
-    if forced is not None:
-        return forced
-    return lambda state, tokens: [engine.step_greedy(state, t) for t in tokens]
-
-
 def forced_launch(machine, program: Program, grid: int, block: int, memory=(),
                   max_blocks: int = limits.DEFAULT_BLOCK_BUDGET, expected: list[int] | None = None,
                   chunk: int = FORCED_CHUNK) -> ModelRun:
     """Check one launch on the model by teacher forcing (see the module docstring).
-    machine: a runtime.compiled.ModelMachine or a runtime.checkpoint.CheckpointMachine.
+    machine: a runtime.compiled.LaunchMachine (compiled here, or a checkpoint's).
     expected: the trace to force (default: the interpreter's; a test passes a corrupted
     one). Raises CheckMismatch at the first position whose greedy token differs from the
     trace, and when the memory read from the model's state differs from the
     interpreter's. Returns a ModelRun whose trace is the checked trace."""
-    if hasattr(machine, "check"):
-        machine.check(program, grid, block)
-    else:
-        check_launch(machine.spec, program, grid, block)
+    machine.check(program, grid, block)
     memory = list(memory)
     res = run_launch(program, grid=grid, block=block, memory=memory or None, budget=max_blocks)
     want = expected_trace(res.events) if expected is None else list(expected)
     prompt = encode_prompt(program, grid, block, memory)
     engine = machine.engine
-    forced = _forced_greedy(engine)
+    forced = engine.forced_greedy
     state = engine.new_state()
     start = time.perf_counter()
     for a in range(0, len(prompt) - 1, chunk):  # the prompt, also layer by layer

@@ -8,13 +8,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from qgpu.circuit.machine.spec import check_launch
 from qgpu.errors import LaunchError, ProtocolError, TokenError
 from qgpu.interp.simt import budget_error
 from qgpu.isa.program import Program
 from qgpu.model.state import ModelState
 from qgpu.protocol import VOCAB_SIZE, encode_prompt, kind_of, tok
-from qgpu.runtime.compiled import ModelMachine
+from qgpu.runtime.compiled import LaunchMachine
 
 HALT = tok("HALT")
 DEFAULT_MAX_TOKENS = 1_000_000
@@ -46,20 +45,19 @@ def _kind(token: int, position: int) -> str:
                             f"corrupted model") from None
 
 
-def generate_launch(machine: ModelMachine, program: Program, grid: int, block: int,
+def generate_launch(machine: LaunchMachine, program: Program, grid: int, block: int,
                     memory=(), max_tokens: int = DEFAULT_MAX_TOKENS,
                     max_blocks: int = DEFAULT_MODEL_BUDGET) -> ModelRun:
-    """Run one launch on the model (a ModelMachine, or a runtime.checkpoint.CheckpointMachine
-    loaded from a merged or exported checkpoint). Raises the interpreter's budget error
-    (interp.simt.budget_error) when the model starts block max_blocks + 1 without HALT,
-    and LaunchError after max_tokens."""
-    check_launch(machine.spec, program, grid, block)
+    """Run one launch on the model (a LaunchMachine: compiled here, or loaded from a merged
+    or exported checkpoint). Raises the interpreter's budget error (interp.simt.
+    budget_error) when the model starts block max_blocks + 1 without HALT, and LaunchError
+    after max_tokens."""
+    machine.check(program, grid, block)
     prompt = encode_prompt(program, grid, block, memory)
     engine = machine.engine
     state = engine.new_state()
     start = time.perf_counter()
-    engine.consume(state, prompt[:-1]) if hasattr(engine, "consume") else \
-        engine.prefill(state, prompt[:-1], mode="recurrent")
+    engine.consume(state, prompt[:-1])
     token = engine.step_greedy(state, prompt[-1])
     trace = [token]
     blocks = 0

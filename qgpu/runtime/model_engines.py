@@ -7,6 +7,7 @@ memory read from the model's state."""
 from __future__ import annotations
 
 from qgpu.circuit.machine.spec import check_launch
+from qgpu.cuda.api import ENGINES, EngineRun
 from qgpu.protocol import Launch, decode_trace
 from qgpu.runtime.check import check_trace, forced_launch
 from qgpu.runtime.compiled import DEFAULT_SPEC, load_machine
@@ -19,8 +20,6 @@ def run_model(program, grid: int, block: int, memory, budget: int | None = None,
     (runtime.checkpoint.CheckpointMachine). check: generate, then compare with the
     interpreter; forced: check by teacher forcing instead of generating. budget: blocks
     (None: DEFAULT_MODEL_BUDGET)."""
-    from qgpu.cuda.api import EngineRun
-
     if machine is None:
         check_launch(DEFAULT_SPEC, program, grid, block)  # a clear error before compiling
         machine = load_machine()
@@ -45,3 +44,7 @@ def run_model_checked(program, grid: int, block: int, memory,
 def run_model_forced(program, grid: int, block: int, memory,
                      budget: int | None = None):
     return run_model(program, grid, block, memory, budget, forced=True)
+
+
+ENGINES.update({"model": run_model, "model-check": run_model_checked,
+                "model-forced": run_model_forced})

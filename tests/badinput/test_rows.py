@@ -163,7 +163,7 @@ def test_validate_gpu_broken_files(tmp_path, capsys):
         "validate-gpu", "--rebuild", str(tmp_path / "r.json")])
 
 
-def test_chat_without_the_hf_extra(tmp_path, capsys, monkeypatch):
+def test_chat_without_the_chat_extra(tmp_path, capsys, monkeypatch):
     (tmp_path / "qgpu_merge.json").write_text(json.dumps({
         "circuit": "machine", "gpu_token_offset": 100, "gpu_tokens": 5, "base_layers": 2,
         "circuit_info": {"spec": {"slots": 1, "stages": 4, "warps": 4, "ops": ["add"]},
@@ -171,7 +171,7 @@ def test_chat_without_the_hf_extra(tmp_path, capsys, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "tokenizers" else real(name, *a))
-    assert "pip install 'qgpu[hf]'" in one_error(capsys, "chat", [
+    assert "pip install 'qgpu[chat]'" in one_error(capsys, "chat", [
         "chat", "--model", str(tmp_path)])
     one_error(capsys, "chat", ["chat", "--model", str(tmp_path / "nowhere")])
 

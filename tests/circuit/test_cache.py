@@ -57,3 +57,4 @@ def test_cache_round_trip_keeps_matrices_sparse(tmp_path):
     for name in first.weights.tensors:
         np.testing.assert_array_equal(np.asarray(second.weights[name]),
                                       np.asarray(first.weights[name]))
+
