@@ -286,6 +286,9 @@ def test_a_token_outside_the_vocabulary_from_a_model_is_a_protocol_error():
     class Machine:
         spec, engine = DEFAULT_SPEC, Corrupt()
 
+        def check(self, program, grid, block):
+            pass
+
     with pytest.raises(ProtocolError, match=f"token id {VOCAB_SIZE + 7} at trace position 1"):
         generate_launch(Machine(), prog, 1, 4, [0] * 4)
 
