@@ -74,17 +74,21 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _command(argv: list[str] | None) -> str | None:
+    """The subcommand named on the command line (its first word that is not an option)."""
+    words = sys.argv[1:] if argv is None else argv
+    return next((w for w in words if not w.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    prog = "qgpu"
+    command = _command(argv)
+    prog = f"qgpu {command}" if command in SUBCOMMANDS else "qgpu"
     try:
         parser, modules = build_parser()
         try:
             args = parser.parse_args(argv)
         except UsageError as exc:
-            words = sys.argv[1:] if argv is None else argv
-            command = next((w for w in words if not w.startswith("-")), None)
-            where = f"qgpu {command}" if exc.prog == "qgpu" and command in modules \
-                else exc.prog
+            where = prog if exc.prog == "qgpu" else exc.prog
             _say(where, f"error: {exc}".replace("(see qgpu --help)",
                                                  f"(see {where} --help)"))
             return 1

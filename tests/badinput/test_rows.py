@@ -198,7 +198,7 @@ def test_ctrl_c_is_one_line_and_exit_130(files):
     proc = subprocess.Popen([*QGPU, "run", str(files / "loop.cu"), "--grid", "1", "--block",
                              "4", "--arg", "o=zeros:4", "--budget", "100000000"],
                             stderr=subprocess.PIPE, text=True, env=_env())
-    time.sleep(4)
+    time.sleep(8)
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=60)[1]
     assert proc.returncode == 130
