@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qgpu.cli.html import add_html_argument, launch
 from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.launch_args import parse_args, pick_kernel
 from qgpu.errors import QgpuError
@@ -65,6 +66,7 @@ def add_arguments(p) -> None:
                    help="end the launch with an error after N executed blocks (default: "
                         f"{limits.DEFAULT_BLOCK_BUDGET} on the interpreter, "
                         "runtime.generate.DEFAULT_MODEL_BUDGET on the model)")
+    add_html_argument(p)
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers, "
                         "NAME=INT for integers")
@@ -111,7 +113,8 @@ def run(args) -> dict:
     budget = getattr(args, "budget", None)
     if budget is not None and budget < 1:
         raise RunError(f"--budget {budget}: give at least 1 block")
-    result = kernel(args.grid, args.block, values, engine=engine, budget=budget)
+    result = launch(kernel, args.grid, args.block, values, engine, getattr(args, "html", None),
+                    budget)
     return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,
             "block": args.block, "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},

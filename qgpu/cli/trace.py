@@ -1,13 +1,16 @@
 """cli.trace: `qgpu trace FILE.json`: decode a launch's token stream (a JSON object with
 "prompt" and "trace" lists of token ids, or a plain list: the prompt then the trace after
 GO) into readable records. A file that is not such a stream is a ProtocolError naming
-what is wrong (one line), never a traceback."""
+what is wrong (one line), never a traceback. With --html PATH, also the launch as one
+page (qgpu.view); the object may also carry "kernel", "engine", "margins" (one per trace
+token) and "expected" (the interpreter's trace) for it."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from qgpu.cli.html import add_html_argument, write_page
 from qgpu.errors import ProtocolError
 from qgpu.protocol import VOCAB_SIZE, decode_prompt, decode_trace, name, tok
 
@@ -15,6 +18,7 @@ from qgpu.protocol import VOCAB_SIZE, decode_prompt, decode_trace, name, tok
 def add_arguments(parser) -> None:
     parser.add_argument("file", help="JSON token stream")
     parser.add_argument("--raw", action="store_true", help="also print every token's name")
+    add_html_argument(parser)
 
 
 def _ids(value, what: str) -> list[int]:
@@ -32,6 +36,12 @@ def _ids(value, what: str) -> list[int]:
 
 def parse_stream(text: str | bytes, what: str = "stream") -> tuple[list[int], list[int]]:
     """(prompt, trace) token ids from a token-stream file's text."""
+    return load_stream(text, what)[:2]
+
+
+def load_stream(text: str | bytes, what: str = "stream") -> tuple[list[int], list[int], dict]:
+    """(prompt, trace, extra): extra holds the object's optional "kernel", "engine",
+    "margins" and "expected" (checked) for --html."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:   # JSONDecodeError, UnicodeDecodeError
@@ -42,17 +52,30 @@ def parse_stream(text: str | bytes, what: str = "stream") -> tuple[list[int], li
         if missing:
             raise ProtocolError(f"{what}: the JSON object has no {' or '.join(missing)} "
                                 f"(expected {{\"prompt\": [...], \"trace\": [...]}})")
-        return _ids(data["prompt"], "prompt"), _ids(data["trace"], "trace")
+        return _ids(data["prompt"], "prompt"), _ids(data["trace"], "trace"), _extra(data)
     tokens = _ids(data, what)
     go = tok("GO")
     if go not in tokens:
         raise ProtocolError(f"{what}: no GO token ({go}) ends a prompt in the list")
     cut = tokens.index(go) + 1
-    return tokens[:cut], tokens[cut:]
+    return tokens[:cut], tokens[cut:], {}
+
+
+def _extra(data: dict) -> dict:
+    extra = {k: data[k] for k in ("kernel", "engine") if isinstance(data.get(k), str)}
+    if data.get("expected") is not None:
+        extra["expected"] = _ids(data["expected"], "expected")
+    margins = data.get("margins")
+    if margins is not None:
+        if not isinstance(margins, list) or not all(
+                isinstance(m, int | float) and not isinstance(m, bool) for m in margins):
+            raise ProtocolError("margins must be a JSON list of numbers")
+        extra["margins"] = margins
+    return extra
 
 
 def main(args) -> int:
-    prompt, trace = parse_stream(Path(args.file).read_bytes(), args.file)
+    prompt, trace, extra = load_stream(Path(args.file).read_bytes(), args.file)
     launch = decode_prompt(prompt)
     print(f"launch: grid {launch.grid}, block {launch.block}, "
           f"{len(launch.program.blocks)} blocks, prompt {len(prompt)} tokens")
@@ -60,4 +83,11 @@ def main(args) -> int:
         print(" ".join(name(t) for t in trace))
     for rec in decode_trace(launch, trace):
         print(rec)
+    if args.html:
+        from qgpu.view import launch_data
+
+        write_page(args.html, launch_data(
+            prompt, trace, kernel=extra.get("kernel", ""), engine=extra.get("engine", ""),
+            margins=extra.get("margins"), expected=extra.get("expected"),
+            note=f"Decoded from the token stream {Path(args.file).name}."))
     return 0

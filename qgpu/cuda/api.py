@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,10 +34,14 @@ ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
 
 @dataclass
 class EngineRun:
-    """What an engine returns: final global memory, block events, the trace tokens."""
+    """What an engine returns: final global memory, block events, the trace tokens; a
+    model engine may add each written token's logit margin and the interpreter's trace
+    it was checked against."""
     memory: list[int]
     events: list
     trace: list[int]
+    margins: list[float] | None = None
+    expected: list[int] | None = None
 
 
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
@@ -67,6 +71,12 @@ class LaunchResult:
     trace: list[int]             # the trace tokens the model writes
     seconds: float
     layout: dict[str, tuple[int, int]]   # parameter name -> (first word, words)
+    initial: list[int] = field(default_factory=list)   # global memory before the launch
+    signed: dict[str, bool] = field(default_factory=dict)   # pointer parameter -> int32?
+    scalars: dict[str, int] = field(default_factory=dict)   # integer parameter -> value
+    sources: dict | None = None    # {"source", "filename", "ptx", "origins"} (qgpu.view)
+    margins: list[float] | None = None   # top-1 minus top-2 logit per written token
+    expected: list[int] | None = None    # the interpreter's trace (model runs, --check)
 
     @property
     def tokens(self) -> int:
@@ -75,6 +85,15 @@ class LaunchResult:
     @property
     def blocks_executed(self) -> int:
         return len(self.events)
+
+    def html(self) -> str:
+        """The launch as one self-contained HTML page (qgpu.view)."""
+        from qgpu.view import render_html, result_data
+        return render_html(result_data(self))
+
+    def _repr_html_(self) -> str:   # notebooks show the launch viewer
+        from qgpu.view import iframe
+        return iframe(self.html())
 
 
 def _dim(value, what: str) -> int:
@@ -87,12 +106,20 @@ def _dim(value, what: str) -> int:
     return int(value)
 
 
+def args_list(params, args) -> list:
+    """Launch arguments in parameter order (a dict by name, or a sequence)."""
+    if isinstance(args, dict):
+        return [args.get(p.name) for p in params]
+    return list(args)
+
+
 class Kernel:
     """A __global__ function of a Module; call it to launch."""
 
     def __init__(self, signature: KernelSignature, template: KernelTemplate):
         self.signature = signature
         self.template = template
+        self.sources: dict | None = None   # set by Module: source, PTX, block origins
 
     @property
     def name(self) -> str:
@@ -218,12 +245,18 @@ class Kernel:
                               "model's engines register when qgpu.runtime is imported)")
         limits.check_launch_shape(grid, block)   # before linking: a clear error first
         program, memory, layout, arrays = self.link(grid, block, args)
+        initial = list(memory)
         t0 = time.perf_counter()
         run = runner(program, grid, block, memory, budget)
         seconds = time.perf_counter() - t0
         self._copy_back(arrays, layout, run.memory)
+        params = self.signature.params
         return LaunchResult(self.name, engine, grid, block, program, run.memory, run.events,
-                            run.trace, seconds, layout)
+                            run.trace, seconds, layout, initial=initial,
+                            signed={p.name: p.signed for p in params if p.pointer},
+                            scalars={p.name: int(a) for p, a in zip(params, args_list(
+                                params, args), strict=True) if not p.pointer},
+                            sources=self.sources, margins=run.margins, expected=run.expected)
 
 
     def _copy_back(self, arrays, layout, memory) -> None:
@@ -281,6 +314,8 @@ class Module:
         template.stats["globals"] = [v for v in self.ptx_module.variables
                                      if v.space in ("global", "const")]
         self._kernels[name] = Kernel(sig, template)
+        self._kernels[name].sources = {"source": self.source, "filename": self.filename,
+                                       "ptx": self.ptx, "origins": template.stats["origins"]}
         return self._kernels[name]
 
 

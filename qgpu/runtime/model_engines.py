@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.cuda.api import ENGINES, EngineRun
+from qgpu.errors import CheckMismatch
 from qgpu.protocol import Launch, decode_trace
 from qgpu.runtime.check import check_trace, forced_launch
 from qgpu.runtime.compiled import DEFAULT_SPEC, load_machine
@@ -26,14 +27,22 @@ def run_model(program, grid: int, block: int, memory, budget: int | None = None,
     else:
         machine.check(program, grid, block)
     budget = DEFAULT_MODEL_BUDGET if budget is None else budget
+    expected = None
     if forced:
         run = forced_launch(machine, program, grid, block, memory, max_blocks=budget)
+        expected = run.trace
     else:
         run = generate_launch(machine, program, grid, block, memory, max_blocks=budget)
         if check:
-            check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
+            try:
+                expected = check_trace(program, grid, block, memory, run.prompt, run.trace,
+                                       run.memory)
+            except CheckMismatch as err:   # qgpu.view draws the mismatch with the margins
+                err.margins = run.margins
+                raise
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
-    return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace)
+    return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace,
+                     run.margins, expected)
 
 
 def run_model_checked(program, grid: int, block: int, memory,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import qgpu.runtime  # noqa: F401 - registers the model's engines (--engine model)
 from qgpu.errors import QgpuError
+from qgpu.progress import progress
 from qgpu.suite import load_suite
 from qgpu.validate.gpu import CupyBackend
 from qgpu.validate.reference import build_reference, load_reference, save_reference
@@ -70,7 +71,8 @@ def main(args) -> int:
         reference = _read(load_reference, args.reference, "a --prepare reference file")
     else:
         specs = [s for s in load_suite() if not names or s.name in names]
-        reference = build_reference(specs, engine=args.engine, progress=_progress("ref"))
+        reference = build_reference(specs, engine=args.engine, progress=_progress(
+            "ref", sum(len(s.launches) for s in specs)))
         if args.prepare:
             save_reference(reference, args.prepare)
             failed = sum(c.get("interp") is None for c in reference["cases"])
@@ -87,14 +89,23 @@ def main(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = validate(reference, backend, journal=out / "journal.jsonl",
-                      kernels=names, progress=_progress("gpu"))
+                      kernels=names, progress=_progress("gpu", sum(
+                          not names or c["kernel"] in names for c in reference["cases"])))
     write_report(report, out)
     print(markdown(report), end="")
     return 0 if report["cases_matched"] == report["cases_run"] else 1
 
 
-def _progress(tag):
+def _progress(tag, total: int):
+    """A bar over the cases (on a terminal); a case that fails is also printed as a line."""
+    bar = progress(total=total, desc=f"validate-gpu {tag}", unit="case", leave=True)
+
     def show(case):
         status = case.get("status") or ("ok" if case.get("interp") is not None else "error")
-        print(f"[{tag}] {case['id']}: {status}", file=sys.stderr, flush=True)
+        bar.set_postfix_str(f"{case['id']}: {status}", refresh=False)
+        bar.update()
+        if status not in ("ok", "match"):
+            bar.write(f"[{tag}] {case['id']}: {status}", file=sys.stderr)
+        if bar.n == total:
+            bar.close()
     return show
