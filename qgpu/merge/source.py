@@ -41,6 +41,10 @@ class WeightsSource:
     def shape(self, name: str) -> tuple[int, ...]:
         return self.weights[self._name(name)].shape
 
+    def dtype(self, name: str) -> str:
+        """How the base stores the tensor (safetensors' name: "F32", "BF16", ...)."""
+        return "F32"
+
     def rows(self, name: str, start: int, stop: int) -> np.ndarray:
         return self.weights[self._name(name)][start:stop]
 
@@ -77,6 +81,9 @@ class CheckpointSource(WeightsSource):
 
     def shape(self, name: str) -> tuple[int, ...]:
         return tuple(self.entries[self._name(name)][1]["shape"])
+
+    def dtype(self, name: str) -> str:
+        return self.entries[self._name(name)][1]["dtype"]
 
     def rows(self, name: str, start: int, stop: int) -> np.ndarray:
         path, entry, data_start = self.entries[self._name(name)]

@@ -133,7 +133,7 @@ def test_random_run_arguments_give_results_or_one_line_errors(tmp_path_factory, 
     src = tmp_path_factory.getbasetemp() / "k.cu"
     src.write_text("__global__ void k(const int *a, unsigned *o, int n) {\n"
                    "  if (threadIdx.x < n) o[threadIdx.x] = a[threadIdx.x] + n;\n}\n")
-    rc = main(["run", str(src), "--grid", grid, "--block", block, "--json",
+    rc = main(["run", str(src), "--grid", grid, "--block", block, "--json", "--engine", "interp",
                "--arg", f"a={a}", "--arg", f"o={o}", "--arg", f"n={n}"])
     err = capsys.readouterr().err
     assert rc in (0, 1)

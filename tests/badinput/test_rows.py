@@ -75,12 +75,13 @@ def files(tmp_path):
     ("missing.cu", ["--arg", "o=zeros:4"], "cannot read"),
 ])
 def test_run_errors(files, capsys, file, args, match):
-    argv = ["run", str(files / file), "--grid", "1", "--block", "4", *args]
+    argv = ["run", str(files / file), "--grid", "1", "--block", "4", "--engine", "interp", *args]
     assert match in one_error(capsys, "run", argv)
 
 
 def test_run_reads_a_const_input_and_writes_the_output(files, capsys):
     assert main(["run", str(files / "copy.cu"), "--grid", "1", "--block", "4", "--json",
+                 "--engine", "interp",
                  "--arg", "a=1,2,3,4", "--arg", "o=zeros:4"]) == 0
     assert json.loads(capsys.readouterr().out)["args"] == {"a": [1, 2, 3, 4],
                                                            "o": [2, 3, 4, 5]}
@@ -196,7 +197,8 @@ def _env():
 
 def test_ctrl_c_is_one_line_and_exit_130(files):
     proc = subprocess.Popen([*QGPU, "run", str(files / "loop.cu"), "--grid", "1", "--block",
-                             "4", "--arg", "o=zeros:4", "--budget", "100000000"],
+                             "4", "--engine", "interp", "--arg", "o=zeros:4", "--budget",
+                             "100000000"],
                             stderr=subprocess.PIPE, text=True, env=_env())
     time.sleep(8)
     proc.send_signal(signal.SIGINT)
@@ -318,5 +320,6 @@ def test_refused_cuda_is_one_line(tmp_path, capsys, name):
     src, match = REFUSED[name]
     (tmp_path / f"{name}.cu").write_text(src + "\n")
     err = one_error(capsys, "run", ["run", str(tmp_path / f"{name}.cu"), "--grid", "1",
-                                    "--block", "4", "--arg", "o=zeros:10"])
+                                    "--block", "4", "--engine", "interp", "--arg",
+                                    "o=zeros:10"])
     assert match in err
