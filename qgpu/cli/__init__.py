@@ -42,7 +42,8 @@ class Parser(argparse.ArgumentParser):
     printed with the usage text and exit 2; subcommand parsers are Parsers too."""
 
     def error(self, message: str):
-        raise UsageError(f"{message} (see {self.prog} --help)", self.prog)
+        one_line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+        raise UsageError(f"{one_line} (see {self.prog} --help)", self.prog)
 
 
 def build_parser() -> tuple[Parser, dict]:
