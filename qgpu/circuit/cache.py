@@ -25,6 +25,7 @@ from qgpu.model.config import QwenConfig
 from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.weights import QwenWeights, expected_shapes, sparse_shape
 from qgpu.primitives import Threshold
+from qgpu.progress import progress as progress_bar
 
 _SOURCES = Path(__file__).resolve().parent
 _PRIMITIVES = _SOURCES.parent / "primitives"
@@ -91,8 +92,9 @@ def _tensor(shape: tuple[int, ...], where: np.ndarray, values: np.ndarray):
     return t.reshape(shape)
 
 
-def load(key: str, directory: Path | None = None):
-    """(weights, thresholds), or None when there is no entry."""
+def load(key: str, directory: Path | None = None, progress: bool = False):
+    """(weights, thresholds), or None when there is no entry. progress: a bar over the
+    tensors (on a terminal)."""
     path = (directory or cache_dir()) / f"{key}.npz"
     if not path.exists():
         return None
@@ -101,7 +103,8 @@ def load(key: str, directory: Path | None = None):
         config = QwenConfig.from_hf_dict(meta["config"])
         shapes = expected_shapes(config)
         tensors = {}
-        for i, name in enumerate(meta["names"]):
+        for i, name in enumerate(progress_bar(meta["names"], desc="qgpu load (cache)",
+                                              unit="tensor", enabled=progress)):
             tensors[name] = _tensor(shapes[name], data[f"i{i}"], data[f"v{i}"])
     thresholds = [Threshold(layer, unit, {int(d): c for d, c in form}, th, gain, off, name)
                   for layer, unit, form, th, gain, off, name in meta["thresholds"]]

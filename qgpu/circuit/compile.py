@@ -45,7 +45,7 @@ def compile_circuit(circuit: Circuit, shape: LayerShape, *, reuse_dims: bool = T
     plan = schedule(circuit, shape, reuse_dims=reuse_dims)
     key = disk.cache_key(circuit.describe(), shape.describe(), {"reuse_dims": reuse_dims})
     directory = None if cache is True or cache is False else Path(cache)
-    hit = disk.load(key, directory) if cache is not False else None
+    hit = disk.load(key, directory, progress=progress) if cache is not False else None
     if hit is not None:
         weights, thresholds = hit
         if progress:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 import qgpu.runtime  # noqa: F401 - registers the model's engines
+from qgpu.cli import html
 from qgpu.cuda import compile as compile_cuda
 from qgpu.isa.asm import disassemble
 from qgpu.protocol import Launch, decode_trace
@@ -22,6 +23,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--engine", default="model", choices=("interp", "model"),
                         help="run on the compiled model (default; compiled once, then "
                              "cached on disk) or the reference interpreter")
+    html.add_html_argument(parser)
 
 
 def main(args) -> int:
@@ -30,7 +32,7 @@ def main(args) -> int:
     a = np.array([1, 2, 3], np.int32)
     b = np.array([4, 5, 6], np.int32)
     out = np.zeros(1, np.int32)
-    res = kernel(1, 3, (a, b, out, 3), engine=args.engine)
+    res = html.launch(kernel, 1, 3, (a, b, out, 3), args.engine, args.html)
     if not args.quiet:
         print(source)
         print(f"dot([1, 2, 3], [4, 5, 6]) on qgpu (engine: {args.engine}): "

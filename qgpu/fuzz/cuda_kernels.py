@@ -40,6 +40,7 @@ from qgpu.fuzz.cuda_lang import (
     host_check,
     run_program_python,
 )
+from qgpu.progress import progress as progress_bar
 from qgpu.validate.reference import FORMAT, encode_array, save_reference
 
 N_INPUTS = 4          # input words per thread (a, b, c, d)
@@ -185,12 +186,14 @@ def minimise(result: CaseResult, grid: int, block: int, runner=run_program_qgpu,
 
 def fuzz(cases: int, seed: int, runner=run_program_qgpu, progress: bool = False):
     """Run `cases` seeded cases; returns the list of CaseResults."""
-    results = []
-    for i in range(cases):
-        results.append(run_case(seed * 1_000_003 + i, runner))
-        if progress and (i + 1) % 100 == 0:
-            bad = sum(r.status not in ("ok", "over_limits") for r in results)
-            print(f"  {i + 1} cases, {bad} failures", file=sys.stderr, flush=True)
+    results, bad = [], 0
+    with progress_bar(total=cases, desc="fuzz cuda", unit="case", enabled=progress,
+                      leave=True) as bar:
+        for i in range(cases):
+            results.append(run_case(seed * 1_000_003 + i, runner))
+            bad += results[-1].status not in ("ok", "over_limits")
+            bar.set_postfix_str(f"{bad} failures", refresh=False)
+            bar.update()
     return results
 
 

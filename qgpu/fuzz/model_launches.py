@@ -49,6 +49,7 @@ from qgpu.interp import run_launch
 from qgpu.isa import limits
 from qgpu.isa.asm import disassemble
 from qgpu.isa.program import Block, Program
+from qgpu.progress import progress as progress_bar
 from qgpu.protocol import expected_trace
 from qgpu.runtime.check import check_trace, forced_launch
 from qgpu.runtime.compiled import load_machine
@@ -202,7 +203,9 @@ def fuzz(machine, cases: int, seed: int, mode: str = "forced", source: str = "is
     """`cases` seeded cases (source "both": every fourth one from the CUDA fuzzer). With
     progress, an interrupt (SIGINT, or SIGTERM under main) ends the campaign early with the
     cases run so far."""
-    results = []
+    results, bad, tokens = [], 0, 0
+    bar = progress_bar(total=cases, desc=f"fuzz model ({mode})", unit="case", enabled=progress,
+                       leave=True)
     try:
         for i in range(cases):
             case_seed = seed * 1_000_003 + i
@@ -212,15 +215,16 @@ def fuzz(machine, cases: int, seed: int, mode: str = "forced", source: str = "is
             else:
                 results.append(isa_case(machine, case_seed, mode, multi_warp=multi_warp,
                                         **gen))
-            if progress and (i + 1) % 50 == 0:
-                bad = sum(r.status not in PASSING for r in results)
-                tokens = sum(r.prompt_tokens + r.trace_tokens for r in results)
-                print(f"  {i + 1} cases, {bad} failures, {tokens} tokens", file=sys.stderr,
-                      flush=True)
+            bad += results[-1].status not in PASSING
+            tokens += results[-1].prompt_tokens + results[-1].trace_tokens
+            bar.set_postfix_str(f"{bad} failures, {tokens:,} tokens", refresh=False)
+            bar.update()
     except KeyboardInterrupt:
         if not progress:
             raise
         print(f"  interrupted after {len(results)} cases", file=sys.stderr, flush=True)
+    finally:
+        bar.close()
     return results
 
 

@@ -89,13 +89,20 @@ def check_trace(program: Program, grid: int, block: int, memory, prompt: list[in
         b = trace[i] if i < len(trace) else None
         if a != b:
             got_rec = _tokens_of_record(trace, i)
-            raise CheckMismatch(
+            raise _with_traces(CheckMismatch(
                 f"--check: token {i} of the trace differs: interpreter "
                 f"{_name(a)}, model {_name(b)}; expected record: "
-                f"{_record_at(launch, want, i)}; model's record: {got_rec}")
+                f"{_record_at(launch, want, i)}; model's record: {got_rec}"), want, trace)
     if model_memory is not None:
         check_memory(list(res.memory), list(model_memory))
     return want
+
+
+def _with_traces(err: CheckMismatch, expected: list[int], written: list[int]) -> CheckMismatch:
+    """The mismatch with both token streams attached (`expected`, `written`: qgpu.view
+    draws them)."""
+    err.expected, err.written = list(expected), list(written)
+    return err
 
 
 def check_memory(want: list[int], got: list[int], what: str = "--check") -> None:
@@ -133,8 +140,9 @@ def forced_launch(machine, program: Program, grid: int, block: int, memory=(),
         got = forced(state, feed[a:a + chunk])
         for j, token in enumerate(got):
             if token != want[a + j]:
-                raise CheckMismatch(_forced_mismatch(prompt, want, a + j, token,
-                                                     expected is not None))
+                raise _with_traces(CheckMismatch(_forced_mismatch(
+                    prompt, want, a + j, token, expected is not None)), want,
+                    want[:a + j] + [token])
     seconds = time.perf_counter() - start
     run = ModelRun(prompt, want, state, seconds, machine.read_memory(state))
     if expected is None:

@@ -8,40 +8,50 @@ from __future__ import annotations
 
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.cuda.api import ENGINES, EngineRun
-from qgpu.isa import limits
+from qgpu.errors import CheckMismatch
 from qgpu.protocol import Launch, decode_trace
 from qgpu.runtime.check import check_trace, forced_launch
 from qgpu.runtime.compiled import DEFAULT_SPEC, load_machine
-from qgpu.runtime.generate import generate_launch
+from qgpu.runtime.generate import DEFAULT_MODEL_BUDGET, generate_launch
 
 
-def run_model(program, grid: int, block: int, memory, budget: int = limits.DEFAULT_BLOCK_BUDGET,
+def run_model(program, grid: int, block: int, memory, budget: int | None = None,
               check: bool = False, machine=None, forced: bool = False):
     """machine: None (the machine compiled in this process) or a loaded checkpoint's
     (runtime.checkpoint.CheckpointMachine). check: generate, then compare with the
-    interpreter; forced: check by teacher forcing instead of generating."""
+    interpreter; forced: check by teacher forcing instead of generating. budget: blocks
+    (None: DEFAULT_MODEL_BUDGET)."""
     if machine is None:
         check_launch(DEFAULT_SPEC, program, grid, block)  # a clear error before compiling
         machine = load_machine()
     else:
         machine.check(program, grid, block)
+    budget = DEFAULT_MODEL_BUDGET if budget is None else budget
+    expected = None
     if forced:
         run = forced_launch(machine, program, grid, block, memory, max_blocks=budget)
+        expected = run.trace
     else:
         run = generate_launch(machine, program, grid, block, memory, max_blocks=budget)
         if check:
-            check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
+            try:
+                expected = check_trace(program, grid, block, memory, run.prompt, run.trace,
+                                       run.memory)
+            except CheckMismatch as err:   # qgpu.view draws the mismatch with the margins
+                err.margins = run.margins
+                raise
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
-    return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace)
+    return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace,
+                     run.margins, expected)
 
 
 def run_model_checked(program, grid: int, block: int, memory,
-                      budget: int = limits.DEFAULT_BLOCK_BUDGET):
+                      budget: int | None = None):
     return run_model(program, grid, block, memory, budget, check=True)
 
 
 def run_model_forced(program, grid: int, block: int, memory,
-                     budget: int = limits.DEFAULT_BLOCK_BUDGET):
+                     budget: int | None = None):
     return run_model(program, grid, block, memory, budget, forced=True)
 
 
