@@ -105,8 +105,7 @@ def test_demo_merged_into_a_random_base_is_exact_in_llama_cpp(tmp_path, base_nam
 
     demo, part = demo_circuit(demo_name)
     merged, lay = merge_weights(random_base(base_name, seed=3), part)
-    info = {"circuit": demo_name, "gpu_token_offset": lay.gpu_token_offset,
-            "gpu_tokens": demo.vocab.size}
+    info = {"circuit": demo_name, **lay.describe()}   # with the merge's pad token
     write_tokenizer(tmp_path, size=lay.gpu_token_offset)
     path = tmp_path / "merged.gguf"
     weights_to_gguf(merged, info, path, tokenizer=tmp_path / "tokenizer.json",
