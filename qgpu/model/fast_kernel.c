@@ -677,7 +677,7 @@ static void down_apply(const Csc *d, const int32_t *list, const float *acts, int
 typedef void (*part_fn)(const Model *m, const Layer *L, int part);
 
 static int n_threads = 1;
-static atomic_int team_epoch, team_done, team_started;
+static atomic_int team_epoch, team_done, team_started, team_claimed;
 static part_fn team_fn;
 static const Model *team_m;
 static const Layer *team_L;
@@ -698,6 +698,8 @@ static void *team_worker(void *arg) {
         int64_t spins = 0;
         while (atomic_load_explicit(&team_epoch, memory_order_acquire) == seen) relax(&spins);
         seen = atomic_load_explicit(&team_epoch, memory_order_acquire);
+        int expected = seen - 1;  /* part 1 of task `seen` is not claimed yet */
+        if (!atomic_compare_exchange_strong(&team_claimed, &expected, seen)) continue;
         team_fn(team_m, team_L, 1);
         atomic_store_explicit(&team_done, seen, memory_order_release);
     }
@@ -708,13 +710,17 @@ static void team_after_fork(void) { atomic_store(&team_started, 0); }
 
 void qgpu_set_threads(int n) { n_threads = n > 1 ? 2 : 1; }
 
-/* run fn's two parts (on two threads when they are on and the team is free) */
+/* run fn's two parts (on two threads when they are on and the team is free): part 1 is
+   claimed by whichever thread gets to it first, so a worker that the system has not
+   scheduled is passed by (the caller runs both parts) instead of waited for */
 static void run_parts(const Model *m, const Layer *L, part_fn fn, int parallel) {
     if (!parallel) { fn(m, L, 0); fn(m, L, 1); return; }
     team_fn = fn; team_m = m; team_L = L;
     int e = atomic_load_explicit(&team_epoch, memory_order_relaxed) + 1;
     atomic_store_explicit(&team_epoch, e, memory_order_release);
     fn(m, L, 0);
+    int expected = e - 1;
+    if (atomic_compare_exchange_strong(&team_claimed, &expected, e)) { fn(m, L, 1); return; }
     int64_t spins = 0;
     while (atomic_load_explicit(&team_done, memory_order_acquire) != e) relax(&spins);
 }
@@ -726,6 +732,7 @@ static int team_begin(void) {  /* 1 when this call may use the worker */
         if (!registered) { pthread_atfork(NULL, NULL, team_after_fork); registered = 1; }
         atomic_store(&team_epoch, 0);
         atomic_store(&team_done, 0);
+        atomic_store(&team_claimed, 0);
         if (pthread_create(&team_thread, NULL, team_worker, NULL) != 0) {
             pthread_mutex_unlock(&team_lock);
             return 0;
