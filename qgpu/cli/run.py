@@ -43,6 +43,7 @@ from qgpu.cli.html import add_html_argument, launch
 from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.launch_args import parse_args, pick_kernel
 from qgpu.errors import QgpuError
+from qgpu.isa import limits
 from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
 from qgpu.runtime.transformers_engine import TransformersMachine
 from qgpu.runtime.transformers_engine import engine_name as transformers_engine
@@ -73,6 +74,10 @@ def add_arguments(p) -> None:
     p.add_argument("--model", metavar="DIR",
                    help="run on this merged or exported machine checkpoint (--engine model)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--budget", type=int, metavar="N",
+                   help="end the launch with an error after N executed blocks (default: "
+                        f"{limits.DEFAULT_BLOCK_BUDGET} on the interpreter, "
+                        "runtime.generate.DEFAULT_MODEL_BUDGET on the model)")
     add_html_argument(p)
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers, "
@@ -85,6 +90,11 @@ def _values(a: np.ndarray) -> list[int]:
 
 def run(args) -> dict:
     forced = getattr(args, "forced", False)
+    if args.check and args.engine == "interp" and not getattr(args, "model", None) \
+            and not forced:
+        raise RunError("--check compares the model's tokens with the interpreter's, so it "
+                       "needs --engine model (or --model DIR); on the interpreter there is "
+                       "nothing to compare with")
     transformers = getattr(args, "engine", None) == "transformers"
     if transformers and not getattr(args, "model", None):
         raise RunError("--engine transformers needs --model DIR (a merged or exported "
@@ -126,7 +136,11 @@ def run(args) -> dict:
         machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
         engine = engine_name(machine, check=args.check, forced=forced)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
-    result = launch(kernel, args.grid, args.block, values, engine, getattr(args, "html", None))
+    budget = getattr(args, "budget", None)
+    if budget is not None and budget < 1:
+        raise RunError(f"--budget {budget}: give at least 1 block")
+    result = launch(kernel, args.grid, args.block, values, engine, getattr(args, "html", None),
+                    budget)
     return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,
             "block": args.block, "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},

@@ -12,7 +12,6 @@ block from the matching rows of one base tensor. Two sources give the same inter
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +20,10 @@ from qgpu.model.checkpoint import (
     _DTYPES,
     CheckpointError,
     checkpoint_files,
+    read_config,
     read_safetensors_header,
     text_name,
 )
-from qgpu.model.config import QwenConfig
 from qgpu.model.weights import EMBED, LM_HEAD, QwenWeights, expected_shapes
 
 CARRIED_CONFIG_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
@@ -53,12 +52,9 @@ class WeightsSource:
 class CheckpointSource(WeightsSource):
     def __init__(self, directory: str | Path):
         src = Path(directory)
-        config_path = src / "config.json"
-        if not config_path.is_file():
-            raise CheckpointError(f"{src} has no config.json")
-        body = json.loads(config_path.read_text())
-        self.config = QwenConfig.from_hf_dict(body)
+        self.config, body = read_config(src)
         text = body.get("text_config", {}) if body.get("model_type") != "qwen3_5_text" else {}
+        text = text if isinstance(text, dict) else {}
         self.extra_config = {k: body.get(k, text.get(k)) for k in CARRIED_CONFIG_KEYS
                              if body.get(k, text.get(k)) is not None}
         files = checkpoint_files(src)

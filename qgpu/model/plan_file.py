@@ -50,6 +50,8 @@ def load_plan(path: Path) -> tuple[dict, dict]:
         if len(head) < len(MAGIC) + 8 or head[:len(MAGIC)] != MAGIC:
             raise ValueError(f"{path} is not a qgpu plan file")
         n = int.from_bytes(head[len(MAGIC):], "little")
+        if n > os.fstat(f.fileno()).st_size - len(head):
+            raise ValueError(f"{path} is a truncated qgpu plan file")
         header = json.loads(f.read(n))
     start = -(-(len(MAGIC) + 8 + n) // ALIGN) * ALIGN
     fields: dict = dict(header["numbers"])

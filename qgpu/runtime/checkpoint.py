@@ -172,7 +172,12 @@ def spec_of(info: dict, directory=None) -> tuple[MachineSpec, tuple[str, ...]]:
             f"{info.get('circuit')!r}); merge with --circuit machine or run qgpu "
             f"export-machine")
     fields = circuit["spec"]
-    spec = MachineSpec(slots=fields["slots"], stages=fields["stages"], warps=fields["warps"])
+    try:
+        spec = MachineSpec(slots=fields["slots"], stages=fields["stages"],
+                           warps=fields["warps"])
+    except ValueError as err:
+        raise CheckpointMachineError(f"{directory or 'these weights'}: {LAYOUT_FILE}'s "
+                                     f"machine spec: {err}") from None
     return spec, tuple(op for op in fields["ops"] if op in SUPPORTED_OPS)
 
 
@@ -187,12 +192,47 @@ def machine_from_weights(weights: QwenWeights, info: dict, backend: str = "auto"
     return CheckpointMachine(weights, info, engine, spec, ops, directory, backend)
 
 
+def _int_field(body: dict, key: str, path) -> int:
+    v = body.get(key)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise CheckpointMachineError(f"{path}: '{key}' is {v!r:.40}, not a count")
+    return v
+
+
+def check_info(info: dict, path) -> dict:
+    """The fields of a qgpu_merge.json body the runtime reads, checked (before any weight
+    is loaded): a garbled file is a CheckpointMachineError naming the field."""
+    if info.get("circuit") != "machine":
+        return info   # load_machine_checkpoint says what the circuit is
+    for key in ("gpu_token_offset", "gpu_tokens"):
+        _int_field(info, key, path)
+    circuit = info.get("circuit_info")
+    if not isinstance(circuit, dict):
+        raise CheckpointMachineError(f"{path}: no circuit_info object")
+    spec, memory = circuit.get("spec"), circuit.get("memory")
+    if not isinstance(spec, dict) or not isinstance(memory, dict):
+        raise CheckpointMachineError(f"{path}: circuit_info needs 'spec' and 'memory' objects")
+    for key in ("slots", "stages", "warps"):
+        _int_field(spec, key, f"{path}: spec")
+    ops = spec.get("ops")
+    if not isinstance(ops, list) or not all(isinstance(o, str) for o in ops):
+        raise CheckpointMachineError(f"{path}: spec.ops is not a list of operation names")
+    for key in ("layer", "head", "rows", "columns"):
+        _int_field(memory, key, f"{path}: memory")
+    return info
+
+
 def read_info(directory: str | Path) -> dict:
     path = Path(directory) / LAYOUT_FILE
     if not path.is_file():
         raise CheckpointMachineError(f"{directory} has no {LAYOUT_FILE}: not a merged or "
                                      f"exported qgpu checkpoint")
-    return json.loads(path.read_text())
+    from qgpu.model.checkpoint import CheckpointError, read_json
+
+    try:
+        return check_info(read_json(path, "the qgpu layout"), path)
+    except CheckpointError as exc:
+        raise CheckpointMachineError(str(exc)) from None
 
 
 def load_machine_checkpoint(directory: str | Path, backend: str = "auto"

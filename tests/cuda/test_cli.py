@@ -26,13 +26,22 @@ def cu(tmp_path):
     return str(path)
 
 
+@pytest.fixture
+def machine():
+    """The default engine is the compiled model: loaded before the command runs, so that a
+    first compile's progress (stderr) is not part of the command's output."""
+    from qgpu.runtime.compiled import load_machine
+
+    return load_machine(progress=False)
+
+
 def run(capsys, *argv):
     rc = main(["run", *argv])
     out, err = capsys.readouterr()
     return rc, out, err
 
 
-def test_json_output(cu, capsys):
+def test_json_output(cu, capsys, machine):
     rc, out, err = run(capsys, cu, "--grid", "1", "--block", "4", "--kernel", "vadd",
                        "--json", "--arg", "a=1,2,3,-4", "--arg", "b=10,20,30,40",
                        "--arg", "c=zeros:4", "--arg", "n=4")
@@ -49,13 +58,13 @@ def test_json_output(cu, capsys):
     assert interp["args"] == doc["args"] and interp["tokens"] == doc["tokens"]
 
 
-def test_unsigned_values_print_unsigned(cu, capsys):
+def test_unsigned_values_print_unsigned(cu, capsys, machine):
     rc, out, _ = run(capsys, cu, "--grid", "1", "--block", "2", "--kernel", "negate",
                      "--json", "--arg", "u=1,0")
     assert rc == 0 and json.loads(out)["args"]["u"] == [4294967295, 0]
 
 
-def test_readable_report(cu, capsys):
+def test_readable_report(cu, capsys, machine):
     rc, out, _ = run(capsys, cu, "--grid", "1", "--block", "2", "--kernel", "vadd",
                      "--arg", "a=1,2", "--arg", "b=3,4", "--arg", "c=zeros:2", "--arg", "n=2")
     assert rc == 0

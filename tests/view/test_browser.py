@@ -155,3 +155,22 @@ def test_barriers_and_releases_are_marked(tmp_path):
     assert [("release" in c.classes) for c in cells] == \
         [k > 0 and epochs[k] != epochs[k - 1] for k in range(len(epochs))]
     assert sum("release" in c.classes for c in cells) >= 1
+
+
+def test_keyboard_steps(tmp_path):
+    """Right, left, End, Home, at both ends too: key presses dispatched to the page after it loads
+    (a script appended to a copy of the page) move the selection."""
+    page = tmp_path / "dot.html"
+    assert main(["demo", "--engine", "interp", "--html", str(page), "--quiet"]) == 0
+    html = page.read_text()
+    seen = []
+    for keys, want in ((["ArrowRight", "ArrowRight", "ArrowRight", "ArrowLeft"], "3"),
+                       (["End", "ArrowRight"], "4"), (["End", "Home", "ArrowLeft"], "1")):
+        press = "".join(f'document.dispatchEvent(new KeyboardEvent("keydown", {{key: "{k}"}}));'
+                        for k in keys)
+        copy = tmp_path / f"keys{len(seen)}.html"
+        copy.write_text(html.replace("</body>", f"<script>{press}</script></body>"))
+        dom = browser.parse(browser.dump_dom(copy))
+        seen.append(dom.by_id("inspector").attrs["data-step"])
+        assert seen[-1] == want, (keys, seen)
+        assert [c.attrs["data-step"] for c in _cells(dom) if "cur" in c.classes] == [want]
