@@ -32,11 +32,11 @@ import numpy as np
 from qgpu.circuit.machine.memory import decode_memory_rows
 from qgpu.cuda.api import ENGINES, EngineRun
 from qgpu.errors import LaunchError, MachineError, QgpuError
-from qgpu.isa import limits
 from qgpu.protocol import Launch, decode_trace, encode_prompt, kind_of, tok
 from qgpu.protocol.vocab import VOCAB_SIZE
 from qgpu.runtime.check import check_trace
 from qgpu.runtime.checkpoint import check_program, read_info, spec_of
+from qgpu.runtime.generate import DEFAULT_MODEL_BUDGET
 
 HALT = tok("HALT")
 DEVICES = ("cpu", "cuda", "mps")
@@ -115,7 +115,7 @@ class TransformersMachine:
         return decode_memory_rows(table[:where["rows"], :where["columns"]])
 
     def generate(self, prompt: list[int], max_tokens: int = DEFAULT_MAX_TOKENS,
-                 max_blocks: int = limits.DEFAULT_BLOCK_BUDGET):
+                 max_blocks: int = DEFAULT_MODEL_BUDGET):
         """Greedy generate() after `prompt` (protocol tokens) until HALT: (trace as
         protocol tokens, the cache, seconds)."""
         torch = _torch()
@@ -161,7 +161,7 @@ class TransformersMachine:
 
     def launch(self, program, grid: int, block: int, memory=(),
                max_tokens: int = DEFAULT_MAX_TOKENS,
-               max_blocks: int = limits.DEFAULT_BLOCK_BUDGET) -> TransformersRun:
+               max_blocks: int = DEFAULT_MODEL_BUDGET) -> TransformersRun:
         self.check(program, grid, block)
         prompt = [int(t) for t in encode_prompt(program, grid, block, memory)]
         trace, cache, seconds = self.generate(prompt, max_tokens, max_blocks)
@@ -169,8 +169,10 @@ class TransformersMachine:
 
 
 def run_transformers(machine: TransformersMachine, program, grid: int, block: int, memory,
-                     budget: int = limits.DEFAULT_BLOCK_BUDGET, check: bool = False):
-    """The runner of engine_name's engines: generate, optionally check, decode."""
+                     budget: int | None = None, check: bool = False):
+    """The runner of engine_name's engines: generate, optionally check, decode. budget:
+    blocks before a runaway launch is stopped (None: the model engines' default)."""
+    budget = DEFAULT_MODEL_BUDGET if budget is None else budget
     run = machine.launch(program, grid, block, memory, max_blocks=budget)
     if check:
         check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
@@ -184,7 +186,7 @@ def engine_name(machine: TransformersMachine, check: bool = False) -> str:
     name = f"{'transformers-check' if check else 'transformers'}:{machine.directory}"
     held = weakref.ref(machine)
 
-    def runner(program, grid, block, memory, budget):
+    def runner(program, grid, block, memory, budget=None):
         live = held()
         if live is None:
             raise TransformersEngineError(f"engine {name!r}: its machine was freed")
