@@ -16,13 +16,14 @@ import hashlib
 from pathlib import Path
 
 from qgpu.circuit.compile import Compiled, compile_circuit
-from qgpu.circuit.ir import Circuit
-from qgpu.circuit.machine.alu import OPERANDS_READY, READY, alu_high, alu_low, operands, shared_base
+from qgpu.circuit.ir import BITS, Circuit, Signal
+from qgpu.circuit.machine.alu import alu_high, alu_low, operands, shared_base
 from qgpu.circuit.machine.bookkeeping import LANES, TokenTable, bookkeeping, value_slots
 from qgpu.circuit.machine.emission import emission
 from qgpu.circuit.machine.families import FAMILIES, StageView
+from qgpu.circuit.machine.logic import unit
 from qgpu.circuit.machine.memory import MemoryTables, store_records
-from qgpu.circuit.machine.registers import RegisterFile, write_keys
+from qgpu.circuit.machine.registers import RegisterFile
 from qgpu.circuit.machine.rom import block_row, immediates, rom
 from qgpu.circuit.machine.schedule_pcs import scheduler
 from qgpu.circuit.machine.shared import space_gates
@@ -40,6 +41,22 @@ def _source_digest() -> str:
     return h.hexdigest()[:12]
 
 
+MAX_LAYERS = 45  # the seed's layer budget: the narrowest plan within it (schedule)
+
+
+def _stage_done(c: Circuit, k: int, results: list) -> Signal:
+    """An always-on bit made after stage k's results: the register reads and immediates
+    of stage k + 1 gate on it, so that they are placed after stage k's loads and ALU
+    (not beside them, where the residual is widest) and live only until stage k + 1's
+    operands are made."""
+
+    def body(ctx, outs):
+        ctx.constant({outs[0][0]: 2.0})
+
+    (done,) = unit(c, f"stage.done.{k}", results, [(f"stage.done.{k}", BITS, 1)], body)
+    return done
+
+
 def build_machine(spec: MachineSpec | None = None) -> Circuit:
     spec = spec or MachineSpec()
     subset = ""
@@ -51,7 +68,7 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
     value_next, value_done = value_slots(c, bk)
     ins = rom(c, tt, bk, spec)
     block = block_row(c, tt, bk)
-    rf = RegisterFile(c, bk, write_keys(c, bk))
+    rf = RegisterFile(c, bk)
     memory = MemoryTables(c, tt, bk)
     results, ready, imm_ready, operand_b, all_words = {}, None, None, {}, {}
     shared: dict = {"tt": tt, "memory": memory}  # StageView.extra: machine parts families use
@@ -83,9 +100,11 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
                 exts = [e for e in (family(view, lane) for family in FAMILIES) if e is not None]
                 results[(i.position, lane)] = alu_high(c, i, lane, opnds[lane], lows[lane], bk,
                                                        loaded[(i.position, lane)], exts)
-        ready = pending[0][2][0][READY]
-        imm_ready = pending[0][1][0][OPERANDS_READY]
-    conds = rf.condition_reads(block, ready)
+        ready = _stage_done(c, k, [results[(i.position, 0)] for i, _, _ in pending])
+        if k == 0:
+            first_done = ready
+        imm_ready = ready
+    conds = rf.condition_reads(block, first_done)  # the block's start value
     # machine.atomics: per (position, lane) a maker of the word after the lane's atomic
     # (made after the lane's result, so that it stays out of alu_high's MLP)
     atomic = shared.get("record_values", {})
@@ -113,4 +132,5 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
 def compile_machine(shape: LayerShape | None = None, spec: MachineSpec | None = None, *,
                     cache: bool | str | Path = True, progress: bool = False) -> Compiled:
     shape = shape or LayerShape.qwen35_2b()
-    return compile_circuit(build_machine(spec), shape, cache=cache, progress=progress)
+    return compile_circuit(build_machine(spec), shape, max_layers=MAX_LAYERS, cache=cache,
+                           progress=progress)

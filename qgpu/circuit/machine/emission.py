@@ -109,28 +109,36 @@ def branch_taken(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: Blo
 
     (lw,) = unit(c, "cond.last_writer", [eqc], [("cond.last_writer", BITS, n + 1)], last)
 
-    def nonzero(ctx, outs):
-        (nz,) = outs
-        for lane in range(LANES):
-            for a, i in enumerate(ins):
-                ctx.step(ctx.sum01(results[(i.position, lane)]), 1,
-                         true_bit(nz[lane * (n + 1) + a]))
-            ctx.step(ctx.sum01(conds[lane]), 1, true_bit(nz[lane * (n + 1) + n]))
-
-    (nz,) = unit(c, "cond.nonzero", [*results.values(), *conds],
-                 [("cond.nonzero", BITS, LANES * (n + 1))], nonzero)
+    # one bit per (position, lane) right after the result, so that the results need not
+    # stay live until the last stage's result exists; the register read's bit as early
+    nz = {}
+    for lane in range(LANES):
+        for a, i in enumerate(ins):
+            nz[(a, lane)] = _nonzero(c, results[(i.position, lane)], f"{i.position}.{lane}")
+        nz[(n, lane)] = _nonzero(c, conds[lane], f"reg.{lane}")
 
     def taken(ctx, outs):
         (t,) = outs
         for lane in range(LANES):
             for a in range(n + 1):
-                ctx.step(plus(ctx.v01(lw, a), ctx.v01(nz, lane * (n + 1) + a)), 2,
+                ctx.step(plus(ctx.v01(lw, a), ctx.v01(nz[(a, lane)])), 2,
                          true_bit(t[lane]), when=[ctx.v01(block.kinds, 1),
                                                   ctx.v01(bk.cur_mask, lane)])
 
-    (t,) = unit(c, "branch.taken", [lw, nz, block.kinds, bk.cur_mask],
+    (t,) = unit(c, "branch.taken", [lw, *nz.values(), block.kinds, bk.cur_mask],
                 [("branch.taken", BITS, LANES)], taken)
     return t
+
+
+def _nonzero(c: Circuit, bits: Signal, name: str) -> Signal:
+    """One bit: some bit of `bits` is set."""
+
+    def body(ctx, outs):
+        (nz,) = outs
+        ctx.step(ctx.sum01(bits), 1, true_bit(nz[0]))
+
+    (nz,) = unit(c, f"cond.nonzero.{name}", [bits], [(f"cond.nonzero.{name}", BITS, 1)], body)
+    return nz
 
 
 def record_index(c: Circuit, bk: Bookkeeping, has_next: Signal, value_done: Signal):
@@ -171,12 +179,13 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
              results: dict, conds: list, value_next: Signal, value_done: Signal,
              records: list[Signal]) -> Emission:
     keys = queue_keys(c, ins, block)
-    raws = []
+    picked = None
     for i, key in zip(ins, keys, strict=True):
         q = c.table(f"queue.{i.position}", rows=M.REGS, width=32 * LANES)
         q.write(key, [(results[(i.position, lane)], 0) for lane in range(LANES)],
                 enable=bk.is_exec, clear=bk.is_exec)
-        raws.append(q.read(bk.rec_reg_onehot, name=f"queue.{i.position}", restore=False).raw)
+        raw = q.read(bk.rec_reg_onehot, name=f"queue.{i.position}", restore=False).raw
+        picked = _queue_pick(c, bk, i.position, raw, picked, value_next)
     latched = []
     for i, rec in zip(ins, records, strict=True):
         t = c.table(f"records.{i.position}", rows=1, width=RECORD_WIDTH)
@@ -205,13 +214,8 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
 
     def value(ctx, outs):
         v, addr = outs
-        for lane in range(LANES):
-            for h in range(2):
-                for b in range(16):
-                    form = plus(*({ctx.d(raw)[lane * 32 + h * 16 + b]: 1.0 / READ_SCALE}
-                                  for raw in raws))
-                    ctx.step(form, 1, true_bit(v[b]), when=[ctx.v01(value_next, 2 * lane + h),
-                                                            ctx.v01(bk.rec_is_r)])
+        for b in range(16):
+            ctx.step(ctx.v01(picked, b), 1, true_bit(v[b]))
         for n, (a, lane) in enumerate(pl):
             _, w, val = _fields(lane)
             for h in range(2):
@@ -222,7 +226,7 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
                 ctx.step(ctx.v01(latched[a], w + b), 1, true_bit(addr[b]),
                          when=[ctx.v01(sel, n), ctx.v01(case, 2)])
 
-    v, addr = unit(c, "emit.value", [*raws, value_next, bk.rec_is_r, *latched, sel, case],
+    v, addr = unit(c, "emit.value", [picked, *latched, sel, case],
                    [("emit.value", BITS, 16), ("emit.addr", BITS, WORD_BITS)], value)
 
     taken = branch_taken(c, bk, ins, block, results, conds)
@@ -250,6 +254,31 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
                           [("emit.v", BITS, 1), ("emit.r", BITS, 1), ("emit.addr_flag", BITS, 1),
                            ("emit.end", BITS, 1)], flags)
     return Emission(v, ev, nxt, er, addr, ea, taken_onehot, ee)
+
+
+def _queue_pick(c: Circuit, bk: Bookkeeping, p: int, raw: Signal, before: Signal | None,
+                value_next: Signal) -> Signal:
+    """The 16 bits of the next value token taken from the result queues up to position p:
+    `before` (the queues before p) or queue p's read of the record's register, at the
+    (lane, half) that comes next, in an R record (0 elsewhere). At most one queue holds
+    the register (the others read 0), so a chain of these, one per queue, is the sum the
+    value needs; each queue's 128-bit read lives for one layer, not to the end."""
+
+    def body(ctx, outs):
+        (out,) = outs
+        for lane in range(LANES):
+            for h in range(2):
+                for b in range(16):
+                    form = {ctx.d(raw)[lane * 32 + h * 16 + b]: 1.0 / READ_SCALE}
+                    if before is not None:
+                        form = plus(form, ctx.v01(before, b))
+                    ctx.step(form, 1, true_bit(out[b]),
+                             when=[ctx.v01(value_next, 2 * lane + h), ctx.v01(bk.rec_is_r)])
+
+    (out,) = unit(c, f"queue.pick.{p}", [raw, *([before] if before is not None else []),
+                                          value_next, bk.rec_is_r],
+                  [(f"queue.pick.{p}", BITS, 16)], body)
+    return out
 
 
 def next_register(c: Circuit, bk: Bookkeeping, block: BlockRow):

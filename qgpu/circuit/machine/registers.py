@@ -32,34 +32,35 @@ from qgpu.isa import machine as M
 ROWS = M.MAX_WARPS * M.REGS  # row w * REGS + r
 
 
-def write_keys(c: Circuit, bk: Bookkeeping) -> list[Signal]:
-    """Per lane: one-hot register row (w, r) written at this token (none: no write)."""
-    keys = []
-    for lane in range(LANES):
-        def body(ctx, outs, lane=lane):
-            (key,) = outs
-            for w in range(M.MAX_WARPS):
-                for r in range(1, M.REGS):
-                    for j in range(LANES):
-                        ctx.step(ctx.v01(bk.rec_reg_onehot.member(r)), 1,
-                                 true_member(key, w * M.REGS + r),
-                                 when=[ctx.v01(bk.count.member(2 * j + 2)),
-                                       ctx.v01(bk.lane_rank, lane * LANES + j),
-                                       ctx.v01(bk.rec_is_r),
-                                       ctx.v01(bk.cur_warp_onehot.member(w))])
+def write_key(c: Circuit, bk: Bookkeeping, lane: int, name: str,
+              gate: Signal | None) -> Signal:
+    """Lane's one-hot register row (w, r) written at this token (none: no write), made
+    for one table just before it (the unit waits for `gate`), so that the 65-dim key
+    lives for a layer per table instead of across the whole pipeline."""
+    def body(ctx, outs):
+        (key,) = outs
+        for w in range(M.MAX_WARPS):
+            for r in range(1, M.REGS):
+                for j in range(LANES):
+                    ctx.step(ctx.v01(bk.rec_reg_onehot.member(r)), 1,
+                             true_member(key, w * M.REGS + r),
+                             when=[ctx.v01(bk.count.member(2 * j + 2)),
+                                   ctx.v01(bk.lane_rank, lane * LANES + j),
+                                   ctx.v01(bk.rec_is_r),
+                                   ctx.v01(bk.cur_warp_onehot.member(w))])
 
-        (key,) = unit(c, f"rf.key.{lane}", [bk.rec_reg_onehot, bk.count, bk.lane_rank,
-                                             bk.rec_is_r, bk.cur_warp_onehot],
-                      [(f"rf.key.{lane}", ONEHOT, ROWS)], body)
-        keys.append(key)
-    return keys
+    (key,) = unit(c, f"rf.key.{name}", [bk.rec_reg_onehot, bk.count, bk.lane_rank,
+                                         bk.rec_is_r, bk.cur_warp_onehot,
+                                         *([gate] if gate is not None else [])],
+                  [(f"rf.key.{name}", ONEHOT, ROWS)], body)
+    return key
 
 
 class RegisterFile:
     """The per-lane tables; `stage_reads` and `condition_reads` add read copies."""
 
-    def __init__(self, c: Circuit, bk: Bookkeeping, keys: list[Signal]):
-        self.c, self.bk, self.keys = c, bk, keys
+    def __init__(self, c: Circuit, bk: Bookkeeping):
+        self.c, self.bk = c, bk
 
     def _query(self, query: Signal, name: str, gate: Signal | None) -> Signal:
         """One-hot row (w, r) of the EXEC token's warp w and register query r."""
@@ -78,9 +79,10 @@ class RegisterFile:
                       [(f"rf.query.{name}", ONEHOT, ROWS)], body)
         return out
 
-    def _table(self, lane: int, name: str):
+    def _table(self, lane: int, name: str, gate: Signal | None):
         t = self.c.table(name, rows=ROWS, width=32)
-        t.write(self.keys[lane], [(self.bk.v_bits, 1), (self.bk.v_bits, 0)])
+        t.write(write_key(self.c, self.bk, lane, name, gate),
+                [(self.bk.v_bits, 1), (self.bk.v_bits, 0)])
         return t
 
     def stage_reads(self, k: int, ins: list[Instruction], gate: Signal | None) -> dict:
@@ -91,7 +93,7 @@ class RegisterFile:
                    for i in ins for j in range(3)}
         out = {}
         for lane in range(LANES):
-            t = self._table(lane, f"rf.{lane}.stage{k}")
+            t = self._table(lane, f"rf.{lane}.stage{k}", gate)
             for i in ins:
                 for j in range(3):
                     out[(i.position, j, lane)] = t.read(
@@ -103,5 +105,5 @@ class RegisterFile:
         """Per lane: the bits of br's condition register as the block began (read at EXEC,
         where the branch outcome is computed and latched)."""
         query = self._query(block.cond_query, "cond", gate)
-        return [self._table(lane, f"rf.{lane}.cond").read(
+        return [self._table(lane, f"rf.{lane}.cond", gate).read(
             query, gate=gate, name=f"rf.{lane}.cond").bits for lane in range(LANES)]

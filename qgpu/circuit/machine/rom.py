@@ -89,7 +89,8 @@ def immediates(c: Circuit, tt: TokenTable, bk: Bookkeeping, ins: Instruction,
     exists only when the stage is about to run, so the read (and its dims) waits for it."""
     p = ins.position
     for j in (*range(IMM_OPERANDS), OFFSET):
-        key = tt.field_onehot(f"imm.key.{p}.{j}", "IMM", M.ROM_BLOCKS, 0, where={1: p, 2: j})
+        key = tt.late_onehot(f"imm.key.{p}.{j}", "IMM", M.ROM_BLOCKS, gate, 0,
+                             where={1: p, 2: j})
         table = c.table(f"rom.imm.{p}.{j}", rows=M.ROM_BLOCKS, width=32)
         table.write(key, [(bk.v_bits, 1), (bk.v_bits, 0)], key_lag=2)
         bits = table.read(bk.exec_block, gate=gate, name=f"imm.{p}.{j}").bits
