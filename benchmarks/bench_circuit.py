@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qgpu.circuit.compile import compile_circuit  # noqa: E402
-from qgpu.circuit.demos import DEMOS  # noqa: E402
 from qgpu.circuit.schedule import LayerShape  # noqa: E402
+from qgpu.examples.demos import DEMOS  # noqa: E402
 from qgpu.model.fast import FastEngine  # noqa: E402
 from qgpu.model.reference import ReferenceEngine  # noqa: E402
 

@@ -6,7 +6,7 @@ Models (--model):
 - "stack" (default): benchmarks/bench_model.py, a register machine over --layers GDN
   layers at Qwen3.5-2B layer shapes (16 heads of 128, MLP 6144, conv 4), hidden
   --hidden, vocabulary 65,536 + 10,240; every sum exact.
-- "table": the table machine (qgpu.circuit.table_machine) with --layers GDN layers.
+- "table": the table machine (qgpu.examples.table_machine) with --layers GDN layers.
 
     .venv/bin/python benchmarks/bench_engines.py [--model stack] [--layers 36]
         [--fast-tokens 3000] [--tokens 6] [--skip-transformers]
@@ -86,7 +86,7 @@ def time_transformers(directory, tokens):
 
 def build(args):
     if args.model == "table":
-        from qgpu.circuit.table_machine import build_table_machine
+        from qgpu.examples.table_machine import build_table_machine
         machine = build_table_machine(rows=32, bits=8, copies=8, gdn_layers=args.layers,
                                       hidden=args.hidden, heads=16, head_dim=128,
                                       intermediate=6144)

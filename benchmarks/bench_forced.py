@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qgpu import suite  # noqa: E402
 from qgpu.interp import run_launch  # noqa: E402
 from qgpu.protocol import encode_prompt, expected_trace  # noqa: E402
-from qgpu.runtime.machine import load_machine  # noqa: E402
+from qgpu.runtime.compiled import load_machine  # noqa: E402
 
 
 def load() -> str:

@@ -20,13 +20,13 @@ import numpy as np
 
 from qgpu import suite
 from qgpu.errors import CompileError, QgpuError
-from qgpu.isa import machine
+from qgpu.isa import limits
 
 
 def run_shape(specs, slots: int, stages: int, verbose: bool = False) -> dict:
     """The suite at one machine shape; the constants are restored afterwards."""
-    saved = machine.SLOTS, machine.STAGES
-    machine.SLOTS, machine.STAGES = slots, stages
+    saved = limits.SLOTS, limits.STAGES
+    limits.SLOTS, limits.STAGES = slots, stages
     suite._compiled.clear()
     row = {"slots": slots, "stages": stages, "passing": 0, "rom": [], "failed": [],
            "blocks": 0, "tokens": 0, "dot": None, "seconds": 0.0}
@@ -58,7 +58,7 @@ def run_shape(specs, slots: int, stages: int, verbose: bool = False) -> dict:
             if spec.name == "dot":
                 row["dot"] = tokens[0]
     finally:
-        machine.SLOTS, machine.STAGES = saved
+        limits.SLOTS, limits.STAGES = saved
         suite._compiled.clear()
     row["seconds"] = time.perf_counter() - start
     return row

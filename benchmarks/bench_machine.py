@@ -30,8 +30,8 @@ from qgpu.cli.demo import DOT_CU
 from qgpu.interp import run_launch
 from qgpu.model.fast import FastEngine
 from qgpu.protocol import encode_prompt, expected_trace
+from qgpu.runtime.compiled import ModelMachine
 from qgpu.runtime.generate import generate_launch
-from qgpu.runtime.machine import ModelMachine
 
 
 def dense_bytes(config) -> int:

@@ -28,8 +28,8 @@ from qgpu.interp import run_launch  # noqa: E402
 from qgpu.isa.asm import assemble  # noqa: E402
 from qgpu.model.fast import FastEngine  # noqa: E402
 from qgpu.protocol import encode_prompt, expected_trace  # noqa: E402
+from qgpu.runtime.compiled import load_machine  # noqa: E402
 from qgpu.runtime.generate import generate_launch  # noqa: E402
-from qgpu.runtime.machine import load_machine  # noqa: E402
 
 LOOP = """
 block 0:

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from qgpu.circuit.compile import compile_circuit
-from qgpu.circuit.demos import DEMOS
+from qgpu.examples.demos import DEMOS
 from qgpu.merge import circuit_part, merge_weights
 from qgpu.merge.layout import layer_shape_of
 from qgpu.model.config import FULL, LINEAR, QwenConfig

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from qgpu.circuit.primitives import MlpWriter
-from qgpu.circuit.primitives_memory import row_memory
-from qgpu.circuit.primitives_mlp import step
 from qgpu.model.config import FULL, LINEAR, QwenConfig
 from qgpu.model.weights import EMBED, LM_HEAD, QwenWeights
+from qgpu.primitives import MlpWriter
+from qgpu.primitives.gdn_memory import row_memory
+from qgpu.primitives.mlp import step
 
 REGISTERS, BITS, STORED_BITS, ADDRESSES = 16, 16, 12, 128
 VALUES = 2 ** BITS
@@ -117,7 +117,7 @@ def _add_in_place(mlp: MlpWriter, reg: list[int], read: list[int], gain: float, 
 
 
 def _four_squares(n: int) -> list[float]:
-    from qgpu.circuit.primitives_norm import four_squares
+    from qgpu.primitives.norm import four_squares
     return [float(v) for v in four_squares(n)]
 
 

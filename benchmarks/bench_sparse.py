@@ -41,8 +41,8 @@ def build(model: str):
         tokens = [3, 70_000, 12_345, 65_535, 9, 40_000]
         return weights, tokens, answers(weights, tokens)
     from qgpu.circuit.compile import compile_circuit
-    from qgpu.circuit.demos import DEMOS
     from qgpu.circuit.schedule import LayerShape
+    from qgpu.examples.demos import DEMOS
 
     demo = DEMOS["adder"]()
     compiled = compile_circuit(demo.circuit, LayerShape.qwen35_2b(), cache=False)

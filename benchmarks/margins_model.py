@@ -1,7 +1,7 @@
 """The "no drift" figure (DESIGN.md section 3): over every suite launch the model machine
 accepts, and the 12,577-token launch of tests/runtime/test_long_run.py, the smallest
 threshold margin against the largest deviation of any threshold input from its ideal
-value (circuit.margins: prompt + expected trace teacher-forced through the numpy fast
+value (analysis.margins: prompt + expected trace teacher-forced through the numpy fast
 engine, every threshold, live signal, norm and logit observed).
 
     python benchmarks/margins_model.py [--no-suite] [--no-long] [--per-kernel]
@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from qgpu.circuit.margins import MarginReport
+from qgpu.analysis.margins import MarginReport
+from qgpu.analysis.suite_margins import launch_margins, load_margin_machine, suite_margins
 from qgpu.isa.asm import assemble
-from qgpu.runtime.margins import launch_margins, load_margin_machine, suite_margins
 
 
 def line(case: str, report: MarginReport, seconds: float) -> str:

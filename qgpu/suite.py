@@ -27,7 +27,7 @@ from types import ModuleType
 import numpy as np
 
 from qgpu.errors import QgpuError
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 
@@ -43,12 +43,12 @@ class SuiteError(QgpuError):
 
 def i32(x: int) -> int:
     """x wrapped to a signed 32-bit value (C's int after wrap-around)."""
-    return M.s32(int(x))
+    return limits.s32(int(x))
 
 
 def u32(x: int) -> int:
     """x wrapped to an unsigned 32-bit value."""
-    return M.u32(int(x))
+    return limits.u32(int(x))
 
 
 def c_div(a: int, b: int) -> int:
@@ -153,7 +153,7 @@ def wrap_to_dtype(values, dtype: np.dtype) -> np.ndarray:
 
 
 def launch_warps(grid: int, block: int) -> int:
-    return grid * -(-block // M.LANES)
+    return grid * -(-block // limits.LANES)
 
 
 def check_launch(name: str, params: list[Param], launch: dict, index: int) -> None:
@@ -161,12 +161,12 @@ def check_launch(name: str, params: list[Param], launch: dict, index: int) -> No
     if not isinstance(launch, dict) or set(launch) != {"grid", "block", "args"}:
         raise SuiteError(f"{where}: must be a dict with keys grid, block, args")
     grid, block, args = launch["grid"], launch["block"], launch["args"]
-    if not (isinstance(grid, int) and 1 <= grid <= M.MAX_CTAS):
-        raise SuiteError(f"{where}: grid {grid!r} is not 1..{M.MAX_CTAS}")
-    if not (isinstance(block, int) and 1 <= block <= M.MAX_THREADS_PER_CTA):
-        raise SuiteError(f"{where}: block {block!r} is not 1..{M.MAX_THREADS_PER_CTA}")
-    if launch_warps(grid, block) > M.MAX_WARPS:
-        raise SuiteError(f"{where}: {launch_warps(grid, block)} warps > {M.MAX_WARPS}")
+    if not (isinstance(grid, int) and 1 <= grid <= limits.MAX_CTAS):
+        raise SuiteError(f"{where}: grid {grid!r} is not 1..{limits.MAX_CTAS}")
+    if not (isinstance(block, int) and 1 <= block <= limits.MAX_THREADS_PER_CTA):
+        raise SuiteError(f"{where}: block {block!r} is not 1..{limits.MAX_THREADS_PER_CTA}")
+    if launch_warps(grid, block) > limits.MAX_WARPS:
+        raise SuiteError(f"{where}: {launch_warps(grid, block)} warps > {limits.MAX_WARPS}")
     names = [p.name for p in params]
     if not isinstance(args, dict) or sorted(args) != sorted(names):
         raise SuiteError(f"{where}: args {sorted(args)} != parameters {sorted(names)}")
@@ -180,10 +180,10 @@ def check_launch(name: str, params: list[Param], launch: dict, index: int) -> No
                                  "uint32 numpy array")
             words += value.size
         elif not isinstance(value, int) or isinstance(value, bool) \
-                or not -(1 << 31) <= value <= M.WORD_MASK:
+                or not -(1 << 31) <= value <= limits.WORD_MASK:
             raise SuiteError(f"{where}: scalar {p.name} must be a 32-bit Python int")
-    if words > M.GLOBAL_WORDS:
-        raise SuiteError(f"{where}: arrays take {words} words > {M.GLOBAL_WORDS}")
+    if words > limits.GLOBAL_WORDS:
+        raise SuiteError(f"{where}: arrays take {words} words > {limits.GLOBAL_WORDS}")
 
 
 def load_kernel(spec_path: Path) -> KernelSpec:

@@ -8,8 +8,8 @@ import gc
 def release_memory(keep_default_machine: bool = True) -> None:
     """Drop the per-process machine caches (qgpu's and the merge tests') and trim the
     heap."""
-    from qgpu.runtime.machine import release_machines
-    from qgpu.runtime.margins import release_margin_machines
+    from qgpu.analysis.suite_margins import release_margin_machines
+    from qgpu.runtime.compiled import release_machines
     from tests.merge import machine_helpers
 
     release_machines(keep_default=keep_default_machine)

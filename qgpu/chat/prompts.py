@@ -5,7 +5,7 @@ language part as soon as a checkpoint carries it."""
 
 from __future__ import annotations
 
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 
 SYSTEM = "You are a helpful assistant."
 
@@ -53,7 +53,8 @@ def advanced_system(ops) -> str:
     ops = list(ops)
     names = sorted({CUDA_OPS.get(op, op) for op in ops})
     missing = [text for op, text in MISSING.items() if op not in ops]
-    return ADVANCED_SYSTEM.format(lanes=M.LANES, last=M.LANES - 1, words=M.GLOBAL_WORDS,
+    return ADVANCED_SYSTEM.format(lanes=limits.LANES, last=limits.LANES - 1,
+                                  words=limits.GLOBAL_WORDS,
                                   ops=", ".join(names),
                                   missing=("There is " + ", ".join(missing) + "; write "
                                            "kernels without them.") if missing else "")

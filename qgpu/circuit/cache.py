@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from qgpu.circuit.primitives import Threshold
 from qgpu.model.config import QwenConfig
 from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.weights import QwenWeights, expected_shapes, sparse_shape
+from qgpu.primitives import Threshold
 
 _SOURCES = Path(__file__).resolve().parent
 _CHECKOUT = _SOURCES.parent.parent

@@ -4,11 +4,10 @@
     compiled.weights        # QwenWeights: FastEngine, ReferenceEngine, save_checkpoint
     compiled.plan           # layers, heads, units, dims (schedule.Plan)
     compiled.thresholds     # every step placed, for report.margin_report
-    compiled.doc()          # docs/circuit.md text for this circuit
 
 A second compile of the same (circuit, shape, options) with the same compiler source is
 read from the on-disk cache (qgpu.circuit.cache); scheduling is redone (it is cheap and
-the plan is needed for the doc), emission is skipped.
+the plan is needed for the doc, docgen.circuit_doc), emission is skipped.
 """
 
 from __future__ import annotations
@@ -21,9 +20,9 @@ from pathlib import Path
 from qgpu.circuit import cache as disk
 from qgpu.circuit.emit import emit
 from qgpu.circuit.ir import Circuit
-from qgpu.circuit.primitives import Threshold
 from qgpu.circuit.schedule import LayerShape, Plan, schedule
 from qgpu.model.weights import QwenWeights
+from qgpu.primitives import Threshold
 
 
 @dataclass
@@ -36,11 +35,6 @@ class Compiled:
     key: str
     from_cache: bool
     seconds: float
-
-    def doc(self) -> str:
-        from qgpu.circuit.circuit_doc import circuit_doc
-
-        return circuit_doc(self)
 
 
 def compile_circuit(circuit: Circuit, shape: LayerShape, *, reuse_dims: bool = True,

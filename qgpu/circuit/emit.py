@@ -22,12 +22,12 @@ import numpy as np
 from qgpu.circuit.emit_tables import emit_counter, emit_table
 from qgpu.circuit.ir import MIXER, MLP, Counter, Ref, Table, TokenInput, Unit
 from qgpu.circuit.outputs import output_head
-from qgpu.circuit.primitives import CircuitError, MlpWriter, Threshold
-from qgpu.circuit.primitives_norm import NormLedger
 from qgpu.circuit.schedule import Plan
 from qgpu.model.config import FULL, LINEAR, QwenConfig
 from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.weights import EMBED, LM_HEAD, QwenWeights
+from qgpu.primitives import CircuitError, MlpWriter, Threshold
+from qgpu.primitives.norm import NormLedger
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """circuit.emit_tables: the mixer side of the emitter, tables and counters in GDN heads.
 
-A table is written through `primitives_memory.row_memory` (one call per segment of
+A table is written through `primitives.gdn_memory.row_memory` (one call per segment of
 dv/2 - 1 bits, all read copies of that segment at once) and then adjusted per head:
 - raw reads: out_proj columns scaled by READ_SCALE (2^-20, a power of two, so the read
   of a written bit lands as exactly +-2^-20: fl(y * g * 2^-20) = 2^-20 fl(y * g));
@@ -26,11 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from qgpu.circuit.ir import COUNTER_SCALE, READ_SCALE, Counter, Table, bits_per_head
-from qgpu.circuit.primitives import CircuitError
-from qgpu.circuit.primitives_memory import GATE, KEY, VALUE, _head_rows, row_memory
-from qgpu.model import layers as L
+from qgpu.model import layers
 from qgpu.model.config import QwenConfig
 from qgpu.model.weights import QwenWeights
+from qgpu.primitives import CircuitError
+from qgpu.primitives.gdn_memory import GATE, KEY, VALUE, _head_rows, row_memory
 
 F32 = np.float32
 COUNTER_BIG = 2.0 ** 18  # the C column: (32 / 2^18)^2 = 2^-26 < 2^-25 (half ulp, relative)
@@ -117,11 +117,11 @@ def counter_pattern(config: QwenConfig, n: int) -> np.ndarray:
 def _head_outputs(config: QwenConfig, row: np.ndarray) -> list[np.ndarray]:
     """What RMSNormGated gives for a read of `row` on the decode and prefill paths."""
     dk, dv = config.linear_key_head_dim, config.linear_value_head_dim
-    unit = L.l2norm(np.eye(1, dk, dtype=F32) * F32(KEY))[0, 0]
+    unit = layers.l2norm(np.eye(1, dk, dtype=F32) * F32(KEY))[0, 0]
     out = []
     for q in (unit / F32(dk ** 0.5), unit * F32(dk ** -0.5)):
         o = (row * q).astype(F32)
-        out.append(L.rms_norm_gated(o[None], np.full((1, dv), GATE, F32), np.ones(dv, F32),
+        out.append(layers.rms_norm_gated(o[None], np.full((1, dv), GATE, F32), np.ones(dv, F32),
                                     config.rms_norm_eps)[0])
     return out
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qgpu.circuit.primitives import CircuitError
+from qgpu.primitives import CircuitError
 
 BITS, ONEHOT, CONST, RAW = "bits", "onehot", "const", "raw"
 EMBED, MIXER, MLP = "embed", "mixer", "mlp"
@@ -175,7 +175,7 @@ class Read:
 
 def bits_per_head(value_dim: int) -> int:
     """Stored bits per table head: a pair of value columns per bit, and the last column
-    for the norm ballast (primitives_memory)."""
+    for the norm ballast (primitives.gdn_memory)."""
     return value_dim // 2 - 1
 
 

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Ref, Source, _ref_id, as_ref
-from qgpu.circuit.primitives import CircuitError
 from qgpu.model.sparse_tensor import SparseTensor
+from qgpu.primitives import CircuitError
 
 ENABLE_WEIGHT = 5.0
 DEFAULT_LEAD = 2.0

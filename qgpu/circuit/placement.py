@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qgpu.circuit.ir import BITS, EMBED, MIXER, MLP, ONEHOT, RAW, Circuit, Node, Ref, Signal
-from qgpu.circuit.primitives import CircuitError
+from qgpu.primitives import CircuitError
 
 NEVER = 10 ** 9
 # stages from a node in one sublayer to the earliest reader in another (mixer of layer L

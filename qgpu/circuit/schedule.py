@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from qgpu.circuit.ir import EMBED, MIXER, RAW, Circuit, Node, Ref, Signal
 from qgpu.circuit.placement import NEVER, graph, piece_sumsq, place
-from qgpu.circuit.primitives import CircuitError
+from qgpu.primitives import CircuitError
 
 ONE = 0
 BALLAST = [1, 2, 3, 4]

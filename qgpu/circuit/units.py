@@ -2,7 +2,7 @@
 
 Each constructor adds a `Unit` to a circuit and returns its fresh output signals. A unit
 carries an `emit(mlp, dims, one)` closure that writes it through the exact primitives of
-`primitives_mlp` (so every threshold it places is recorded for the margin report), and
+`primitives.mlp` (so every threshold it places is recorded for the margin report), and
 its cost in SwiGLU units, counted once by a dry run of that closure.
 
 Every output has a fixed sum of squares (bits are +-1, one-hots have exactly one hot), so
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from qgpu.circuit.ir import BITS, MLP, ONEHOT, Circuit, Ref, Signal, Source, Unit, as_ref
-from qgpu.circuit.primitives import CircuitError, Form, MlpWriter, plus, scaled
-from qgpu.circuit.primitives_mlp import (
+from qgpu.primitives import CircuitError, Form, MlpWriter, plus, scaled
+from qgpu.primitives.mlp import (
     adder,
     bit01,
     bit_from_step,
@@ -23,7 +23,7 @@ from qgpu.circuit.primitives_mlp import (
     product,
     step,
 )
-from qgpu.circuit.primitives_mlp import compare as compare_units
+from qgpu.primitives.mlp import compare as compare_units
 
 Dims = Callable[[Ref], list[int]]
 

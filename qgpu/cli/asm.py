@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from qgpu.interp import run_launch
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.asm import assemble, disassemble
 from qgpu.protocol import decode_prompt, decode_trace, encode_prompt, expected_trace
 
@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("file", help="machine assembly file")
     parser.add_argument("--run", action="store_true", help="run it on the interpreter")
     parser.add_argument("--grid", type=int, default=1)
-    parser.add_argument("--block", type=int, default=M.LANES)
+    parser.add_argument("--block", type=int, default=limits.LANES)
     parser.add_argument("--mem", default="", help="initial global words, comma-separated")
 
 
@@ -35,6 +35,6 @@ def main(args) -> int:
     for rec in decode_trace(decode_prompt(prompt), trace):
         print(rec)
     used = max(len(memory), 1)
-    print("memory:", [M.s32(v) for v in result.memory[:used]])
+    print("memory:", [limits.s32(v) for v in result.memory[:used]])
     print(f"tokens: {len(trace)}")
     return 0

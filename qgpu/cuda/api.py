@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qgpu.cuda import ptx as P
+from qgpu.cuda import ptx
 from qgpu.cuda.codegen import compile_kernel
 from qgpu.cuda.driver import compile_to_ptx
 from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.signature import KernelSignature, parse_kernels, ptx_base_name
 from qgpu.errors import CompileError, LaunchError
-from qgpu.isa import Program, machine
+from qgpu.isa import Program, limits
 from qgpu.protocol import expected_trace
 
 ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
@@ -48,19 +48,19 @@ def _run_interp(program: Program, grid: int, block: int, memory: list[int],
 
 def _run_model(program: Program, grid: int, block: int, memory: list[int],
                budget: int) -> EngineRun:
-    from qgpu.runtime.engine import run_model  # the compiled model: loaded on first use
+    from qgpu.runtime.model_engines import run_model  # the compiled model: loaded on first use
     return run_model(program, grid, block, memory, budget)
 
 
 def _run_model_checked(program: Program, grid: int, block: int, memory: list[int],
                        budget: int) -> EngineRun:
-    from qgpu.runtime.engine import run_model_checked
+    from qgpu.runtime.model_engines import run_model_checked
     return run_model_checked(program, grid, block, memory, budget)
 
 
 def _run_model_forced(program: Program, grid: int, block: int, memory: list[int],
                       budget: int) -> EngineRun:
-    from qgpu.runtime.engine import run_model_forced
+    from qgpu.runtime.model_engines import run_model_forced
     return run_model_forced(program, grid, block, memory, budget)
 
 
@@ -138,7 +138,7 @@ class Kernel:
         if len(args) != len(params):
             raise LaunchError(f"{self.name} takes {len(params)} arguments ({self.signature}), "
                               f"got {len(args)}")
-        memory = [0] * machine.GLOBAL_WORDS
+        memory = [0] * limits.GLOBAL_WORDS
         values: dict[str, int] = {"ntid": block, "nctaid": grid}
         layout: dict[str, tuple[int, int]] = {}
         placed: list[tuple[np.ndarray, int]] = []
@@ -152,10 +152,10 @@ class Kernel:
                 elif base is None:
                     base = next_word
                     next_word += arr.size
-                    if next_word > machine.GLOBAL_WORDS:
+                    if next_word > limits.GLOBAL_WORDS:
                         raise LaunchError(
                             f"{self.name}: the arrays need {self._words(params, args)} words "
-                            f"of global memory; the machine has {machine.GLOBAL_WORDS}")
+                            f"of global memory; the machine has {limits.GLOBAL_WORDS}")
                     memory[base:base + arr.size] = [int(x) for x in arr.view(np.uint32)]
                     placed.append((arr, base))
                 layout[p.name] = (base, arr.size)
@@ -173,7 +173,7 @@ class Kernel:
     def _place_globals(self, memory: list[int], values: dict, next_word: int) -> int:
         for var in self.template.stats.get("globals", []):
             words = -(-var.size // 4)
-            if next_word + words > machine.GLOBAL_WORDS:
+            if next_word + words > limits.GLOBAL_WORDS:
                 raise LaunchError(f"{self.name}: no global memory left for __device__ "
                                   f"variable {var.name}")
             data = b"".join((v % (1 << (8 * var.elem_bytes))).to_bytes(var.elem_bytes, "little")
@@ -204,15 +204,15 @@ class Kernel:
         lo, hi = (-(1 << 31), (1 << 31) - 1) if p.signed else (0, (1 << 32) - 1)
         if not lo <= v <= hi:
             raise LaunchError(f"{self.name}: argument {p.name} = {v} does not fit {p.ctype}")
-        return machine.u32(v)
+        return limits.u32(v)
 
     def __call__(self, grid, block, args, engine: str = "interp",
-                 budget: int = machine.DEFAULT_BLOCK_BUDGET) -> LaunchResult:
+                 budget: int = limits.DEFAULT_BLOCK_BUDGET) -> LaunchResult:
         grid, block = _dim(grid, "grid"), _dim(block, "block")
         runner = ENGINES.get(engine)
         if runner is None:
             raise LaunchError(f"unknown engine '{engine}' (choose from {sorted(ENGINES)})")
-        from qgpu.interp.machine import check_launch
+        from qgpu.interp.simt import check_launch
         check_launch(self.template.program, grid, block)
         program, memory, layout, arrays = self.link(grid, block, args)
         t0 = time.perf_counter()
@@ -234,7 +234,7 @@ class Module:
         self.filename = filename
         self.signatures = {s.name: s for s in parse_kernels(source, filename)}
         self.ptx = compile_to_ptx(source, filename)
-        self.ptx_module = P.parse(self.ptx)
+        self.ptx_module = ptx.parse(self.ptx)
         self._entries = {ptx_base_name(n): n for n, f in self.ptx_module.functions.items()
                          if f.is_entry}
         self._kernels: dict[str, Kernel] = {}

@@ -8,7 +8,7 @@ and the ROM-size check, whose error names the kernel and the count.
 
 from __future__ import annotations
 
-from qgpu.cuda import ptx as P
+from qgpu.cuda import ptx
 from qgpu.cuda.ifconvert import if_convert
 from qgpu.cuda.ir import Barrier, CondBr, Goto, Ret, Sym, V, successors
 from qgpu.cuda.layout import block_order
@@ -18,10 +18,10 @@ from qgpu.cuda.optimize import optimize
 from qgpu.cuda.regalloc import allocate
 from qgpu.cuda.schedule import MBlock, schedule
 from qgpu.errors import CompileError, ProgramError
-from qgpu.isa import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg, machine
+from qgpu.isa import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg, limits
 
 
-def compile_kernel(module: P.PModule, ptx_name: str, display_name: str) -> KernelTemplate:
+def compile_kernel(module: ptx.PModule, ptx_name: str, display_name: str) -> KernelTemplate:
     fn, predicates = lower(module, ptx_name, display_name)
     optimize(fn, predicates)
     while if_convert(fn):
@@ -29,9 +29,9 @@ def compile_kernel(module: P.PModule, ptx_name: str, display_name: str) -> Kerne
     order = block_order(fn)
     fn.blocks = {n: fn.blocks[n] for n in order}
     mblocks = thread_exits(schedule(fn))
-    if len(mblocks) > machine.ROM_BLOCKS:
+    if len(mblocks) > limits.ROM_BLOCKS:
         raise CompileError(f"kernel {display_name}: needs {len(mblocks)} machine blocks; the "
-                           f"program ROM holds {machine.ROM_BLOCKS} (simplify the kernel: "
+                           f"program ROM holds {limits.ROM_BLOCKS} (simplify the kernel: "
                            "fewer divisions, branches or straight-line work)")
     regs, pressure, live = allocate(mblocks, display_name)
     program, relocs = emit(mblocks, regs, live, display_name)
@@ -91,7 +91,7 @@ def emit(mblocks: list[MBlock], regs: dict[V, int], live, name: str
                         relocs.append(Reloc(bi, si, k, j, x.name))
                 if op.offset_sym is not None:
                     relocs.append(Reloc(bi, si, k, "offset", op.offset_sym.name))
-                row.append(Instr(op.op, dst, srcs, machine.u32(op.offset)))
+                row.append(Instr(op.op, dst, srcs, limits.u32(op.offset)))
             if row:
                 stages.append(row)
         t = mb.term

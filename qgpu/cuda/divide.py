@@ -36,12 +36,12 @@ INT_MIN % -1 is 0).
 from __future__ import annotations
 
 from qgpu.cuda.ir import CondBr, Goto, V
-from qgpu.isa import Imm, machine
+from qgpu.isa import Imm, limits
 
 
 def wide_loop() -> bool:
     """Whether the 4-stage loop body (fewer write-backs) fits one machine block."""
-    return machine.SLOTS >= 3 and machine.STAGES >= 4
+    return limits.SLOTS >= 3 and limits.STAGES >= 4
 
 
 def _normalise(b, n, d, clamp: bool) -> V:
@@ -61,7 +61,7 @@ def _normalise(b, n, d, clamp: bool) -> V:
 def rem_steps() -> int:
     """Restoring steps per iteration of the remainder loop: two where they fit one
     machine block (4 stages, 2 slots), else one."""
-    return 2 if machine.SLOTS >= 2 and machine.STAGES >= 4 else 1
+    return 2 if limits.SLOTS >= 2 and limits.STAGES >= 4 else 1
 
 
 def _unsigned_rem(b, n, d) -> V:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from qgpu.cuda.ir import BasicBlock, CondBr, Function, Goto, Op, V
 from qgpu.cuda.optimize import liveness
-from qgpu.isa import Imm, machine
+from qgpu.isa import Imm, limits
 
 MAX_OPS = 12          # a chain's condition block
 # a triangle's or diamond's arm; measured on the suite, larger arms and speculated loads
@@ -43,7 +43,7 @@ def _hoist(fn: Function, x: BasicBlock, t: BasicBlock, cond: V, when_true: bool
     for op in t.ops:
         srcs = tuple(names.get(s, s) if isinstance(s, V) else s for s in op.srcs)
         if op.kind == "load":
-            safe = Imm(machine.u32(-op.offset))
+            safe = Imm(limits.u32(-op.offset))
             base = fn.new_vreg()
             a, b = (srcs[0], safe) if when_true else (safe, srcs[0])
             x.ops.append(Op("selp", base, (a, b, cond), origin=op.origin))

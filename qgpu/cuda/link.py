@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from qgpu.errors import LaunchError
-from qgpu.isa import Block, Imm, Instr, Program, machine
+from qgpu.isa import Block, Imm, Instr, Program, limits
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class KernelTemplate:
 
 def _patch(ins: Instr, r: Reloc, value: int) -> Instr:
     if r.src == "offset":
-        return Instr(ins.op, ins.dst, ins.srcs, machine.u32(ins.offset + value))
+        return Instr(ins.op, ins.dst, ins.srcs, limits.u32(ins.offset + value))
     srcs = list(ins.srcs)
-    srcs[r.src] = Imm(machine.u32(srcs[r.src].value + value))
+    srcs[r.src] = Imm(limits.u32(srcs[r.src].value + value))
     return Instr(ins.op, ins.dst, tuple(srcs), ins.offset)

@@ -9,22 +9,22 @@ names the PTX line and, through the line table, the CUDA source line.
 
 from __future__ import annotations
 
-from qgpu.cuda import ptx as P
+from qgpu.cuda import ptx
 from qgpu.cuda.ir import Barrier, BasicBlock, CondBr, Function, Goto, Op, Ret, Sym, V
 from qgpu.cuda.select import select
 from qgpu.errors import CompileError
-from qgpu.isa import Imm, machine
+from qgpu.isa import Imm, limits
 
 _FLOAT_TYPES = {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32"}
 _WIDE_TYPES = {"u64", "s64", "b64"}
 _INT32 = {"u32", "s32", "b32"}
 _SREG_OPS = {"%tid.x": "tid", "%ctaid.x": "ctaid", "%laneid": "laneid", "%warpid": "warpid"}
 _SREG_CONST = {"%tid.y": 0, "%tid.z": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%ntid.y": 1,
-               "%ntid.z": 1, "%nctaid.y": 1, "%nctaid.z": 1, "%nwarpid": machine.MAX_WARPS}
+               "%ntid.z": 1, "%nctaid.y": 1, "%nctaid.z": 1, "%nwarpid": limits.MAX_WARPS}
 _SREG_SYMS = {"%ntid.x": "ntid", "%nctaid.x": "nctaid"}
 
 
-def fail(ins: P.PInstr, what: str) -> CompileError:
+def fail(ins: ptx.PInstr, what: str) -> CompileError:
     return CompileError(f"{ins.where()}: {what}")
 
 
@@ -57,7 +57,7 @@ class Builder:
         self.cur = blk
 
 
-def _check_types(ins: P.PInstr) -> None:
+def _check_types(ins: ptx.PInstr) -> None:
     parts = set(ins.parts[1:])
     if parts & _FLOAT_TYPES or ins.parts[0] in ("rcp", "sqrt", "rsqrt", "sin", "cos", "ex2",
                                                   "lg2", "fma", "testp", "copysign"):
@@ -68,8 +68,8 @@ def _check_types(ins: P.PInstr) -> None:
         raise fail(ins, "64-bit arithmetic is not supported (use 32-bit int/unsigned; "
                         "long long and 64-bit products do not fit the 32-bit machine)")
     for o in ins.operands:
-        regs = [o] if isinstance(o, P.PReg) else (
-            [o.first, o.second] if isinstance(o, P.PPair) else [])
+        regs = [o] if isinstance(o, ptx.PReg) else (
+            [o.first, o.second] if isinstance(o, ptx.PPair) else [])
         for r in regs:
             if r.name.startswith(("%rd", "%fd", "%f")) and not r.name.startswith("%fp"):
                 raise fail(ins, f"register {r.name} is 64-bit or floating-point; not supported")
@@ -78,7 +78,7 @@ def _check_types(ins: P.PInstr) -> None:
 class Lowering:
     """Lowers one PTX entry function to an ir.Function."""
 
-    def __init__(self, module: P.PModule, pfn: P.PFunction, display: str | None = None):
+    def __init__(self, module: ptx.PModule, pfn: ptx.PFunction, display: str | None = None):
         self.module = module
         self.pfn = pfn
         self.kname = display or pfn.name         # the source name, for messages
@@ -96,15 +96,15 @@ class Lowering:
             self.regs[name] = self.fn.new_vreg()
         return self.regs[name]
 
-    def value(self, o, ins: P.PInstr):
+    def value(self, o, ins: ptx.PInstr):
         """A source operand as a V, Imm or Sym (special registers read into a temp)."""
         if isinstance(o, V | Imm | Sym):   # already lowered (expansions reuse select)
             return o
-        if isinstance(o, P.PImm):
+        if isinstance(o, ptx.PImm):
             if not -(1 << 31) <= o.value < (1 << 32):
                 raise fail(ins, f"constant {o.value} does not fit in 32 bits")
             return Imm(o.value)
-        if isinstance(o, P.PReg):
+        if isinstance(o, ptx.PReg):
             n = o.name
             if n in _SREG_OPS:
                 t = self.b.tmp()
@@ -119,7 +119,7 @@ class Lowering:
             if n.startswith("%") and "." in n or n in ("%clock", "%smid", "%gridid"):
                 raise fail(ins, f"special register {n} is not supported")
             return self.reg(n)
-        if isinstance(o, P.PSym):
+        if isinstance(o, ptx.PSym):
             return self.symbol_address(o.name, ins)
         raise fail(ins, f"operand {o} is not supported here")
 
@@ -149,15 +149,15 @@ class Lowering:
                             "pointers)")
         raise fail(ins, f"unknown symbol '{name}'")
 
-    def dst(self, o, ins: P.PInstr) -> V:
+    def dst(self, o, ins: ptx.PInstr) -> V:
         if isinstance(o, V):
             return o
-        if not isinstance(o, P.PReg) or not o.name.startswith("%") or "." in o.name:
+        if not isinstance(o, ptx.PReg) or not o.name.startswith("%") or "." in o.name:
             raise fail(ins, f"destination {o} must be a register")
         return self.reg(o.name)
 
-    def address(self, o, ins: P.PInstr) -> tuple[object, int]:
-        if not isinstance(o, P.PAddr):
+    def address(self, o, ins: ptx.PInstr) -> tuple[object, int]:
+        if not isinstance(o, ptx.PAddr):
             raise fail(ins, "expected an address operand [base+offset]")
         if o.base is None:
             return Imm(o.offset), 0
@@ -174,10 +174,10 @@ class Lowering:
         while changed:
             changed = False
             for ins in self.pfn.body:
-                if not isinstance(ins, P.PInstr) or not ins.operands:
+                if not isinstance(ins, ptx.PInstr) or not ins.operands:
                     continue
                 d = ins.operands[0]
-                if not isinstance(d, P.PReg):
+                if not isinstance(d, ptx.PReg):
                     continue
                 op = ins.parts[0]
                 new: set[str] = set()
@@ -187,16 +187,16 @@ class Lowering:
                     new = {"global"}
                 elif op in ("mov", "add", "sub", "mad", "selp", "and", "or"):
                     for s in ins.operands[1:]:
-                        if isinstance(s, P.PReg):
+                        if isinstance(s, ptx.PReg):
                             new |= self.spaces.get(s.name, set())
-                        elif isinstance(s, P.PSym):
+                        elif isinstance(s, ptx.PSym):
                             new |= {"shared"} if s.name in self.shared else (
                                 {"global"} if s.name in self.globals else set())
                 if not new <= self.spaces.get(d.name, set()):
                     self.spaces[d.name] = self.spaces.get(d.name, set()) | new
                     changed = True
 
-    def space_of(self, ins: P.PInstr) -> str:
+    def space_of(self, ins: ptx.PInstr) -> str:
         parts = ins.parts
         for sp in ("global", "shared"):
             if sp in parts:
@@ -206,10 +206,10 @@ class Lowering:
         if "local" in parts:
             raise fail(ins, "local memory (an array indexed at run time, or a stack frame) "
                             "is not supported")
-        addr = next((o for o in ins.operands if isinstance(o, P.PAddr)), None)
-        if addr is not None and isinstance(addr.base, P.PSym):
+        addr = next((o for o in ins.operands if isinstance(o, ptx.PAddr)), None)
+        if addr is not None and isinstance(addr.base, ptx.PSym):
             return "shared" if addr.base.name in self.shared else "global"
-        if addr is not None and isinstance(addr.base, P.PReg):
+        if addr is not None and isinstance(addr.base, ptx.PReg):
             sp = self.spaces.get(addr.base.name, set())
             if len(sp) == 1:
                 return next(iter(sp))
@@ -218,10 +218,10 @@ class Lowering:
 
     # --- the function ---
     def allocate_shared(self) -> None:
-        used = {o.base.name for ins in self.pfn.body if isinstance(ins, P.PInstr)
-                for o in ins.operands if isinstance(o, P.PAddr) and isinstance(o.base, P.PSym)}
-        used |= {o.name for ins in self.pfn.body if isinstance(ins, P.PInstr)
-                 for o in ins.operands if isinstance(o, P.PSym)}
+        used = {o.base.name for ins in self.pfn.body if isinstance(ins, ptx.PInstr)
+                for o in ins.operands if isinstance(o, ptx.PAddr) and isinstance(o.base, ptx.PSym)}
+        used |= {o.name for ins in self.pfn.body if isinstance(ins, ptx.PInstr)
+                 for o in ins.operands if isinstance(o, ptx.PSym)}
         variables = list(self.pfn.variables) + [
             v for v in self.module.variables if v.space == "shared" and v.name in used]
         offset = 0
@@ -231,10 +231,10 @@ class Lowering:
             offset = -(-offset // max(v.align, 4)) * max(v.align, 4)
             self.shared[v.name] = offset
             offset += v.size
-        limit = machine.SHARED_WORDS * 4
+        limit = limits.SHARED_WORDS * 4
         if offset > limit:
             raise CompileError(f"kernel {self.kname}: __shared__ data needs {offset} bytes; "
-                               f"shared memory holds {limit} bytes ({machine.SHARED_WORDS} "
+                               f"shared memory holds {limit} bytes ({limits.SHARED_WORDS} "
                                "words) per CTA")
         self.fn.shared_bytes = offset
 
@@ -252,11 +252,11 @@ class Lowering:
         self.fn.blocks["entry"] = entry
         self.b.start(entry)
         body = self.pfn.body
-        labels = {x.name for x in body if isinstance(x, P.PLabel)}
-        targets = {o.name for x in body if isinstance(x, P.PInstr) and x.parts[0] == "bra"
-                   for o in x.operands if isinstance(o, P.PSym)}
+        labels = {x.name for x in body if isinstance(x, ptx.PLabel)}
+        targets = {o.name for x in body if isinstance(x, ptx.PInstr) and x.parts[0] == "bra"
+                   for o in x.operands if isinstance(o, ptx.PSym)}
         for item in body:
-            if isinstance(item, P.PLabel):
+            if isinstance(item, ptx.PLabel):
                 if item.name not in targets:
                     continue
                 blk = self.label_block(item.name)
@@ -282,11 +282,11 @@ class Lowering:
     def fallthrough(self) -> BasicBlock:
         return self.b.new_block("ft")
 
-    def instr(self, ins: P.PInstr, labels) -> None:
+    def instr(self, ins: ptx.PInstr, labels) -> None:
         op = ins.parts[0]
         if op == "bra":
             target = ins.operands[0]
-            if not isinstance(target, P.PSym) or target.name not in labels:
+            if not isinstance(target, ptx.PSym) or target.name not in labels:
                 raise fail(ins, "branch to an unknown label")
             tblk = self.label_block(target.name)
             if ins.guard is None:
@@ -314,7 +314,7 @@ class Lowering:
             return
         select(self, ins)
 
-    def guarded(self, ins: P.PInstr) -> None:
+    def guarded(self, ins: ptx.PInstr) -> None:
         """@p instr: pure register results become selects; anything with an effect beyond
         its destination (memory, shuffles, control) goes into a short branch."""
         cond = self.reg(ins.guard.name)
@@ -322,10 +322,10 @@ class Lowering:
         pure = op not in ("ld", "st", "atom", "red", "shfl", "vote", "bar", "barrier", "ret",
                           "exit", "div", "rem", "call", "activemask", "trap")
         d = ins.operands[0] if ins.operands else None
-        if pure and isinstance(d, P.PReg) and not isinstance(d, P.PPair):
+        if pure and isinstance(d, ptx.PReg) and not isinstance(d, ptx.PPair):
             old = self.reg(d.name)
             new_name = f"{d.name}$guard{ins.line}"
-            select(self, P.PInstr(ins.opcode, [P.PReg(new_name)] + ins.operands[1:],
+            select(self, ptx.PInstr(ins.opcode, [ptx.PReg(new_name)] + ins.operands[1:],
                                   line=ins.line, text=ins.text, loc=ins.loc))
             new = self.reg(new_name)
             a, b = (old, new) if ins.guard_negated else (new, old)
@@ -335,20 +335,20 @@ class Lowering:
         t, f = (after.name, inside.name) if ins.guard_negated else (inside.name, after.name)
         self.b.finish(CondBr(cond, t, f))
         self.b.start(inside)
-        plain = P.PInstr(ins.opcode, ins.operands, line=ins.line, text=ins.text, loc=ins.loc)
+        plain = ptx.PInstr(ins.opcode, ins.operands, line=ins.line, text=ins.text, loc=ins.loc)
         self.instr(plain, set())
         if self.b.cur is not None:
             self.b.finish(Goto(after.name))
         self.b.start(after)
 
 
-def lower(module: P.PModule, name: str, display: str | None = None
+def lower(module: ptx.PModule, name: str, display: str | None = None
           ) -> tuple[Function, set[V]]:
     """Lower the PTX entry function `name` of a parsed module; also returns the virtual
     registers that hold predicates (always 0 or 1)."""
     pfn = module.functions[name]
     for ins in pfn.body:
-        if isinstance(ins, P.PInstr) and ins.parts[0] == "call":
+        if isinstance(ins, ptx.PInstr) and ins.parts[0] == "call":
             raise fail(ins, "a call that clang did not inline (recursion, a __noinline__ or "
                             "external function); qgpu needs every device function inlined")
     lw = Lowering(module, pfn, display)

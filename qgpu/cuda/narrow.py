@@ -10,7 +10,7 @@ canonical form. 8/16-bit memory accesses stay unsupported (cuda.select says so).
 
 from __future__ import annotations
 
-from qgpu.cuda import ptx as P
+from qgpu.cuda import ptx
 from qgpu.isa import Imm
 
 _NO_MASK_UNSIGNED = {"and", "or", "xor", "selp", "mov", "shr", "min", "max", "div", "rem",
@@ -38,7 +38,7 @@ def extend(lw, ins, o, bits: int, signed: bool):
     return u
 
 
-def narrow(lw, ins: P.PInstr) -> None:
+def narrow(lw, ins: ptx.PInstr) -> None:
     """Lower one 8/16-bit arithmetic instruction (not cvt, not memory)."""
     from qgpu.cuda.select import _fail, select
 
@@ -58,7 +58,7 @@ def narrow(lw, ins: P.PInstr) -> None:
     shift_amount = 2 if op in ("shl", "shr") else None
     srcs = []
     for k, o in enumerate(ops[1:], 1):
-        is_pred = isinstance(o, P.PReg) and o.name.startswith("%p")
+        is_pred = isinstance(o, ptx.PReg) and o.name.startswith("%p")
         if k == shift_amount or is_pred or (op == "selp" and k == 3):
             srcs.append(lw.value(o, ins))
         else:
@@ -66,7 +66,7 @@ def narrow(lw, ins: P.PInstr) -> None:
     wide_type = ("s32" if signed else "u32") if t[0] in "su" else "b32"
     wide_op = ".".join(parts[:-1] + [wide_type])
     if op == "setp":
-        select(lw, P.PInstr(wide_op, [ops[0]] + srcs, line=ins.line, text=ins.text,
+        select(lw, ptx.PInstr(wide_op, [ops[0]] + srcs, line=ins.line, text=ins.text,
                             loc=ins.loc))
         return
     dst = lw.dst(ops[0], ins)
@@ -75,12 +75,12 @@ def narrow(lw, ins: P.PInstr) -> None:
         needs_mask = False
         srcs = [Imm(srcs[0].value & ((1 << bits) - 1))]
     tmp = b.tmp() if needs_mask else dst
-    select(lw, P.PInstr(wide_op, [tmp] + srcs, line=ins.line, text=ins.text, loc=ins.loc))
+    select(lw, ptx.PInstr(wide_op, [tmp] + srcs, line=ins.line, text=ins.text, loc=ins.loc))
     if needs_mask:
         b.emit("and", dst, tmp, Imm((1 << bits) - 1))
 
 
-def convert(lw, ins: P.PInstr) -> None:
+def convert(lw, ins: ptx.PInstr) -> None:
     """cvt.<to>.<from>: extend from the source width by the source's signedness, then
     truncate to the destination width (sign-extended if the destination is signed and
     its register is 32-bit; canonical zero-extended in a 16-bit register)."""
@@ -92,10 +92,10 @@ def convert(lw, ins: P.PInstr) -> None:
         raise _fail(ins, f"conversion {ins.opcode} is not supported")
     to, frm = types
     dreg, sreg = ins.operands[0], ins.operands[1]
-    reg_bits = 16 if isinstance(dreg, P.PReg) and dreg.name.startswith("%rs") else 32
+    reg_bits = 16 if isinstance(dreg, ptx.PReg) and dreg.name.startswith("%rs") else 32
     fb, tb = _bits(frm), _bits(to)
     v = extend(lw, ins, sreg, fb, frm.startswith("s"))
-    canonical = isinstance(sreg, P.PReg) and sreg.name.startswith("%rs") and fb == 16
+    canonical = isinstance(sreg, ptx.PReg) and sreg.name.startswith("%rs") and fb == 16
     if fb < 32 and not frm.startswith("s") and not canonical and not isinstance(v, Imm):
         t = b.tmp()
         b.emit("and", t, v, Imm((1 << fb) - 1))

@@ -16,9 +16,9 @@ from __future__ import annotations
 from qgpu.cuda.ir import CondBr, V, successors
 from qgpu.cuda.schedule import MBlock
 from qgpu.errors import CompileError
-from qgpu.isa import machine
+from qgpu.isa import limits
 
-USABLE = [r for r in range(machine.REGS) if r != machine.ZERO_REG]
+USABLE = [r for r in range(limits.REGS) if r != limits.ZERO_REG]
 
 
 def _block_uses_defs(mb: MBlock) -> tuple[set[V], set[V]]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from qgpu.cuda.ir import BasicBlock, CondBr, Function, Goto, Op, V
 from qgpu.cuda.optimize import liveness
 from qgpu.errors import CompileError
-from qgpu.isa import machine
+from qgpu.isa import limits
 
 
 @dataclass
@@ -155,9 +155,9 @@ def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
     s = 0
     while left:
         cur: list[int] = []
-        while len(cur) < machine.SLOTS:
+        while len(cur) < limits.SLOTS:
             ready = [j for j in left if not (wrote and _reads_memory(ops[j]))
-                     and not (writes == machine.MAX_BLOCK_WRITES and _writes_memory(ops[j]))
+                     and not (writes == limits.MAX_BLOCK_WRITES and _writes_memory(ops[j]))
                      and all(
                 i in stage_of and (stage_of[i] < s if lat else stage_of[i] <= s)
                 for i, lat in preds[j])]
@@ -179,7 +179,7 @@ def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
             s += 1
         elif not wrote:
             raise CompileError("internal error: the scheduler made no progress")
-        if left and (len(piece) == machine.STAGES or not cur):
+        if left and (len(piece) == limits.STAGES or not cur):
             pieces.append(piece)
             progress = any(j < originals for st in piece for j in st)
             piece, wrote, writes = [], False, 0

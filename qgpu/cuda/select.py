@@ -6,7 +6,7 @@ expand here into short native sequences; cuda.lower drives it and owns control f
 
 from __future__ import annotations
 
-from qgpu.cuda import ptx as P
+from qgpu.cuda import ptx
 from qgpu.cuda.divide import emit_divrem
 from qgpu.cuda.ir import Sym
 from qgpu.cuda.narrow import convert, narrow
@@ -20,11 +20,11 @@ _NARROW = {"u8", "s8", "b8", "u16", "s16", "b16"}
 _NOOPS = {"membar", "fence"}
 
 
-def _type(ins: P.PInstr) -> str:
+def _type(ins: ptx.PInstr) -> str:
     return ins.parts[-1]
 
 
-def _signed(ins: P.PInstr) -> bool:
+def _signed(ins: ptx.PInstr) -> bool:
     return _type(ins) == "s32"
 
 
@@ -33,7 +33,7 @@ def _fail(ins, what):
     return fail(ins, what)
 
 
-def select(lw, ins: P.PInstr) -> None:
+def select(lw, ins: ptx.PInstr) -> None:
     """Emit native operations for one unguarded PTX data instruction through lw.b."""
     b = lw.b
     op, parts, ops = ins.parts[0], ins.parts, ins.operands
@@ -48,7 +48,7 @@ def select(lw, ins: P.PInstr) -> None:
         return                      # the machine is sequentially consistent; warps lockstep
     if op in ("ld", "ldu") and "param" in parts:
         addr = ops[1]
-        if not isinstance(addr, P.PAddr) or not isinstance(addr.base, P.PSym) \
+        if not isinstance(addr, ptx.PAddr) or not isinstance(addr.base, ptx.PSym) \
                 or addr.base.name not in lw.params or addr.offset:
             raise _fail(ins, "unsupported parameter access (struct or array parameter?)")
         b.emit("mov", dst(), Sym(f"param:{lw.params[addr.base.name]}"))
@@ -108,7 +108,7 @@ def select(lw, ins: P.PInstr) -> None:
         b.emit("setge.s", c, src(3), Imm(0))
         b.emit("selp", dst(), src(1), src(2), c)
     elif op == "mov":
-        if isinstance(ops[1], P.PVec) or isinstance(ops[0], P.PVec):
+        if isinstance(ops[1], ptx.PVec) or isinstance(ops[0], ptx.PVec):
             raise _fail(ins, "vector moves (64-bit values) are not supported")
         value = src(1)
         if _type(ins) == "pred" and isinstance(value, Imm):
@@ -121,7 +121,7 @@ def select(lw, ins: P.PInstr) -> None:
     elif op in ("ld", "ldu", "st", "atom", "red"):
         _memory(lw, ins)
     elif op == "shfl":
-        if isinstance(ops[0], P.PPair):
+        if isinstance(ops[0], ptx.PPair):
             raise _fail(ins, "shfl with a predicate result is not supported")
         mode = next((m for m in ("up", "down", "bfly", "idx") if m in parts), None)
         b.emit(f"shfl.{mode}", dst(), src(1), src(2), src(3))
@@ -183,19 +183,19 @@ def _setp(lw, ins) -> None:
         raise _fail(ins, f"comparison {parts[1]} is not supported")
     if not cmp.endswith(".u") and cmp not in ("seteq", "setne"):
         cmp += ".s" if _type(ins) == "s32" else ".u"
-    first = ops[0].first if isinstance(ops[0], P.PPair) else ops[0]
+    first = ops[0].first if isinstance(ops[0], ptx.PPair) else ops[0]
     comb = next((c for c in ("and", "or", "xor") if c in parts[2:-1]), None)
     p = lw.dst(first, ins)
-    r = b.tmp() if comb or isinstance(ops[0], P.PPair) else p
+    r = b.tmp() if comb or isinstance(ops[0], ptx.PPair) else p
     b.emit(cmp, r, lw.value(ops[1], ins), lw.value(ops[2], ins))
     if comb:
         c = lw.value(ops[3], ins)
         b.emit(comb, p, r, c)
-        if isinstance(ops[0], P.PPair):     # q = !r combined with c
+        if isinstance(ops[0], ptx.PPair):     # q = !r combined with c
             nr = b.tmp()
             b.emit("xor", nr, r, Imm(1))
             b.emit(comb, lw.dst(ops[0].second, ins), nr, c)
-    elif isinstance(ops[0], P.PPair):
+    elif isinstance(ops[0], ptx.PPair):
         b.emit("mov", p, r)
         b.emit("xor", lw.dst(ops[0].second, ins), r, Imm(1))
 
@@ -252,7 +252,7 @@ def _narrow_load(lw, ins) -> None:
     if t.startswith("s"):
         up, ext = b.tmp(), b.tmp()
         b.emit("shl", up, down, Imm(32 - bits))
-        narrow_reg = isinstance(dreg, P.PReg) and dreg.name.startswith("%rs")
+        narrow_reg = isinstance(dreg, ptx.PReg) and dreg.name.startswith("%rs")
         b.emit("shr.s", ext if narrow_reg else d, up, Imm(32 - bits))
         if narrow_reg:
             b.emit("and", d, ext, Imm(0xFFFF))
@@ -309,7 +309,7 @@ def _bfind(lw, ins) -> None:
 
 def _const(lw, ins, k: int, what: str) -> int:
     o = ins.operands[k]
-    if not isinstance(o, P.PImm):
+    if not isinstance(o, ptx.PImm):
         raise _fail(ins, f"{ins.opcode} with a run-time {what} is not supported")
     return o.value & 0xFF
 
@@ -379,7 +379,7 @@ def _permute(lw, ins) -> None:
     if len(ins.parts) != 2:
         raise _fail(ins, f"{ins.opcode} (a special permute mode) is not supported")
     sel = ins.operands[3]
-    if not isinstance(sel, P.PImm):
+    if not isinstance(sel, ptx.PImm):
         raise _fail(ins, "prmt with a run-time selector is not supported")
     words = [lw.value(ins.operands[1], ins), lw.value(ins.operands[2], ins)]
     groups: dict[tuple[int, int], int] = {}

@@ -4,6 +4,6 @@ reconvergence), CTA barriers, atomics in a defined order, shuffles and votes, an
 one event per executed block, from which qgpu.protocol derives the expected token trace.
 """
 
-from qgpu.interp.machine import BlockEvent, LaunchResult, Machine, run_launch
+from qgpu.interp.simt import BlockEvent, LaunchResult, Machine, run_launch
 
 __all__ = ["BlockEvent", "LaunchResult", "Machine", "run_launch"]

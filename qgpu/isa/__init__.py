@@ -2,7 +2,7 @@
 instruction set, the block format, programs, limits and the assembly text format.
 docs/isa.md is the written spec; tests check it against these tables."""
 
-from qgpu.isa import machine
+from qgpu.isa import limits
 from qgpu.isa.ops import OPS, SPECIAL_REGS, TERMINATORS, OpSpec
 from qgpu.isa.program import (
     Bar,
@@ -19,6 +19,6 @@ from qgpu.isa.program import (
     validate,
 )
 
-__all__ = ["machine", "OPS", "SPECIAL_REGS", "TERMINATORS", "OpSpec", "Bar", "Block", "Br",
+__all__ = ["limits", "OPS", "SPECIAL_REGS", "TERMINATORS", "OpSpec", "Bar", "Block", "Br",
            "Exit", "Imm", "Instr", "Jmp", "Program", "Reg", "liveness", "successors",
            "validate"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from qgpu.errors import AssemblyError, ProgramError
-from qgpu.isa.machine import s32
+from qgpu.isa.limits import s32
 from qgpu.isa.ops import OPS
 from qgpu.isa.program import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg
 

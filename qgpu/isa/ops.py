@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from qgpu.isa.machine import s32, u32
+from qgpu.isa.limits import s32, u32
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from qgpu.errors import ProgramError
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.ops import OPS
 
 
@@ -33,12 +33,12 @@ class Imm:
     value: int  # stored as uint32
 
     def __post_init__(self):
-        if not -(1 << 31) <= self.value <= M.WORD_MASK:
+        if not -(1 << 31) <= self.value <= limits.WORD_MASK:
             raise ProgramError(f"immediate {self.value} does not fit in 32 bits")
-        object.__setattr__(self, "value", M.u32(self.value))
+        object.__setattr__(self, "value", limits.u32(self.value))
 
     def __str__(self) -> str:
-        v = M.s32(self.value)
+        v = limits.s32(self.value)
         return str(v) if -4096 <= v <= 4096 else f"0x{self.value:x}"
 
 
@@ -57,7 +57,7 @@ class Instr:
         return OPS[self.op]
 
     def reads(self) -> set[int]:
-        return {s.n for s in self.srcs if isinstance(s, Reg) and s.n != M.ZERO_REG}
+        return {s.n for s in self.srcs if isinstance(s, Reg) and s.n != limits.ZERO_REG}
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class Block:
             for ins in st:
                 uses |= ins.reads() - defined
             defined |= {i.dst for i in st if i.dst is not None}
-        if isinstance(self.terminator, Br) and self.terminator.cond.n != M.ZERO_REG:
+        if isinstance(self.terminator, Br) and self.terminator.cond.n != limits.ZERO_REG:
             if self.terminator.cond.n not in defined:
                 uses.add(self.terminator.cond.n)
         return uses
@@ -156,8 +156,8 @@ def liveness(prog: Program) -> list[set[int]]:
 
 def _check_operand(where: str, o, allow_imm: bool = True) -> None:
     if isinstance(o, Reg):
-        if not 0 <= o.n < M.REGS:
-            raise ProgramError(f"{where}: register r{o.n} does not exist (r0..r{M.REGS - 1})")
+        if not 0 <= o.n < limits.REGS:
+            raise ProgramError(f"{where}: register r{o.n} does not exist (r0..r{limits.REGS - 1})")
     elif isinstance(o, Imm):
         if not allow_imm:
             raise ProgramError(f"{where}: operand must be a register")
@@ -183,28 +183,28 @@ def _check_memory_order(bi: int, blk: Block) -> None:
                 first_write = (ins.op, si)
     writes = sum(1 for st in blk.stages for ins in st
                  if ins.op in OPS and OPS[ins.op].kind in ("store", "atomic"))
-    if writes > M.MAX_BLOCK_WRITES:
+    if writes > limits.MAX_BLOCK_WRITES:
         raise ProgramError(f"block {bi}: {writes} memory writes (stores and atomics); a block "
-                           f"holds at most {M.MAX_BLOCK_WRITES} (MAX_BLOCK_WRITES)")
+                           f"holds at most {limits.MAX_BLOCK_WRITES} (MAX_BLOCK_WRITES)")
 
 
 def validate(prog: Program) -> None:
     """Raise ProgramError naming the block, stage and limit for any rule broken."""
     if not prog.blocks:
         raise ProgramError("program has no blocks")
-    if len(prog.blocks) > M.ROM_BLOCKS:
+    if len(prog.blocks) > limits.ROM_BLOCKS:
         raise ProgramError(f"program '{prog.name}' needs {len(prog.blocks)} blocks; "
-                           f"the ROM holds {M.ROM_BLOCKS}")
+                           f"the ROM holds {limits.ROM_BLOCKS}")
     nb = len(prog.blocks)
     for bi, blk in enumerate(prog.blocks):
-        if len(blk.stages) > M.STAGES:
-            raise ProgramError(f"block {bi}: {len(blk.stages)} stages, at most {M.STAGES}")
+        if len(blk.stages) > limits.STAGES:
+            raise ProgramError(f"block {bi}: {len(blk.stages)} stages, at most {limits.STAGES}")
         for si, st in enumerate(blk.stages):
             where = f"block {bi} stage {si}"
             if not st:
                 raise ProgramError(f"{where}: empty stage")
-            if len(st) > M.SLOTS:
-                raise ProgramError(f"{where}: {len(st)} operations, at most {M.SLOTS}")
+            if len(st) > limits.SLOTS:
+                raise ProgramError(f"{where}: {len(st)} operations, at most {limits.SLOTS}")
             written: set[int] = set()
             for ins in st:
                 spec = OPS.get(ins.op)
@@ -216,9 +216,9 @@ def validate(prog: Program) -> None:
                 for o in ins.srcs:
                     _check_operand(f"{where} {ins.op}", o)
                 if spec.has_dst:
-                    if ins.dst is None or not 0 < ins.dst < M.REGS:
+                    if ins.dst is None or not 0 < ins.dst < limits.REGS:
                         raise ProgramError(f"{where}: {ins.op} needs a destination r1.."
-                                           f"r{M.REGS - 1}, got {ins.dst}")
+                                           f"r{limits.REGS - 1}, got {ins.dst}")
                     if ins.dst in written:
                         raise ProgramError(f"{where}: r{ins.dst} written twice in one stage")
                     written.add(ins.dst)

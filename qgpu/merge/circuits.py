@@ -6,7 +6,7 @@ base's per-layer shape and named token by token for the tokenizer.
   (slots, stages, warps, the operations it decodes), the digest of the machine's sources,
   the shape, and where the global-memory table sits (layer, value head, rows, columns),
   so a later process reads results from the merged model's state (qgpu.runtime.checkpoint).
-- the compiler's demo circuits (qgpu.circuit.demos).
+- the compiler's demo circuits (qgpu.examples.demos).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from qgpu.circuit.compile import compile_circuit
-from qgpu.circuit.demos import DEMOS
 from qgpu.circuit.schedule import LayerShape
+from qgpu.examples.demos import DEMOS
 from qgpu.merge.layout import CircuitPart, MergeError, circuit_part
 
 MACHINE = "machine"
@@ -34,9 +34,9 @@ def demo_part(name: str, shape: LayerShape, progress: bool = False,
 def check_machine_shape(shape: LayerShape) -> None:
     """The machine's memory table has one row per global word in a key head and 2 columns
     per bit in a value head; its register file wants heads as wide."""
-    from qgpu.isa import machine as M
+    from qgpu.isa import limits
 
-    need = M.GLOBAL_WORDS
+    need = limits.GLOBAL_WORDS
     bad = [f"{what} {got}" for what, got in (("linear_key_head_dim", shape.key_dim),
                                              ("linear_value_head_dim", shape.value_dim))
            if got < need]
@@ -49,13 +49,13 @@ def check_machine_shape(shape: LayerShape) -> None:
 def memory_table_location(compiled) -> dict:
     """Layer and value head of the memory table the runtime reads results from."""
     from qgpu.circuit.ir import Table
-    from qgpu.isa import machine as M
+    from qgpu.isa import limits
 
     plan = compiled.plan
     table = next(n for n in plan.order if isinstance(n, Table) and n.name == MEMORY_TABLE)
     head = plan.heads[table][0] * compiled.weights.config.value_heads_per_key_head
     return {"table": MEMORY_TABLE, "layer": int(plan.layer[table]), "head": int(head),
-            "rows": M.GLOBAL_WORDS, "columns": 64}
+            "rows": limits.GLOBAL_WORDS, "columns": 64}
 
 
 def machine_info(compiled, spec) -> dict:

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qgpu.circuit.primitives_norm import four_squares
 from qgpu.circuit.schedule import LayerShape
 from qgpu.errors import QgpuError
 from qgpu.model.config import QwenConfig
 from qgpu.model.weights import QwenWeights
+from qgpu.primitives.norm import four_squares
 
 GPU_LOGIT_GAIN = 1024.0  # GPU head rows x 2^10: exact, margins 2 -> 2048 logits
 FLAG_GAIN = 2.0 ** 64  # how hard the text flag switches a projection off

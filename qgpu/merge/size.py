@@ -136,7 +136,7 @@ if __name__ == "__main__":
 
     hidden, layers, nonzeros = MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS
     if "--compile" in sys.argv:
-        from qgpu.runtime.machine import load_machine
+        from qgpu.runtime.compiled import load_machine
 
         compiled = load_machine(progress=True).compiled
         hidden, layers = compiled.plan.hidden, compiled.plan.n_layers

@@ -1,5 +1,5 @@
 """model.csr_native: a C product for the CSR blocks of `SparseRows` over many positions,
-for instrumented runs of the numpy engine (circuit.margins) that feed tens of thousands
+for instrumented runs of the numpy engine (analysis.margins) that feed tens of thousands
 of positions: np.add.reduceat over a [T, nnz] gather costs ~10x more time and a
 [T, nnz] temporary. Each output is the sequential sum of its row's terms in input
 order, as the native kernel (fast_kernel.c) sums its sparse products; where the sums

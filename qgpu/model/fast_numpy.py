@@ -21,7 +21,7 @@ An optional `observer(layer, site, array)` sees, per layer, the residual before 
 ("residual_in"; layer n_layers: the final residual), after the mixer ("residual_mid"),
 the MLP's normed input ("mlp_in") and the gate pre-activations of the live units
 ("mlp_gate_live", columns in the order of `mlp_units(layer)`): views of arrays the
-engine updates in place, valid only during the call (circuit.margins reads them).
+engine updates in place, valid only during the call (analysis.margins reads them).
 
 The fast engine always runs the recurrent (per-token) delta rule, also for `prefill`;
 projections are batched over the prompt. `state.recurrent[layer]` is the full
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qgpu.model import layers as L
+from qgpu.model import layers
 from qgpu.model.config import LINEAR
 from qgpu.model.csr import Csr
 from qgpu.model.engine import Engine
@@ -182,28 +182,28 @@ class NumpyFastEngine(Engine):
             if i in self.gdn:
                 g = self.gdn[i]
                 if g.heads.size:
-                    x = (h * L.rsqrt(L.mean_square(h) + eps)) * self.in_norm[i]
+                    x = (h * layers.rsqrt(layers.mean_square(h) + eps)) * self.in_norm[i]
                     y = self._gdn(g, x, state.conv, state.recurrent[i], i)
                     h[:, g.out.rows] += g.out.matmat(y)
             elif i in self.attention_layers:
-                x = (h * L.rsqrt(L.mean_square(h) + eps)) * self.in_norm[i]
+                x = (h * layers.rsqrt(layers.mean_square(h) + eps)) * self.in_norm[i]
                 h = h + self._dense_attention.attention_mixer(i, x, state, positions)
             m = self.mlp[i]
             if see is not None:
                 see(i, "residual_mid", h)
             if m.n_units:
-                u = (h * L.rsqrt(L.mean_square(h) + eps)) * self.post_norm[i]
+                u = (h * layers.rsqrt(layers.mean_square(h) + eps)) * self.post_norm[i]
                 pre = np.zeros((h.shape[0], 2 * m.n_units), F32)
                 pre[:, m.gate_up.rows] = m.gate_up.matmat(u)
                 if see is not None:
                     see(i, "mlp_in", u)
                     see(i, "mlp_gate_live", pre[:, :m.n_units])
-                act = L.silu(pre[:, :m.n_units]) * pre[:, m.n_units:]
+                act = layers.silu(pre[:, :m.n_units]) * pre[:, m.n_units:]
                 h[:, m.down.rows] += m.down.matmat(act)
         state.position += ids.size
         if see is not None:
             see(c.num_hidden_layers, "residual_in", h)
-        final = (h * L.rsqrt(L.mean_square(h) + eps)) * self.final_norm
+        final = (h * layers.rsqrt(layers.mean_square(h) + eps)) * self.final_norm
         logits = np.zeros((h.shape[0], c.vocab_size), F32)
         logits[:, self.head.rows] = self.head.matmat(final)
         return logits
@@ -214,12 +214,13 @@ class NumpyFastEngine(Engine):
         dk, dv, n_ch = c.linear_key_head_dim, c.linear_value_head_dim, len(g.channels)
         proj = np.zeros((t_len, g.n_rows), F32)
         proj[:, g.proj.rows] = g.proj.matmat(x)
-        qkv, conv_states[i] = L.causal_conv(conv_states[i], proj[:, :n_ch], g.conv_w[:, None, :])
+        qkv, conv_states[i] = layers.causal_conv(conv_states[i], proj[:, :n_ch],
+                                                 g.conv_w[:, None, :])
         z = proj[:, n_ch:n_ch + n_heads * dv].reshape(t_len, n_heads, dv)
-        beta = L.sigmoid(proj[:, n_ch + n_heads * dv:n_ch + n_heads * (dv + 1)])
-        decay = np.exp(L.decay_log(proj[:, n_ch + n_heads * (dv + 1):], g.a_log, g.dt_bias))
-        q = L.l2norm(qkv[:, :g.n_qk].reshape(t_len, -1, dk))[:, g.key_slot] / F32(dk ** 0.5)
-        k = L.l2norm(qkv[:, g.n_qk:2 * g.n_qk].reshape(t_len, -1, dk))[:, g.key_slot]
+        beta = layers.sigmoid(proj[:, n_ch + n_heads * dv:n_ch + n_heads * (dv + 1)])
+        decay = np.exp(layers.decay_log(proj[:, n_ch + n_heads * (dv + 1):], g.a_log, g.dt_bias))
+        q = layers.l2norm(qkv[:, :g.n_qk].reshape(t_len, -1, dk))[:, g.key_slot] / F32(dk ** 0.5)
+        k = layers.l2norm(qkv[:, g.n_qk:2 * g.n_qk].reshape(t_len, -1, dk))[:, g.key_slot]
         v = qkv[:, 2 * g.n_qk:].reshape(t_len, n_heads, dv)
         rows2d = S.reshape(-1, dv)  # row (head h, key j) is h * dk + j
         out = np.zeros((t_len, n_heads, dv), F32)
@@ -242,5 +243,5 @@ class NumpyFastEngine(Engine):
                 first = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1]])
                 out[t, slot[first]] = np.add.reduceat(rows2d[rows] * q[t, slot, j][:, None],
                                                       first, axis=0)
-        y = L.rms_norm_gated(out, z, g.norm_w, c.rms_norm_eps)
+        y = layers.rms_norm_gated(out, z, g.norm_w, c.rms_norm_eps)
         return y.reshape(t_len, n_heads * dv)

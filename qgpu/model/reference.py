@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from qgpu.model import layers as L
+from qgpu.model import layers
 from qgpu.model.engine import Engine
 from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.state import ModelState
@@ -63,24 +63,25 @@ class ReferenceEngine(Engine):
         positions = np.arange(state.position, state.position + ids.size)
         for i in range(c.num_hidden_layers):
             self._see(i, "residual_in", h)
-            x = L.rms_norm(h, self._layer(i, "input_layernorm.weight"), c.rms_norm_eps)
+            x = layers.rms_norm(h, self._layer(i, "input_layernorm.weight"), c.rms_norm_eps)
             if w.layer_is_linear(i):
                 mixed = self.gdn_mixer(i, x, state, mode)
             else:
                 mixed = self.attention_mixer(i, x, state, positions)
             self._see(i, "mixer_out", mixed)
             h = h + mixed
-            u = L.rms_norm(h, self._layer(i, "post_attention_layernorm.weight"), c.rms_norm_eps)
+            u = layers.rms_norm(h, self._layer(i, "post_attention_layernorm.weight"),
+                                c.rms_norm_eps)
             gate = u @ self._layer(i, "mlp.gate_proj.weight").T
             up = u @ self._layer(i, "mlp.up_proj.weight").T
             self._see(i, "mlp_in", u)
             self._see(i, "mlp_gate", gate)
             self._see(i, "mlp_up", up)
-            out = (L.silu(gate) * up) @ self._layer(i, "mlp.down_proj.weight").T
+            out = (layers.silu(gate) * up) @ self._layer(i, "mlp.down_proj.weight").T
             self._see(i, "mlp_out", out)
             h = h + out
         state.position += ids.size
-        final = L.rms_norm(h, self._tensor(FINAL_NORM), c.rms_norm_eps)
+        final = layers.rms_norm(h, self._tensor(FINAL_NORM), c.rms_norm_eps)
         return final @ self._tensor(w.head_name).T
 
     def gdn_mixer(self, i: int, x: np.ndarray, state: ModelState, mode: str) -> np.ndarray:
@@ -92,19 +93,19 @@ class ReferenceEngine(Engine):
         z = (x @ self._layer(i, "linear_attn.in_proj_z.weight").T).reshape(t, hv, dv)
         b = x @ self._layer(i, "linear_attn.in_proj_b.weight").T
         a = x @ self._layer(i, "linear_attn.in_proj_a.weight").T
-        qkv, state.conv[i] = L.causal_conv(state.conv[i], mixed_qkv,
+        qkv, state.conv[i] = layers.causal_conv(state.conv[i], mixed_qkv,
                                            self._layer(i, "linear_attn.conv1d.weight"))
         q = qkv[:, :c.key_dim].reshape(t, hk, dk)
         k = qkv[:, c.key_dim:2 * c.key_dim].reshape(t, hk, dk)
         v = qkv[:, 2 * c.key_dim:].reshape(t, hv, dv)
-        beta = L.sigmoid(b)
-        g = L.decay_log(a, self._layer(i, "linear_attn.A_log"),
+        beta = layers.sigmoid(b)
+        g = layers.decay_log(a, self._layer(i, "linear_attn.A_log"),
                         self._layer(i, "linear_attn.dt_bias"))
         rep = c.value_heads_per_key_head
-        q, k = L.repeat_key_heads(q, rep), L.repeat_key_heads(k, rep)
-        rule = L.gdn_chunked if mode == "chunked" else L.gdn_recurrent
+        q, k = layers.repeat_key_heads(q, rep), layers.repeat_key_heads(k, rep)
+        rule = layers.gdn_chunked if mode == "chunked" else layers.gdn_recurrent
         o = rule(q, k, v, g, beta, state.recurrent[i])
-        y = L.rms_norm_gated(o, z, self._layer(i, "linear_attn.norm.weight"), c.rms_norm_eps)
+        y = layers.rms_norm_gated(o, z, self._layer(i, "linear_attn.norm.weight"), c.rms_norm_eps)
         return y.reshape(t, c.value_dim) @ self._layer(i, "linear_attn.out_proj.weight").T
 
     def attention_mixer(self, i: int, x: np.ndarray, state: ModelState,
@@ -113,14 +114,14 @@ class ReferenceEngine(Engine):
         t, nh, nkv, hd = x.shape[0], c.num_attention_heads, c.num_key_value_heads, c.head_dim
         q_and_gate = (x @ self._layer(i, "self_attn.q_proj.weight").T).reshape(t, nh, 2 * hd)
         q, gate = q_and_gate[..., :hd], q_and_gate[..., hd:].reshape(t, nh * hd)
-        q = L.rms_norm(q, self._layer(i, "self_attn.q_norm.weight"), c.rms_norm_eps)
+        q = layers.rms_norm(q, self._layer(i, "self_attn.q_norm.weight"), c.rms_norm_eps)
         k = (x @ self._layer(i, "self_attn.k_proj.weight").T).reshape(t, nkv, hd)
-        k = L.rms_norm(k, self._layer(i, "self_attn.k_norm.weight"), c.rms_norm_eps)
+        k = layers.rms_norm(k, self._layer(i, "self_attn.k_norm.weight"), c.rms_norm_eps)
         v = (x @ self._layer(i, "self_attn.v_proj.weight").T).reshape(t, nkv, hd)
-        cos, sin = L.rope_tables(positions, c.rotary_dim, c.rope_theta)
-        q, k = L.apply_rope(q, cos, sin), L.apply_rope(k, cos, sin)
+        cos, sin = layers.rope_tables(positions, c.rotary_dim, c.rope_theta)
+        q, k = layers.apply_rope(q, cos, sin), layers.apply_rope(k, cos, sin)
         state.keys[i] = np.concatenate([state.keys[i], k])
         state.values[i] = np.concatenate([state.values[i], v])
-        out = L.attention(q, state.keys[i], state.values[i], positions, hd ** -0.5)
-        out = out.reshape(t, nh * hd) * L.sigmoid(gate)
+        out = layers.attention(q, state.keys[i], state.values[i], positions, hd ** -0.5)
+        out = out.reshape(t, nh * hd) * layers.sigmoid(gate)
         return out @ self._layer(i, "self_attn.o_proj.weight").T

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from qgpu.errors import ProtocolError
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.ops import OPS
 from qgpu.isa.program import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg
 from qgpu.protocol.prompt import operand_selectors
@@ -63,7 +63,7 @@ def _block_row(r: _Reader) -> tuple[int, frozenset[int], object]:
     t, f = r.take("TGT")
     term = {"jmp": Jmp(t), "br": Br(Reg(cond), t, f), "bar": Bar(t), "exit": Exit()}[
         TERMS[kind]]
-    return b, frozenset(x for x in range(M.REGS) if wb >> x & 1), term
+    return b, frozenset(x for x in range(limits.REGS) if wb >> x & 1), term
 
 
 def _instruction(r: _Reader, b: int, written: dict[int, int]) -> tuple[int, Instr, tuple]:
@@ -102,7 +102,7 @@ def decode_prompt(tokens: list[int]) -> Launch:
     grid = r.take("GRID")[0] + 1
     ntid = r.take("NTID")[0] + 1
     blocks: list[Block] = []
-    memory = [0] * M.GLOBAL_WORDS
+    memory = [0] * limits.GLOBAL_WORDS
     while r.peek() == "BLK":
         start = r.pos
         b, wb, term = _block_row(r)
@@ -113,7 +113,7 @@ def decode_prompt(tokens: list[int]) -> Launch:
         sels_seen = {}
         while r.peek() == "INS":
             p, ins, sels = _instruction(r, b, written)
-            s, k = divmod(p, M.SLOTS)
+            s, k = divmod(p, limits.SLOTS)
             while len(stages) <= s:
                 stages.append([])
             if k != len(stages[s]):
@@ -152,10 +152,10 @@ class Record:
         parts = [f"{self.position:5d}  EXEC block {self.block} warp {self.warp} "
                  f"lanes {''.join(str(x) for x in self.active)}"]
         for reg, lanes in self.registers.items():
-            vals = " ".join(f"{M.s32(v)}" for v in lanes.values())
+            vals = " ".join(f"{limits.s32(v)}" for v in lanes.values())
             parts.append(f"r{reg}=[{vals}]")
         for a, v in self.mem_writes:
-            parts.append(f"mem[{a}]={M.s32(v)}")
+            parts.append(f"mem[{a}]={limits.s32(v)}")
         if self.taken:
             parts.append(f"taken {''.join(str(x) for x in self.taken)}")
         return "  ".join(parts)
@@ -165,16 +165,16 @@ class _Lanes:
     """Lane PCs and statuses, updated from the trace's records alone (docs/isa.md)."""
 
     def __init__(self, launch: Launch):
-        self.per_cta = -(-launch.block // M.LANES)
+        self.per_cta = -(-launch.block // limits.LANES)
         self.nwarps = launch.grid * self.per_cta
-        self.pc = [[0] * M.LANES for _ in range(self.nwarps)]
-        self.status = [["run" if (w % self.per_cta) * M.LANES + ln < launch.block
-                        else "absent" for ln in range(M.LANES)] for w in range(self.nwarps)]
+        self.pc = [[0] * limits.LANES for _ in range(self.nwarps)]
+        self.status = [["run" if (w % self.per_cta) * limits.LANES + ln < launch.block
+                        else "absent" for ln in range(limits.LANES)] for w in range(self.nwarps)]
         self.releases = [0] * launch.grid  # barrier releases per CTA (EXEC's epoch)
 
     def next_exec(self) -> tuple[int, int, tuple[int, ...], int] | None:
         for w in range(self.nwarps):
-            running = [ln for ln in range(M.LANES) if self.status[w][ln] == "run"]
+            running = [ln for ln in range(limits.LANES) if self.status[w][ln] == "run"]
             if running:
                 b = min(self.pc[w][ln] for ln in running)
                 return (b, w, tuple(ln for ln in running if self.pc[w][ln] == b),
@@ -192,7 +192,7 @@ class _Lanes:
                 self.status[w][ln] = "exit"
         cta = w // self.per_cta
         lanes = [(x, ln) for x in range(cta * self.per_cta, (cta + 1) * self.per_cta)
-                 for ln in range(M.LANES)]
+                 for ln in range(limits.LANES)]
         if not any(self.status[x][ln] == "run" for x, ln in lanes):
             waiting = [(x, ln) for x, ln in lanes if self.status[x][ln] == "wait"]
             for x, ln in waiting:
@@ -202,7 +202,7 @@ class _Lanes:
 
 
 def _lanes_of(mask: int) -> tuple[int, ...]:
-    return tuple(ln for ln in range(M.LANES) if mask >> ln & 1)
+    return tuple(ln for ln in range(limits.LANES) if mask >> ln & 1)
 
 
 def decode_trace(launch: Launch, tokens: list[int]) -> list[Record]:

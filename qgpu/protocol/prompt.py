@@ -18,7 +18,7 @@ computes nothing of the kernel.
 
 from __future__ import annotations
 
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.program import Bar, Block, Br, Imm, Jmp, Program
 from qgpu.protocol.vocab import IMM_FIELDS, OP_NAMES, SEL_FWD, SEL_IMM, TERMS, split32, tok
 
@@ -27,7 +27,7 @@ def instruction_positions(blk: Block):
     """(p, stage, instr) for each instruction, p = stage * SLOTS + slot."""
     for s, stage in enumerate(blk.stages):
         for k, ins in enumerate(stage):
-            yield s * M.SLOTS + k, s, ins
+            yield s * limits.SLOTS + k, s, ins
 
 
 def operand_selectors(blk: Block) -> dict[int, tuple[int, ...]]:
@@ -44,10 +44,10 @@ def operand_selectors(blk: Block) -> dict[int, tuple[int, ...]]:
                     sels.append(SEL_FWD + last_writer[o.n])
                 else:
                     sels.append(o.n)
-            out[s * M.SLOTS + k] = tuple(sels)
+            out[s * limits.SLOTS + k] = tuple(sels)
         for k, ins in enumerate(stage):   # a stage's writes are seen from the next stage on
             if ins.dst is not None:
-                last_writer[ins.dst] = s * M.SLOTS + k
+                last_writer[ins.dst] = s * limits.SLOTS + k
     return out
 
 
@@ -82,7 +82,7 @@ def encode_prompt(prog: Program, grid: int, block: int, memory=()) -> list[int]:
     for b, blk in enumerate(prog.blocks):
         out += encode_block(blk, b)
     for a, word in enumerate(memory):
-        if M.u32(int(word)):
+        if limits.u32(int(word)):
             out += [tok("ADDR", a), *split32(int(word))]
     out.append(tok("GO"))
     return out

@@ -11,7 +11,7 @@ and finally HALT.
 
 from __future__ import annotations
 
-from qgpu.interp.machine import BlockEvent
+from qgpu.interp.simt import BlockEvent
 from qgpu.protocol.vocab import EPOCHS, split32, tok
 
 

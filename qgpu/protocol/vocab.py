@@ -11,21 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.ops import OPS
 
 PROTOCOL_VERSION = 3    # 3: EXEC carries the barrier epoch (EXEC, R, END, HALT ids moved)
 #                        2: mulhi.s/mulhi.u left the ISA (OPD ids and every later id moved)
 OP_NAMES: tuple[str, ...] = tuple(OPS)          # OP index i is the i-th mnemonic of OPS
 TERMS = ("jmp", "br", "bar", "exit")
-N_SLOTS = M.STAGES * M.SLOTS                     # instruction positions in a block
+N_SLOTS = limits.STAGES * limits.SLOTS                     # instruction positions in a block
 # Operand selector: register r read from the register file (0..REGS-1), the result of an
 # earlier instruction of the same block at position p (REGS + p), or the immediate (last).
-SEL_FWD = M.REGS
-SEL_IMM = M.REGS + N_SLOTS
+SEL_FWD = limits.REGS
+SEL_IMM = limits.REGS + N_SLOTS
 N_SEL = SEL_IMM + 1
 IMM_FIELDS = ("a", "b", "c", "offset")          # IMM(b, p, j): operand j's immediate, or offset
-MASKS = 1 << M.LANES
+MASKS = 1 << limits.LANES
 EPOCHS = 4  # EXEC's barrier epoch: the CTA's barrier releases so far, mod 4
 
 
@@ -47,28 +47,28 @@ KINDS: tuple[Kind, ...] = (
     Kind("V", (1 << 16,), "V(x): a 16-bit value; V(x) has id x"),
     # prompt: launch configuration
     Kind("LAUNCH", (), "first prompt token"),
-    Kind("GRID", (M.MAX_CTAS,), "GRID(g-1): g CTAs"),
-    Kind("NTID", (M.MAX_THREADS_PER_CTA,), "NTID(n-1): n threads per CTA"),
+    Kind("GRID", (limits.MAX_CTAS,), "GRID(g-1): g CTAs"),
+    Kind("NTID", (limits.MAX_THREADS_PER_CTA,), "NTID(n-1): n threads per CTA"),
     # prompt: program ROM, one record per row (fields of a row fit in the conv window)
-    Kind("BLK", (M.ROM_BLOCKS,), "BLK(b) V(wb) TRM TGT: block b's row record; V(wb): the "
+    Kind("BLK", (limits.ROM_BLOCKS,), "BLK(b) V(wb) TRM TGT: block b's row record; V(wb): the "
                                  "writeback registers as a 16-bit mask"),
-    Kind("TRM", (len(TERMS), M.REGS), "TRM(kind, cond): terminator kind, br's register"),
-    Kind("TGT", (M.ROM_BLOCKS, M.ROM_BLOCKS), "TGT(t, f): jmp/bar/br target, br's other"),
-    Kind("INS", (M.ROM_BLOCKS, N_SLOTS), "INS(b, p): instruction p = stage*SLOTS+slot of "
+    Kind("TRM", (len(TERMS), limits.REGS), "TRM(kind, cond): terminator kind, br's register"),
+    Kind("TGT", (limits.ROM_BLOCKS, limits.ROM_BLOCKS), "TGT(t, f): jmp/bar/br target, br's other"),
+    Kind("INS", (limits.ROM_BLOCKS, N_SLOTS), "INS(b, p): instruction p = stage*SLOTS+slot of "
                                           "block b: INS OPD SRCAB SRCC"),
-    Kind("OPD", (len(OP_NAMES), M.REGS), "OPD(op, dst): operation, destination (0: none)"),
+    Kind("OPD", (len(OP_NAMES), limits.REGS), "OPD(op, dst): operation, destination (0: none)"),
     Kind("SRCAB", (N_SEL, N_SEL), "SRCAB(a, b): selectors of operands a and b"),
     Kind("SRCC", (N_SEL,), "SRCC(c): selector of operand c"),
-    Kind("IMM", (M.ROM_BLOCKS, N_SLOTS, len(IMM_FIELDS)),
+    Kind("IMM", (limits.ROM_BLOCKS, N_SLOTS, len(IMM_FIELDS)),
          "IMM(b, p, j) V(lo) V(hi): immediate j of instruction p of block b"),
     # prompt and trace: memory record
-    Kind("ADDR", (M.FLAT_WORDS,), "ADDR(a) V(lo) V(hi): memory word a (flat) holds the value"),
+    Kind("ADDR", (limits.FLAT_WORDS,), "ADDR(a) V(lo) V(hi): memory word a (flat) holds the value"),
     Kind("GO", (), "last prompt token; the model writes the trace from here"),
     # trace
-    Kind("EXEC", (M.ROM_BLOCKS, M.MAX_WARPS, MASKS, EPOCHS),
+    Kind("EXEC", (limits.ROM_BLOCKS, limits.MAX_WARPS, MASKS, EPOCHS),
          "EXEC(b, w, m, e): warp w runs block b with active lanes m; e: its CTA's barrier "
          "releases so far, mod 4"),
-    Kind("R", (M.REGS,), "R(r): the values of register r follow, V(lo) V(hi) per active "
+    Kind("R", (limits.REGS,), "R(r): the values of register r follow, V(lo) V(hi) per active "
                          "lane"),
     Kind("END", (MASKS,), "END(t): the block ends; t = active lanes that took a br"),
     Kind("HALT", (), "the launch has ended"),
@@ -132,7 +132,7 @@ def count(kind: str) -> int:
 
 
 def _mask(m: int) -> str:
-    return "".join(str(lane) for lane in range(M.LANES) if m >> lane & 1) or "-"
+    return "".join(str(lane) for lane in range(limits.LANES) if m >> lane & 1) or "-"
 
 
 def _sel(s: int) -> str:
@@ -171,5 +171,5 @@ def name(token: int) -> str:
 
 def split32(value: int) -> tuple[int, int]:
     """The two value tokens (lo, hi) of a 32-bit word."""
-    value = M.u32(value)
+    value = limits.u32(value)
     return tok("V", value & 0xFFFF), tok("V", value >> 16)

@@ -21,7 +21,7 @@ import time
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.errors import CheckMismatch, ProtocolError
 from qgpu.interp import run_launch
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.program import Program
 from qgpu.protocol import (
     Launch,
@@ -118,10 +118,10 @@ def _forced_greedy(engine):
 
 
 def forced_launch(machine, program: Program, grid: int, block: int, memory=(),
-                  max_blocks: int = M.DEFAULT_BLOCK_BUDGET, expected: list[int] | None = None,
+                  max_blocks: int = limits.DEFAULT_BLOCK_BUDGET, expected: list[int] | None = None,
                   chunk: int = FORCED_CHUNK) -> ModelRun:
     """Check one launch on the model by teacher forcing (see the module docstring).
-    machine: a runtime.machine.ModelMachine or a runtime.checkpoint.CheckpointMachine.
+    machine: a runtime.compiled.ModelMachine or a runtime.checkpoint.CheckpointMachine.
     expected: the trace to force (default: the interpreter's; a test passes a corrupted
     one). Raises CheckMismatch at the first position whose greedy token differs from the
     trace, and when the memory read from the model's state differs from the

@@ -8,7 +8,7 @@ the machine's spec and source digest, the GPU token offset (the base's vocabular
     run = generate_launch(machine, program, 1, 4, memory)   # tokens offset by the engine
     run.memory                                          # read from the merged state
 
-`CheckpointMachine` quacks like runtime.machine.ModelMachine for `generate_launch`: its
+`CheckpointMachine` quacks like runtime.compiled.ModelMachine for `generate_launch`: its
 engine is an `OffsetEngine` that feeds GPU token t as id offset + t and hands back the
 model's token minus the offset (a model that writes a text token at a GPU position is an
 error, not a guess), and `read_memory(state)` decodes the memory table's rows at the
@@ -183,7 +183,7 @@ def engine_name(machine: CheckpointMachine, check: bool = False, forced: bool = 
     return its name: `kernel(grid, block, args, engine=engine_name(machine))`. forced:
     the check by teacher forcing (runtime.check.forced_launch)."""
     from qgpu.cuda.api import ENGINES
-    from qgpu.runtime.engine import run_model
+    from qgpu.runtime.model_engines import run_model
 
     kind = "model-forced" if forced else "model-check" if check else "model"
     name = f"{kind}:{machine.directory or id(machine)}"

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.errors import LaunchError, MachineError
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.program import Program
 from qgpu.model.state import ModelState
 from qgpu.protocol import encode_prompt, kind_of, tok
-from qgpu.runtime.machine import ModelMachine
+from qgpu.runtime.compiled import ModelMachine
 
 HALT = tok("HALT")
 DEFAULT_MAX_TOKENS = 1_000_000
@@ -35,7 +35,7 @@ class ModelRun:
 
 def generate_launch(machine: ModelMachine, program: Program, grid: int, block: int,
                     memory=(), max_tokens: int = DEFAULT_MAX_TOKENS,
-                    max_blocks: int = M.DEFAULT_BLOCK_BUDGET) -> ModelRun:
+                    max_blocks: int = limits.DEFAULT_BLOCK_BUDGET) -> ModelRun:
     """Run one launch on the model (a ModelMachine, or a runtime.checkpoint.CheckpointMachine
     loaded from a merged or exported checkpoint). Raises MachineError after `max_blocks` EXEC tokens
     without HALT (the interpreter's block budget) and LaunchError after max_tokens."""

@@ -4,8 +4,8 @@ change to the circuit or the shape compiles afresh; the progress line goes to st
 import numpy as np
 
 from qgpu.circuit.compile import compile_circuit
-from qgpu.circuit.demos import adder_machine, register_echo
 from qgpu.circuit.schedule import LayerShape
+from qgpu.examples.demos import adder_machine, register_echo
 
 
 def test_second_compile_comes_from_the_cache(tmp_path, capsys):

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from qgpu.circuit.compile import compile_circuit
-from qgpu.circuit.demos import counter_record, register_echo
 from qgpu.circuit.ir import READ_SCALE, Table
 from qgpu.circuit.schedule import LayerShape
-from qgpu.model import layers as L
+from qgpu.examples.demos import counter_record, register_echo
+from qgpu.model import layers
 from qgpu.model.config import FULL
 from qgpu.model.fast import FastEngine
 from qgpu.model.reference import ReferenceEngine
@@ -39,7 +39,7 @@ def test_raw_reads_are_exact_and_norm_neutral(mode):
     if mode == "recurrent":  # exact on the decode path; within 2^-20 * 3e-7 when chunked
         assert np.all(reads[0] == 0) and np.all(np.abs(reads[2]) == np.float32(READ_SCALE))
     h1 = seen[(0, "residual_in")] + seen[(0, "mixer_out")]
-    assert np.all(L.mean_square(h1) == plan.mean)  # the tiny squares vanish in the sum
+    assert np.all(layers.mean_square(h1) == plan.mean)  # the tiny squares vanish in the sum
     np.testing.assert_array_equal(seen[(0, "mlp_in")], h1)  # post-mixer norm: identity
     assert demo.answers(tokens) == logits.argmax(1).tolist()
 

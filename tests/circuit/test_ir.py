@@ -4,11 +4,11 @@ canonical description the cache is keyed by."""
 import numpy as np
 import pytest
 
-from qgpu.circuit import units as U
+from qgpu.circuit import units
 from qgpu.circuit.ir import BITS, ONEHOT, RAW, Circuit
 from qgpu.circuit.outputs import default_token, output_token, output_value
-from qgpu.circuit.primitives import CircuitError
 from qgpu.errors import QgpuError
+from qgpu.primitives import CircuitError
 
 
 def test_token_inputs_have_fixed_sum_of_squares():
@@ -97,7 +97,7 @@ def test_description_is_canonical_and_sensitive():
     def build(value):
         c = Circuit("t", 4)
         x = c.token_bits("x", 2, lambda t: (t + value) % 4)
-        y = U.negate(c, x, name="y")
+        y = units.negate(c, x, name="y")
         output_value(c, y, [0, 1, 2, 3])
         return c.describe()
 

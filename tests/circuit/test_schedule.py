@@ -4,12 +4,12 @@ cancellation), and the norm ledger's sums of squares."""
 
 import pytest
 
-from qgpu.circuit import units as U
-from qgpu.circuit.demos import adder_machine, register_echo
+from qgpu.circuit import units
 from qgpu.circuit.ir import Circuit
 from qgpu.circuit.outputs import output_value
-from qgpu.circuit.primitives import CircuitError
 from qgpu.circuit.schedule import FIRST_FREE_DIM, LayerShape, schedule, stage
+from qgpu.examples.demos import adder_machine, register_echo
+from qgpu.primitives import CircuitError
 
 SMALL = LayerShape.small()
 
@@ -40,7 +40,7 @@ def chain_of_tables(n_tables, heads):
         outs.append(t.read(0, name=f"r{i}").bits)
     total = outs[0]
     for i, o in enumerate(outs[1:]):
-        total, _ = U.add(c, total, o, name=f"s{i}")
+        total, _ = units.add(c, total, o, name=f"s{i}")
     output_value(c, total, [0, 1, 2, 3])
     return schedule(c, LayerShape.small(heads=heads))
 
@@ -56,7 +56,7 @@ def test_full_mlps_push_units_later():
     c = Circuit("units", 12)
     x = c.token_bits("x", 2, lambda t: t % 4)
     for i, name in enumerate("abc"):  # 2 units each
-        output_value(c, U.negate(c, x, name=name), [4 * i + v for v in range(4)])
+        output_value(c, units.negate(c, x, name=name), [4 * i + v for v in range(4)])
     plan = schedule(c, LayerShape.small(mlp=5), reuse_dims=False)  # 4 usable units
     at = by_name(plan)
     assert (at["a"], at["b"], at["c"]) == (0, 0, 1)
@@ -120,16 +120,16 @@ def pieces_circuit():
     """x's low bits are read in layer 0, its high bits only in layer 2."""
     c = Circuit("pieces", 16)
     x = c.token_bits("x", 4, lambda t: t)
-    lo = U.negate(c, x[0:2], name="lo")
-    again = U.negate(c, lo, name="again")
-    total, _ = U.add(c, again, x[2:4], name="total")
+    lo = units.negate(c, x[0:2], name="lo")
+    again = units.negate(c, lo, name="again")
+    total, _ = units.add(c, again, x[2:4], name="total")
     output_value(c, total, [0, 1, 2, 3])
     return c
 
 
 def test_pieces_of_a_signal_die_apart_and_dims_pass_on_within_an_mlp():
+    from qgpu.analysis.circuit_report import circuit_report
     from qgpu.circuit.compile import compile_circuit
-    from qgpu.circuit.report import circuit_report
     from qgpu.model.reference import ReferenceEngine
 
     c = pieces_circuit()

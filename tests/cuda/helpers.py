@@ -3,10 +3,9 @@
 import numpy as np
 
 import qgpu
-from qgpu.cuda import codegen
-from qgpu.cuda import ptx as P
+from qgpu.cuda import codegen, ptx
 from qgpu.interp import run_launch
-from qgpu.isa import machine
+from qgpu.isa import limits
 
 
 def launch(src: str, name: str, grid: int, block: int, *args):
@@ -16,11 +15,11 @@ def launch(src: str, name: str, grid: int, block: int, *args):
 
 
 def i32(values) -> np.ndarray:
-    return np.array([machine.s32(int(v)) for v in values], dtype=np.int32)
+    return np.array([limits.s32(int(v)) for v in values], dtype=np.int32)
 
 
 def u32(values) -> np.ndarray:
-    return np.array([machine.u32(int(v)) for v in values], dtype=np.uint32)
+    return np.array([limits.u32(int(v)) for v in values], dtype=np.uint32)
 
 
 PTX_HEADER = ".version 7.0\n.target sm_75\n.address_size 32\n"
@@ -32,9 +31,9 @@ def run_ptx(body: str, params: int = 1, grid: int = 1, block: int = 4, memory=No
     parameter is an output array at word 0. Returns the final global memory."""
     decl = ",\n".join(f"  .param .u32 k_param_{i}" for i in range(params))
     text = f"{PTX_HEADER}.visible .entry k(\n{decl}\n)\n{{\n{body}\n}}\n"
-    template = codegen.compile_kernel(P.parse(text), "k", "k")
+    template = codegen.compile_kernel(ptx.parse(text), "k", "k")
     vals = {"ntid": block, "nctaid": grid, **{f"param:{i}": 0 for i in range(params)}}
     vals.update(values or {})
     program = template.bind(vals)
-    mem = memory if memory is not None else [0] * machine.GLOBAL_WORDS
+    mem = memory if memory is not None else [0] * limits.GLOBAL_WORDS
     return run_launch(program, grid=grid, block=block, memory=mem).memory

@@ -6,7 +6,7 @@ import pytest
 import qgpu
 from qgpu.cuda import ENGINES
 from qgpu.errors import CompileError, LaunchError
-from qgpu.isa import machine
+from qgpu.isa import limits
 
 from .helpers import i32, u32
 
@@ -60,7 +60,7 @@ def test_oversize_arguments_are_a_launch_error(mod):
     big = np.zeros(100, np.int32)
     with pytest.raises(LaunchError, match=r"need 204 words .* the machine has 128"):
         mod.get_function("vadd")(1, 4, [big, big.copy(), np.zeros(4, np.int32), 4])
-    assert machine.GLOBAL_WORDS == 128
+    assert limits.GLOBAL_WORDS == 128
 
 
 @pytest.mark.parametrize("args,match", [
@@ -99,7 +99,7 @@ def test_module_metadata(mod):
     assert [p.name for p in k.params] == ["a", "b", "c", "n"]
     assert k.params[0].const and k.params[0].pointer and not k.params[3].pointer
     assert mod.get_function("vadd") is k
-    assert k.template.stats["blocks"] == len(k.program.blocks) <= machine.ROM_BLOCKS
+    assert k.template.stats["blocks"] == len(k.program.blocks) <= limits.ROM_BLOCKS
 
 
 def test_device_and_constant_variables():

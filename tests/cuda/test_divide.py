@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from qgpu.cuda.divide import rem_steps
-from qgpu.isa import machine
+from qgpu.isa import limits
 
 from .helpers import i32, launch, u32
 
@@ -60,8 +60,8 @@ def test_random_operands_follow_c(seed):
         pairs.append((a, b))
     got = run(pairs)
     for (a, b), (q, r, uq, ur) in zip(pairs, got, strict=True):
-        assert machine.s32(q) == c_div(a, b) and machine.s32(r) == a - b * c_div(a, b)
-        assert uq == machine.u32(a) // machine.u32(b) and ur == machine.u32(a) % machine.u32(b)
+        assert limits.s32(q) == c_div(a, b) and limits.s32(r) == a - b * c_div(a, b)
+        assert uq == limits.u32(a) // limits.u32(b) and ur == limits.u32(a) % limits.u32(b)
 
 
 ONE = """
@@ -73,7 +73,7 @@ __global__ void one(const unsigned *a, const unsigned *b, unsigned *q) {
 
 @pytest.mark.parametrize("op", ["/", "%"])
 def test_division_loop_runs_once_per_quotient_bit(op, monkeypatch):
-    monkeypatch.setattr(machine, "SLOTS", 4)   # the wide loop (one block per iteration)
+    monkeypatch.setattr(limits, "SLOTS", 4)   # the wide loop (one block per iteration)
     bits_per_iteration = 1 if op == "/" else rem_steps()
     def blocks(x, y):
         res, _ = launch(ONE.replace("OP", op), "one", 1, 1, u32([x]), u32([y]),

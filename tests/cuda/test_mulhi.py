@@ -10,7 +10,7 @@ import pytest
 from qgpu import suite
 from qgpu.cuda.driver import compile_to_ptx
 from qgpu.errors import AssemblyError
-from qgpu.isa import machine
+from qgpu.isa import limits
 from qgpu.isa.asm import assemble
 from qgpu.isa.ops import OPS
 
@@ -22,7 +22,7 @@ EDGE = [0, 1, 2, 3, 0xFFFFFFFF, 0xFFFFFFFE, 0x80000000, 0x80000001, 0x7FFFFFFF, 
 _rng = random.Random(11)
 PAIRS = [(a, b) for a in EDGE for b in EDGE] + [
     (_rng.getrandbits(32), _rng.getrandbits(32)) for _ in range(64)]
-N = machine.LANES * machine.MAX_WARPS      # threads per launch (the machine's most)
+N = limits.LANES * limits.MAX_WARPS      # threads per launch (the machine's most)
 
 
 def hi_u(a, b):
@@ -30,7 +30,7 @@ def hi_u(a, b):
 
 
 def hi_s(a, b):
-    return machine.u32((machine.s32(a) * machine.s32(b)) >> 32)
+    return limits.u32((limits.s32(a) * limits.s32(b)) >> 32)
 
 
 MULHI_SRC = """
@@ -49,7 +49,7 @@ def test_mulhi_and_umulhi_equal_the_64_bit_product(chunk):
     a, b = u32([p[0] for p in pairs]), u32([p[1] for p in pairs])
     s, u = np.zeros(N, np.int32), np.zeros(N, np.uint32)
     launch(MULHI_SRC, "hi", 1, N, a, b, s, u)
-    assert [machine.u32(int(x)) for x in s] == [hi_s(x, y) for x, y in pairs]
+    assert [limits.u32(int(x)) for x in s] == [hi_s(x, y) for x, y in pairs]
     assert [int(x) for x in u] == [hi_u(x, y) for x, y in pairs]
 
 
@@ -80,7 +80,7 @@ def test_division_by_constants_follows_c(d, ud):
         launch(src, "divc", 1, n, i32(xs), s, u)
         want_s, want_u = [], []
         for x in xs:
-            want_s += [suite.c_div(machine.s32(x), d), suite.c_rem(machine.s32(x), d)]
+            want_s += [suite.c_div(limits.s32(x), d), suite.c_rem(limits.s32(x), d)]
             want_u += [x // ud, x % ud]
         assert [int(v) for v in s] == want_s
         assert [int(v) for v in u] == want_u

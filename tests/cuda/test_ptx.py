@@ -2,7 +2,7 @@
 
 import pytest
 
-from qgpu.cuda import ptx as P
+from qgpu.cuda import ptx
 from qgpu.errors import CompileError
 
 SAMPLE = """
@@ -44,7 +44,7 @@ $L__BB0_2:
 
 
 def test_module_structure():
-    m = P.parse(SAMPLE)
+    m = ptx.parse(SAMPLE)
     assert m.address_size == 32
     fn = m.functions["_Z3fooPii"]
     assert fn.is_entry
@@ -56,26 +56,26 @@ def test_module_structure():
 
 
 def test_instructions_operands_and_guards():
-    fn = P.parse(SAMPLE).functions["_Z3fooPii"]
-    ins = [x for x in fn.body if isinstance(x, P.PInstr)]
+    fn = ptx.parse(SAMPLE).functions["_Z3fooPii"]
+    ins = [x for x in fn.body if isinstance(x, ptx.PInstr)]
     assert [i.opcode for i in ins] == ["ld.param.u32", "mov.u32", "setp.ne.s32", "bra",
                                        "st.shared.u32", "shfl.sync.down.b32", "add.s32",
                                        "ld.global.u32", "ret"]
     ld_param, mov, setp, bra, st, shfl, add, ld, ret = ins
-    assert ld_param.operands == [P.PReg("%r1"), P.PAddr(P.PSym("_Z3fooPii_param_0"), 0)]
-    assert mov.operands[1] == P.PReg("%tid.x")
-    assert bra.guard == P.PReg("%p1") and bra.guard_negated
-    assert st.operands[0] == P.PAddr(P.PSym("_ZZ3fooPiiE1s"), 16)
-    assert shfl.operands[3:] == [P.PImm(7199), P.PImm(-1)]
-    assert add.operands[2] == P.PImm(-8)
-    assert ld.operands[1] == P.PAddr(P.PReg("%r4"), -4)
-    labels = [x.name for x in fn.body if isinstance(x, P.PLabel)]
+    assert ld_param.operands == [ptx.PReg("%r1"), ptx.PAddr(ptx.PSym("_Z3fooPii_param_0"), 0)]
+    assert mov.operands[1] == ptx.PReg("%tid.x")
+    assert bra.guard == ptx.PReg("%p1") and bra.guard_negated
+    assert st.operands[0] == ptx.PAddr(ptx.PSym("_ZZ3fooPiiE1s"), 16)
+    assert shfl.operands[3:] == [ptx.PImm(7199), ptx.PImm(-1)]
+    assert add.operands[2] == ptx.PImm(-8)
+    assert ld.operands[1] == ptx.PAddr(ptx.PReg("%r4"), -4)
+    labels = [x.name for x in fn.body if isinstance(x, ptx.PLabel)]
     assert "$L__BB0_2" in labels
 
 
 def test_line_table_names_source_lines():
-    fn = P.parse(SAMPLE).functions["_Z3fooPii"]
-    ins = [x for x in fn.body if isinstance(x, P.PInstr)]
+    fn = ptx.parse(SAMPLE).functions["_Z3fooPii"]
+    ins = [x for x in fn.body if isinstance(x, ptx.PInstr)]
     assert ins[0].loc == ("/home/u/k.cu", 3)
     assert ins[2].loc == ("/home/u/k.cu", 4)
     assert "from /home/u/k.cu:4" in ins[2].where()
@@ -84,15 +84,15 @@ def test_line_table_names_source_lines():
 @pytest.mark.parametrize("text,value", [("42", 42), ("-7", -7), ("0x1F", 31), ("0b101", 5),
                                         ("017", 15), ("0", 0), ("4294967295U", 4294967295)])
 def test_integer_literals(text, value):
-    assert P.parse_int(text) == value
+    assert ptx.parse_int(text) == value
 
 
 def test_float_constant_is_rejected():
     with pytest.raises(CompileError, match="floating-point"):
-        P.parse_operand("0f3F800000", 12)
+        ptx.parse_operand("0f3F800000", 12)
 
 
 def test_pairs_and_vectors():
-    assert P.parse_operand("%p1|%p2") == P.PPair(P.PReg("%p1"), P.PReg("%p2"))
-    v = P.parse_operand("{%r1, %r2}")
-    assert isinstance(v, P.PVec) and len(v.items) == 2
+    assert ptx.parse_operand("%p1|%p2") == ptx.PPair(ptx.PReg("%p1"), ptx.PReg("%p2"))
+    v = ptx.parse_operand("{%r1, %r2}")
+    assert isinstance(v, ptx.PVec) and len(v.items) == 2

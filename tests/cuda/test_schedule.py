@@ -4,7 +4,7 @@ ISA's reads-before-writes rule."""
 import numpy as np
 
 import qgpu
-from qgpu.isa import OPS, machine
+from qgpu.isa import OPS, limits
 
 from .helpers import i32, launch
 
@@ -20,7 +20,7 @@ __global__ void chain(int *a) {
 
 def model(x, t):
     for k in range(12):
-        x = machine.s32(machine.s32(x * (k + 3)) + (machine.s32(x) >> (k % 5 + 1)) + t)
+        x = limits.s32(limits.s32(x * (k + 3)) + (limits.s32(x) >> (k % 5 + 1)) + t)
     return x
 
 
@@ -32,19 +32,19 @@ def test_long_straight_line_code_splits_into_blocks_within_limits():
     prog = k.program
     assert len(prog.blocks) >= 4
     for b in prog.blocks:
-        assert len(b.stages) <= machine.STAGES
-        assert all(1 <= len(st) <= machine.SLOTS for st in b.stages)
+        assert len(b.stages) <= limits.STAGES
+        assert all(1 <= len(st) <= limits.SLOTS for st in b.stages)
 
 
 def test_blocks_are_packed_with_parallel_operations(monkeypatch):
-    monkeypatch.setattr(machine, "SLOTS", 4)   # a VLIW machine: several operations per stage
+    monkeypatch.setattr(limits, "SLOTS", 4)   # a VLIW machine: several operations per stage
     src = """__global__ void k(int *a, int *b) {
       int t = threadIdx.x;
       b[t] = (a[t] + 1) * (a[t + 4] - 2) + (a[t + 8] ^ 3) * (a[t + 12] | 4);
     }"""
     k = qgpu.compile(src).get_function("k")
     widths = [len(st) for b in k.program.blocks for st in b.stages]
-    assert max(widths) == machine.SLOTS
+    assert max(widths) == limits.SLOTS
     assert len(k.program.blocks) <= 2
 
 

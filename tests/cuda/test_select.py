@@ -5,7 +5,7 @@ permutes, narrow arithmetic, guarded instructions, combined setp, votes)."""
 
 import pytest
 
-from qgpu.isa import machine
+from qgpu.isa import limits
 
 from .helpers import run_ptx
 
@@ -16,7 +16,7 @@ YS = [3, 0xFFFFFFFE, 31, 1]
 
 
 def run_form(code: str, xs=XS, ys=YS) -> list[int]:
-    mem = [0] * machine.GLOBAL_WORDS
+    mem = [0] * limits.GLOBAL_WORDS
     mem[16:20] = xs
     mem[20:24] = ys
     body = f"""
@@ -38,7 +38,7 @@ def each(fn, xs=XS, ys=YS):
 
 
 def s(x):
-    return machine.s32(x)
+    return limits.s32(x)
 
 
 def test_bfe_unsigned_and_signed():
@@ -134,9 +134,9 @@ def test_guarded_store_and_return_become_branches():
 
 
 @pytest.mark.parametrize("cvt,fn", [
-    ("cvt.s32.s8 %r10, %r3;", lambda x, y: machine.s32((x & 0xFF) << 24) >> 24),
+    ("cvt.s32.s8 %r10, %r3;", lambda x, y: limits.s32((x & 0xFF) << 24) >> 24),
     ("cvt.u32.u8 %r10, %r3;", lambda x, y: x & 0xFF),
-    ("cvt.s32.s16 %r10, %r3;", lambda x, y: machine.s32((x & 0xFFFF) << 16) >> 16),
+    ("cvt.s32.s16 %r10, %r3;", lambda x, y: limits.s32((x & 0xFFFF) << 16) >> 16),
     ("cvt.u32.u16 %r10, %r3;", lambda x, y: x & 0xFFFF),
     ("cvt.u32.u32 %r10, %r3;", lambda x, y: x)])
 def test_cvt_extensions(cvt, fn):
@@ -157,7 +157,7 @@ def test_sixteen_bit_arithmetic_wraps_at_16_bits():
     def fn(x, y):
         a, b = x & 0xFFFF, y & 0xFFFF
         m = ((a + b) * 3) & 0xFFFF
-        sh = (machine.s32(m << 16) >> 16) >> 1
+        sh = (limits.s32(m << 16) >> 16) >> 1
         return (a % 7) * 4 + sh
     assert run_form(code) == each(fn)
 
@@ -193,8 +193,8 @@ def test_red_and_activemask():
 
 @pytest.mark.parametrize("load,fn", [
     ("ld.global.u8 %r10, [%r2+65];", lambda x, y: (x >> 8) & 0xFF),
-    ("ld.global.s8 %r10, [%r2+67];", lambda x, y: machine.s32(x) >> 24),
-    ("ld.global.s16 %r10, [%r2+66];", lambda x, y: machine.s32(x) >> 16),
+    ("ld.global.s8 %r10, [%r2+67];", lambda x, y: limits.s32(x) >> 24),
+    ("ld.global.s16 %r10, [%r2+66];", lambda x, y: limits.s32(x) >> 16),
     ("ld.global.u16 %r10, [%r2+64];", lambda x, y: x & 0xFFFF)])
 def test_byte_and_halfword_loads(load, fn):
     assert run_form(load) == each(fn)

@@ -1,4 +1,4 @@
-"""The front end on narrow machine shapes (isa.machine.SLOTS, STAGES patched): a
+"""The front end on narrow machine shapes (isa.limits.SLOTS, STAGES patched): a
 representative part of the kernel suite compiles, keeps the shape's limits and equals its
 oracles; division loops span several machine blocks; a kernel over the ROM gets the ROM
 CompileError."""
@@ -8,7 +8,7 @@ import pytest
 
 from qgpu import suite
 from qgpu.errors import CompileError
-from qgpu.isa import machine
+from qgpu.isa import limits
 
 from .helpers import i32, launch
 
@@ -18,7 +18,7 @@ SUBSET = ["dot", "divmod_signed", "divmod_unsigned", "gcd_euclid", "modpow", "do
           "reduce_max_shared", "matmul", "histogram_shared", "allreduce_shfl_xor",
           "bitonic_sort", "compact_ballot", "early_return", "atomic_cas_product"]
 SPECS = {s.name: s for s in suite.load_suite()}
-IMPORTED_SHAPE = (machine.SLOTS, machine.STAGES)
+IMPORTED_SHAPE = (limits.SLOTS, limits.STAGES)
 
 
 @pytest.fixture
@@ -26,8 +26,8 @@ def shape(monkeypatch):
     """Set the machine's shape for one test; monkeypatch restores it (and the suite's
     compile cache, which holds programs of the patched shape)."""
     def set_shape(slots: int, stages: int) -> None:
-        monkeypatch.setattr(machine, "SLOTS", slots)
-        monkeypatch.setattr(machine, "STAGES", stages)
+        monkeypatch.setattr(limits, "SLOTS", slots)
+        monkeypatch.setattr(limits, "STAGES", stages)
         monkeypatch.setattr(suite, "_compiled", {})
     return set_shape
 
@@ -35,10 +35,10 @@ def shape(monkeypatch):
 def _check_kernel(name: str) -> None:
     spec = SPECS[name]
     program = suite.compiled_module(spec.source).get_function(spec.kernel).program
-    assert len(program.blocks) <= machine.ROM_BLOCKS
+    assert len(program.blocks) <= limits.ROM_BLOCKS
     for block in program.blocks:
-        assert len(block.stages) <= machine.STAGES
-        assert all(1 <= len(st) <= machine.SLOTS for st in block.stages)
+        assert len(block.stages) <= limits.STAGES
+        assert all(1 <= len(st) <= limits.SLOTS for st in block.stages)
     for launch_spec in spec.launches:
         outputs, expected, tokens = suite.run_case(spec, launch_spec)
         assert tokens > 0
@@ -60,7 +60,7 @@ def test_suite_subset_on_two_stage_one_slot_machine(shape, name):
 
 
 def test_shape_is_restored_after_the_patch():
-    assert (machine.SLOTS, machine.STAGES) == IMPORTED_SHAPE
+    assert (limits.SLOTS, limits.STAGES) == IMPORTED_SHAPE
 
 
 DIV = """

@@ -1,8 +1,9 @@
 """A few hundred seeded fuzz cases through the CUDA front end and the reference
-interpreter (benchmarks/fuzz_cuda.py): every output equals the C-semantics evaluation."""
+interpreter (qgpu/fuzz/cuda_kernels.py): every output equals the C-semantics evaluation."""
 
 import pytest
-from fuzz_cuda import fuzz
+
+from qgpu.fuzz.cuda_kernels import fuzz
 
 CASES_PER_CHUNK = 50
 

@@ -6,7 +6,8 @@ import random
 import shutil
 
 import pytest
-from fuzz_cuda_lang import (
+
+from qgpu.fuzz.cuda_lang import (
     INT_MIN,
     Binary,
     Const,
@@ -104,9 +105,8 @@ def test_evaluator_agrees_with_native_clang():
 
 
 def test_minimise_shrinks_a_failure_to_its_cause():
-    from fuzz_cuda import check_program, minimise
-
     from qgpu.errors import CompileError
+    from qgpu.fuzz.cuda_kernels import check_program, minimise
 
     def runner(program, inputs, grid, block):       # "fails" on any use of division
         if any("div(" in c_expr(e) for e in program.outputs):
@@ -126,8 +126,7 @@ def test_minimise_shrinks_a_failure_to_its_cause():
 
 
 def test_fuzz_reference_feeds_the_gpu_harness():
-    from fuzz_cuda import fuzz_reference
-
+    from qgpu.fuzz.cuda_kernels import fuzz_reference
     from qgpu.validate.reference import decode_outputs
     from qgpu.validate.run import validate
 

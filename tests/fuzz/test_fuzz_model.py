@@ -1,5 +1,5 @@
 """Differential fuzzing of the compiled model against the interpreter
-(benchmarks/fuzz_model.py): random machine programs and the CUDA fuzzer's kernels run on
+(qgpu/fuzz/model_launches.py): random machine programs and the CUDA fuzzer's kernels run on
 the model with checking (teacher forced, and some generated): tokens equal, memory read
 from the model's state equal to the interpreter's. Launches the model machine refuses
 are counted with their reason and must stay rare. The generator's programs are valid,
@@ -9,11 +9,11 @@ import random
 from collections import Counter
 
 import pytest
-from fuzz_model import Outcome, check_on_model, fuzz, minimise
-from fuzz_model_gen import Case, random_case
 
 from qgpu.circuit.machine.spec import MachineSpec, check_launch
 from qgpu.errors import LaunchError
+from qgpu.fuzz.model_launches import Outcome, check_on_model, fuzz, minimise
+from qgpu.fuzz.model_programs import Case, random_case
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble, disassemble
 from qgpu.isa.program import Bar, Br
@@ -26,7 +26,7 @@ CASES_PER_CHUNK = 40
 
 @pytest.fixture(scope="module")
 def machine():
-    from qgpu.runtime.machine import load_machine
+    from qgpu.runtime.compiled import load_machine
 
     return load_machine(progress=False)
 
@@ -105,7 +105,7 @@ def test_the_fuzzer_reports_a_faulty_model_and_minimises_the_case(machine):
 
     from qgpu.model.fast import FastEngine
     from qgpu.model.weights import LM_HEAD
-    from qgpu.runtime.machine import ModelMachine
+    from qgpu.runtime.compiled import ModelMachine
 
     prog = assemble("block 0:\n  tid r1\n  mov r2, 4\n  add r3, r1, 9\n  .writeback r1, r2, r3"
                     "\n  jmp 1\nblock 1:\n  st.global [8], r2\n  exit\n")

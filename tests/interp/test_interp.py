@@ -5,7 +5,7 @@ import pytest
 
 from qgpu.errors import LaunchError, MachineError
 from qgpu.interp import run_launch
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.asm import assemble
 from qgpu.isa.ops import OPS
 
@@ -15,7 +15,7 @@ def vliw_machine(monkeypatch):
     """These tests exercise the general stage semantics (several independent operations
     per stage), which the interpreter and validator implement for any SLOTS; the ISA's
     SLOTS is what the circuit computes today, so the tests widen it."""
-    monkeypatch.setattr(M, "SLOTS", 4)
+    monkeypatch.setattr(limits, "SLOTS", 4)
 
 
 def run(text, grid=1, block=4, mem=(), **kw):
@@ -23,7 +23,7 @@ def run(text, grid=1, block=4, mem=(), **kw):
 
 
 def s32s(words):
-    return [M.s32(w) for w in words]
+    return [limits.s32(w) for w in words]
 
 
 def test_every_alu_op_runs_per_lane():
@@ -42,7 +42,7 @@ block 1:
   exit
 """)
         for lane in range(4):
-            a, b = M.u32(lane * 0x40000001 + 5), lane + 30
+            a, b = limits.u32(lane * 0x40000001 + 5), lane + 30
             assert res.memory[lane] == OPS[op].fn(a, b), (op, lane)
 
 
@@ -194,8 +194,8 @@ block 1:
 
 
 @pytest.mark.parametrize("op, init, expect", [
-    ("min.s", 5, M.u32(-3)), ("min.u", 5, 0), ("max.s", 5, 5), ("max.u", 5, M.u32(-3)),
-    ("and", 0xFF, 0), ("or", 0, 0xFFFFFFFF), ("xor", 0, M.u32(-3) ^ 0 ^ 1 ^ 2 ^ 3),
+    ("min.s", 5, limits.u32(-3)), ("min.u", 5, 0), ("max.s", 5, 5), ("max.u", 5, limits.u32(-3)),
+    ("and", 0xFF, 0), ("or", 0, 0xFFFFFFFF), ("xor", 0, limits.u32(-3) ^ 0 ^ 1 ^ 2 ^ 3),
     ("exch", 9, 3),
 ])
 def test_atomic_kinds(op, init, expect):
@@ -208,11 +208,11 @@ block 0:
   atom.global.{op} r4, [0], r3
   exit
 """, mem=[init])
-    vals = [M.u32(-3), 1, 2, 3]
+    vals = [limits.u32(-3), 1, 2, 3]
     want = init
     for v in vals:
-        want = {"min.s": lambda a, b: M.u32(min(M.s32(a), M.s32(b))),
-                "min.u": min, "max.s": lambda a, b: M.u32(max(M.s32(a), M.s32(b))),
+        want = {"min.s": lambda a, b: limits.u32(min(limits.s32(a), limits.s32(b))),
+                "min.u": min, "max.s": lambda a, b: limits.u32(max(limits.s32(a), limits.s32(b))),
                 "max.u": max, "and": lambda a, b: a & b, "or": lambda a, b: a | b,
                 "xor": lambda a, b: a ^ b, "exch": lambda a, b: b}[op](want, v)
     assert res.memory[0] == want

@@ -3,8 +3,7 @@
 import pytest
 
 from qgpu.errors import AssemblyError, ProgramError
-from qgpu.isa import Block, Exit, Imm, Instr, Jmp, Program, Reg
-from qgpu.isa import machine as M
+from qgpu.isa import Block, Exit, Imm, Instr, Jmp, Program, Reg, limits
 from qgpu.isa.asm import assemble, disassemble
 from qgpu.isa.ops import OPS
 
@@ -30,7 +29,7 @@ def vliw_machine(monkeypatch):
     """These tests exercise the general stage semantics (several independent operations
     per stage), which the interpreter and validator implement for any SLOTS; the ISA's
     SLOTS is what the circuit computes today, so the tests widen it."""
-    monkeypatch.setattr(M, "SLOTS", 4)
+    monkeypatch.setattr(limits, "SLOTS", 4)
 
 
 def test_round_trip_exact():
@@ -93,6 +92,6 @@ def test_errors_name_the_problem(text, message):
 
 
 def test_rom_limit():
-    blocks = [Block([], Jmp(i + 1)) for i in range(M.ROM_BLOCKS)] + [Block([], Exit())]
-    with pytest.raises(ProgramError, match=f"ROM holds {M.ROM_BLOCKS}"):
+    blocks = [Block([], Jmp(i + 1)) for i in range(limits.ROM_BLOCKS)] + [Block([], Exit())]
+    with pytest.raises(ProgramError, match=f"ROM holds {limits.ROM_BLOCKS}"):
         Program(blocks)

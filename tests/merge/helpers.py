@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 
-from qgpu.circuit.demos import DEMOS
+from qgpu.examples.demos import DEMOS
 from qgpu.merge.circuits import demo_part
 from qgpu.merge.layout import layer_shape_of
 from qgpu.model.config import FULL, LINEAR, QwenConfig

@@ -7,7 +7,7 @@ margin at GPU positions; a launch leaves the base's GDN states exactly as they w
 import numpy as np
 import pytest
 
-from qgpu.circuit.demos import DEMOS
+from qgpu.examples.demos import DEMOS
 from qgpu.merge import merge_weights
 from qgpu.model.fast import FastEngine
 from qgpu.model.reference import ReferenceEngine

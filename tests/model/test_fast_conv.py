@@ -11,12 +11,12 @@ must give the reference's tokens and bit-identical recurrent and conv states."""
 import numpy as np
 import pytest
 
-from qgpu.circuit import units as U
+from qgpu.circuit import units
 from qgpu.circuit.compile import compile_circuit
-from qgpu.circuit.demos import Vocab
 from qgpu.circuit.ir import Circuit
 from qgpu.circuit.outputs import default_token, output_value
 from qgpu.circuit.schedule import LayerShape
+from qgpu.examples.demos import Vocab
 from qgpu.model.fast import FastEngine
 from qgpu.model.fast_native import load_kernel
 from qgpu.model.reference import ReferenceEngine
@@ -67,14 +67,14 @@ def lag_circuit():
     d = c.table("d", rows=ROWS, width=BITS + 1)
     d.write(qkey, [(read_a.bits, 0), (read_a.found, 0)], key_lag=0)
     read_d = d.read(rkey, name="rd")
-    hit_a = U.all_of(c, [is_q, read_a.found], name="hit_a")
+    hit_a = units.all_of(c, [is_q, read_a.found], name="hit_a")
     prev_p = c.table("prev_p", rows=1, width=1)
     prev_p.write(0, [(is_p, 0)])
     was_p = prev_p.read(0, name="was_p").bits
-    hit_b = U.all_of(c, [was_p, read_b.found], name="hit_b")
-    d_bits = U.mux2(c, hit_a, read_a.bits, read_d.bits[0:BITS], name="a_or_d")
-    out = U.mux2(c, hit_b, read_b.bits, d_bits, name="out")
-    speak = U.any_of(c, [hit_a, hit_b, is_r],
+    hit_b = units.all_of(c, [was_p, read_b.found], name="hit_b")
+    d_bits = units.mux2(c, hit_a, read_a.bits, read_d.bits[0:BITS], name="a_or_d")
+    out = units.mux2(c, hit_b, read_b.bits, d_bits, name="out")
+    speak = units.any_of(c, [hit_a, hit_b, is_r],
                      name="speak")
     output_value(c, out, [v.id("VAL", x) for x in range(2 ** BITS)], when=speak)
     default_token(c, v.id("OK"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qgpu.circuit.table_machine import build_table_machine
+from qgpu.examples.table_machine import build_table_machine
 from qgpu.model import layers
 from qgpu.model.fast import FastEngine
 from qgpu.model.fast_native import exp_probe, kernel_exp, kernel_silu, kernel_sumsq, load_kernel

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from qgpu.circuit.compile import compile_circuit
-from qgpu.circuit.demos import adder_machine
 from qgpu.circuit.schedule import LayerShape
+from qgpu.examples.demos import adder_machine
 from qgpu.model.config import ModelConfigError
 from qgpu.model.fast import FastEngine
 from qgpu.model.fast_native import load_kernel

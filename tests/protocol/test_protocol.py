@@ -5,7 +5,7 @@ import pytest
 
 from qgpu.errors import ProtocolError
 from qgpu.interp import run_launch
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.asm import assemble
 from qgpu.protocol import (
     VOCAB_SIZE,
@@ -49,7 +49,7 @@ def test_vocabulary_is_a_bijection():
     assert tok("V", 0x1234) == 0x1234
     assert tok("HALT") == VOCAB_SIZE - 1
     with pytest.raises(ValueError):
-        tok("EXEC", M.ROM_BLOCKS, 0, 0, 0)
+        tok("EXEC", limits.ROM_BLOCKS, 0, 0, 0)
     with pytest.raises(ValueError):
         kind_of(VOCAB_SIZE)
 
@@ -60,7 +60,7 @@ def test_prompt_round_trip():
     launch = decode_prompt(encode_prompt(prog, 2, 3, mem))
     assert launch.program.blocks == prog.blocks
     assert (launch.grid, launch.block) == (2, 3)
-    assert launch.memory[:4] == mem and launch.memory[4:] == [0] * (M.GLOBAL_WORDS - 4)
+    assert launch.memory[:4] == mem and launch.memory[4:] == [0] * (limits.GLOBAL_WORDS - 4)
 
 
 def test_operand_selectors_forward_from_earlier_stages_only():
@@ -73,7 +73,7 @@ block 0:
   exit
 """).blocks[0]
     sels = operand_selectors(blk)
-    S = M.SLOTS
+    S = limits.SLOTS
     assert sels[0] == () and sels[S] == (SEL_IMM,)
     assert sels[2 * S] == (SEL_FWD + 0, SEL_FWD + S)      # r1 from stage 0, r2 from stage 1
     assert sels[3 * S] == (SEL_FWD + 2 * S, 5)            # r1 forwarded, r5 from the file
@@ -121,7 +121,7 @@ block 1:
     recs = decode_trace(decode_prompt(encode_prompt(prog, 2, 8)), trace)
     assert [(r.warp, r.block) for r in recs[:-1]] == [
         (0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (3, 0), (2, 1), (3, 1)]
-    flat_shared = M.GLOBAL_WORDS + M.SHARED_WORDS      # CTA 1's shared word 0
+    flat_shared = limits.GLOBAL_WORDS + limits.SHARED_WORDS      # CTA 1's shared word 0
     assert recs[4].mem_writes[0] == (flat_shared, 0)
 
 

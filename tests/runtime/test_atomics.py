@@ -12,8 +12,8 @@ from qgpu.errors import ProgramError
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace
+from qgpu.runtime.compiled import load_machine
 from qgpu.runtime.generate import generate_launch
-from qgpu.runtime.machine import load_machine
 from tests.runtime.mem_programs import ADD_CARRIES, ATOMICS, ATOMICS_MEMORY
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ import pytest
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace
-from qgpu.runtime.machine import load_machine
+from qgpu.runtime.compiled import load_machine
 from tests.runtime.launches import assert_token_exact
 
 pytestmark = pytest.mark.slow
@@ -201,7 +201,7 @@ def test_report_is_exact(machine):
     through gated units) except the raw reads of the result queue and of the record
     latch (`queue.P.raw`, `records.P.raw`: a one-ulp (1.2e-7) deviation, which
     test_minmax's report shows for the queue too; margins stay above 1e6)."""
-    from qgpu.circuit.report import circuit_report
+    from qgpu.analysis.circuit_report import circuit_report
     from qgpu.protocol import encode_prompt
 
     text = """

@@ -8,7 +8,7 @@ import pytest
 from qgpu.isa.asm import assemble
 from qgpu.model.fast import FastEngine
 from qgpu.protocol import encode_prompt
-from qgpu.runtime.machine import load_machine
+from qgpu.runtime.compiled import load_machine
 
 pytestmark = pytest.mark.slow
 

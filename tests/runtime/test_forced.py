@@ -14,8 +14,8 @@ from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import encode_prompt, expected_trace, kind_of, name, tok
 from qgpu.runtime.check import check_memory, forced_launch
+from qgpu.runtime.compiled import load_machine
 from qgpu.runtime.generate import generate_launch
-from qgpu.runtime.machine import load_machine
 from tests.runtime.programs import MEMORY_PROGRAMS, PROGRAMS
 
 pytestmark = pytest.mark.slow
@@ -101,7 +101,7 @@ def test_forced_check_stops_where_a_perturbed_model_departs(machine):
     generated trace first departs from the interpreter's."""
     from qgpu.model.fast import FastEngine
     from qgpu.model.weights import LM_HEAD
-    from qgpu.runtime.machine import ModelMachine
+    from qgpu.runtime.compiled import ModelMachine
 
     prog = assemble("block 0:\n  mov r1, 4\n  jmp 1\nblock 1:\n  st.global [0], r1\n  exit\n")
     want = expected_trace(run_launch(prog, 1, 4).events)

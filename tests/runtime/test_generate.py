@@ -6,12 +6,12 @@ import pytest
 from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.errors import CheckMismatch, LaunchError, ProgramError
 from qgpu.interp import run_launch
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace, tok
 from qgpu.runtime.check import check_trace
+from qgpu.runtime.compiled import load_machine
 from qgpu.runtime.generate import generate_launch
-from qgpu.runtime.machine import load_machine
 from tests.runtime.programs import MEMORY_PROGRAMS, PROGRAMS, TWO_SLOTS
 
 pytestmark = pytest.mark.slow
@@ -61,7 +61,7 @@ def test_programs_outside_the_circuit_are_rejected(machine):
 def test_two_slots_per_stage():
     """The circuit is parametric in the operations per stage: compiled for 2 slots it runs
     blocks whose stages hold two operations (both forward, a store and a load)."""
-    if M.SLOTS < 2:
+    if limits.SLOTS < 2:
         pytest.skip("the ISA computes one operation per stage")
     machine = load_machine(spec=MachineSpec(slots=2), progress=False)
     prog = assemble(TWO_SLOTS)
@@ -77,7 +77,7 @@ def test_check_fails_when_one_compiled_weight_is_perturbed(machine):
     at that token. The weight is restored afterwards."""
     from qgpu.model.fast import FastEngine
     from qgpu.model.weights import LM_HEAD
-    from qgpu.runtime.machine import ModelMachine
+    from qgpu.runtime.compiled import ModelMachine
 
     prog = assemble("block 0:\n  mov r1, 4\n  jmp 1\nblock 1:\n  st.global [0], r1\n  exit\n")
     head = machine.compiled.weights[LM_HEAD]

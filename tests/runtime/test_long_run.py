@@ -7,8 +7,8 @@ import pytest
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace
+from qgpu.runtime.compiled import load_machine
 from qgpu.runtime.generate import generate_launch
-from qgpu.runtime.machine import load_machine
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""The machines a process keeps: runtime.machine's release_machines drops all but the
+"""The machines a process keeps: runtime.compiled's release_machines drops all but the
 default machine (or all of them), loaded_machine finds a loaded one without compiling;
 the CUDA API's engine registry does not keep a registered machine alive."""
 
@@ -10,7 +10,7 @@ import pytest
 from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.schedule import LayerShape
 from qgpu.cuda.api import ENGINES
-from qgpu.runtime import machine as rm
+from qgpu.runtime import compiled as rm
 from qgpu.runtime.checkpoint import CheckpointMachineError, engine_name
 
 

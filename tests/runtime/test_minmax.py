@@ -11,7 +11,7 @@ import pytest
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace
-from qgpu.runtime.machine import load_machine
+from qgpu.runtime.compiled import load_machine
 from tests.runtime.launches import assert_token_exact
 
 pytestmark = pytest.mark.slow
@@ -127,7 +127,7 @@ def test_minmax_launch_is_exact_with_large_margins(machine):
     a ~1e-7 deviation for some values on the machine without any family as well (commit
     3edc7eb: [1, 1, 2, 0x7ffffffe] at position 3); the thresholds reading them keep
     margins above 1e6."""
-    from qgpu.circuit.report import circuit_report
+    from qgpu.analysis.circuit_report import circuit_report
     from qgpu.protocol import encode_prompt
 
     prog = assemble("block 0:\n  tid r1\n  shl r2, r1, 2\n  ld.global r3, [r2]\n"

@@ -8,14 +8,14 @@ import random
 import numpy as np
 import pytest
 
+from qgpu.analysis.circuit_report import circuit_report
 from qgpu.circuit.ir import RAW
 from qgpu.circuit.machine.multiply import UNIT
 from qgpu.circuit.machine.probe import probe
-from qgpu.circuit.report import circuit_report
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import encode_prompt, expected_trace
-from qgpu.runtime.machine import load_machine
+from qgpu.runtime.compiled import load_machine
 from tests.runtime.launches import assert_token_exact
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ import pytest
 from qgpu.circuit.machine.spec import MachineSpec, check_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import tok
-from qgpu.runtime.machine import load_machine
+from qgpu.runtime.compiled import load_machine
 from tests.runtime.launches import run_both
 from tests.runtime.mem_programs import BAR_AFTER_EXIT, BAR_DIVERGENT, SHARED
 

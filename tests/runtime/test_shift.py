@@ -10,7 +10,7 @@ import pytest
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace
-from qgpu.runtime.machine import load_machine
+from qgpu.runtime.compiled import load_machine
 from tests.runtime.launches import assert_token_exact
 
 pytestmark = pytest.mark.slow
@@ -145,7 +145,7 @@ def evaluate_family(module, op: str, pairs) -> list[int]:
     from qgpu.circuit.ir import as_ref
     from qgpu.circuit.machine.logic import Ctx
     from qgpu.circuit.machine.spec import SUPPORTED_OPS
-    from qgpu.circuit.primitives import MlpWriter
+    from qgpu.primitives import MlpWriter
 
     node, ext, opnd, ops = family_units(module)
     base: dict = {}
@@ -223,7 +223,7 @@ def test_shift_units_are_exact_in_float32(op):
 def test_shift_launch_is_exact_with_large_margins(machine):
     """circuit_report over a short shift launch (prompt and trace through the reference
     engine): norms, signals, integral logits, and the gated units' and steps' margins."""
-    from qgpu.circuit.report import circuit_report
+    from qgpu.analysis.circuit_report import circuit_report
     from qgpu.protocol import encode_prompt
 
     prog = assemble("block 0:\n  tid r1\n  shl r2, r1, 2\n  ld.global r3, [r2]\n"

@@ -12,8 +12,8 @@ from qgpu.circuit.machine.spec import SUPPORTED_OPS
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace
+from qgpu.runtime.compiled import load_machine
 from qgpu.runtime.generate import generate_launch
-from qgpu.runtime.machine import load_machine
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace
 from qgpu.protocol.vocab import fields_of
-from qgpu.runtime.machine import load_machine
+from qgpu.runtime.compiled import load_machine
 from tests.runtime.launches import run_both
 from tests.runtime.warp_programs import LAUNCHES, PROGRAMS
 

@@ -23,8 +23,8 @@ from qgpu.circuit.machine.bookkeeping import Bookkeeping
 from qgpu.circuit.machine.logic import WIDE, gated, true_bit, unit
 from qgpu.circuit.machine.rom import Instruction
 from qgpu.circuit.machine.spec import ADDRESSED_OPS
-from qgpu.circuit.primitives import plus, scaled
-from qgpu.isa import machine as M
+from qgpu.isa import limits
+from qgpu.primitives import plus, scaled
 
 LO = 16
 READY = 38  # alu_low's always-on bit
@@ -122,9 +122,9 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
             return
         s = plus(ctx.num(a, 0, LO), ctx.num(ins.offset, 0, LO))
         if cta_base is not None:
-            s = plus(s, scaled(ctx.num(cta_base), 4.0 * M.SHARED_WORDS))
+            s = plus(s, scaled(ctx.num(cta_base), 4.0 * limits.SHARED_WORDS))
         mem = [plus(*(ctx.v01(ins.op(n)) for n in memory_ops))]
-        words = M.GLOBAL_WORDS
+        words = limits.GLOBAL_WORDS
         for base in (0, 1 << LO):  # S < 2^16, or S wrapped past 2^16 (negative offsets)
             for w in range(words + 1):  # thermometer T_w = [S >= base + 4w]: member w is
                 out = {}                # T_w - T_(w+1), none 1 - T_0 + T_words
@@ -139,7 +139,7 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
     out, word = unit(c, f"alu_low.{ins.position}.{lane}",
                      [opnd, ins.ops, ins.offset, *([cta_base] if cta_base is not None else [])],
                      [(f"alu_low.{ins.position}.{lane}", BITS, 39 + 32),
-                      (f"word.{ins.position}.{lane}", ONEHOT, M.GLOBAL_WORDS)], body)
+                      (f"word.{ins.position}.{lane}", ONEHOT, limits.GLOBAL_WORDS)], body)
     return out, word
 
 

@@ -40,7 +40,7 @@ from qgpu.circuit.machine.families import Extension, StageView
 from qgpu.circuit.machine.logic import WIDE, gated, true_bit, unit
 from qgpu.circuit.machine.shared import tables
 from qgpu.circuit.machine.spec import ATOMIC_OPS
-from qgpu.circuit.primitives import plus, scaled
+from qgpu.primitives import plus, scaled
 
 LO = 16
 BIG = 2.0 ** 20  # gating weight: exceeds every column sum here (< 5 * 2^16)

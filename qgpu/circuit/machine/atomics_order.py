@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from qgpu.circuit.ir import BITS
 from qgpu.circuit.machine.bookkeeping import LANES
 from qgpu.circuit.machine.logic import WIDE, gated, true_bit, unit
-from qgpu.circuit.primitives import plus, scaled
+from qgpu.primitives import plus, scaled
 
 if TYPE_CHECKING:  # families imports atomics at its end, which imports this module
     from qgpu.circuit.machine.families import StageView

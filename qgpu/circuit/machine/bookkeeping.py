@@ -19,11 +19,11 @@ import numpy as np
 from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Signal
 from qgpu.circuit.machine.logic import true_bit, true_member, unit
 from qgpu.circuit.machine.spec import MAX_RECORDS
-from qgpu.circuit.primitives import plus, scaled
-from qgpu.isa import machine as M
+from qgpu.isa import limits
+from qgpu.primitives import plus, scaled
 from qgpu.protocol.vocab import VOCAB_SIZE, fields_of
 
-LANES = M.LANES
+LANES = limits.LANES
 WARP_BITS = 2  # warp numbers 0..MAX_WARPS-1; also CTA numbers (MAX_CTAS = 4)
 EPOCH_BITS = 2  # EXEC's barrier epoch (protocol.vocab.EPOCHS = 4)
 COUNT_LIMIT = 2 * LANES  # value tokens in one R record at most
@@ -136,7 +136,7 @@ class Bookkeeping:
 
 
 def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
-    from qgpu.circuit import units as U
+    from qgpu.circuit import units
 
     is_v = tt.flag("is_v", "V")
     is_nonv = tt.not_flag("is_nonv", "V")
@@ -147,12 +147,12 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     is_ntid = tt.flag("is_ntid", "NTID")
     is_addr = tt.flag("is_addr", "ADDR")
     v_bits = tt.field_bits("v", "V", 0, 16)
-    exec_block = tt.field_onehot("exec.block", "EXEC", M.ROM_BLOCKS)
+    exec_block = tt.field_onehot("exec.block", "EXEC", limits.ROM_BLOCKS)
     exec_bits = tt.field_bits("exec.block_bits", "EXEC", 0, 5)
     exec_mask = tt.field_bits("exec.mask", "EXEC", 2, LANES)
     exec_warp_bits = tt.field_bits("exec.warp_bits", "EXEC", 1, WARP_BITS)
     exec_epoch = tt.field_bits("exec.epoch", "EXEC", 3, EPOCH_BITS)
-    exec_warp = tt.field_onehot("exec.warp", "EXEC", M.MAX_WARPS, 1)
+    exec_warp = tt.field_onehot("exec.warp", "EXEC", limits.MAX_WARPS, 1)
     r_reg = tt.field_bits("r.reg", "R", 0, 4)
     end_taken = tt.field_bits("end.taken", "END", 0, LANES)
     ntid_value = tt.field_bits("ntid.value", "NTID", 0, 5, offset=1)
@@ -174,10 +174,10 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     cur_block, cur_mask = cur_read[0:5], cur_read[5:5 + LANES]
     cur_warp = cur_read[5 + LANES:5 + LANES + WARP_BITS]
     cur_epoch = cur_read[5 + LANES + WARP_BITS:]
-    cur_warp_onehot = U.decode(c, cur_warp, name="cur.warp_onehot")
+    cur_warp_onehot = units.decode(c, cur_warp, name="cur.warp_onehot")
     ntid, nctaid = launch_read[0:5], launch_read[5:8]
-    cur_block_onehot = U.decode(c, cur_block, name="cur.block_onehot")
-    rec_reg_onehot = U.decode(c, rec_read[1:5], name="rec.reg_onehot")
+    cur_block_onehot = units.decode(c, cur_block, name="cur.block_onehot")
+    rec_reg_onehot = units.decode(c, rec_read[1:5], name="rec.reg_onehot")
 
     def rank(ctx, outs):
         (e, pc) = outs
@@ -212,27 +212,27 @@ def launch_layout(c: Circuit, ntid: Signal, nctaid: Signal, cur_warp_onehot: Sig
 
     def thermometers(ctx, outs):
         nge, gge = outs
-        for j in range(M.MAX_THREADS_PER_CTA):
+        for j in range(limits.MAX_THREADS_PER_CTA):
             ctx.step(ctx.num(ntid), j + 1, true_bit(nge[j]))
-        for j in range(M.MAX_CTAS):
+        for j in range(limits.MAX_CTAS):
             ctx.step(ctx.num(nctaid), j + 1, true_bit(gge[j]))
 
     nge, gge = unit(c, "launch.thermo", [ntid, nctaid],
-                    [("launch.nge", BITS, M.MAX_THREADS_PER_CTA),
-                     ("launch.gge", BITS, M.MAX_CTAS)], thermometers)
+                    [("launch.nge", BITS, limits.MAX_THREADS_PER_CTA),
+                     ("launch.gge", BITS, limits.MAX_CTAS)], thermometers)
 
     def per_cta_is(ctx, k):  # 0/1 form: k warps per CTA (n in 4(k-1)+1 .. 4k)
         form = ctx.v01(nge, LANES * (k - 1))
-        if k < M.MAX_WARPS:
+        if k < limits.MAX_WARPS:
             form = plus(form, scaled(ctx.v01(nge, LANES * k), -1))
         return form
 
     def layout(ctx, outs):
         present, per_cta, cta, wic = outs
-        for k in range(1, M.MAX_WARPS + 1):
+        for k in range(1, limits.MAX_WARPS + 1):
             ctx.step(per_cta_is(ctx, k), 1, true_member(per_cta, k - 1))
-            for w in range(M.MAX_WARPS):
-                if w // k < M.MAX_CTAS:
+            for w in range(limits.MAX_WARPS):
+                if w // k < limits.MAX_CTAS:
                     for lane in range(LANES):
                         ctx.step(plus(per_cta_is(ctx, k),
                                       ctx.v01(nge, LANES * (w % k) + lane),
@@ -246,8 +246,8 @@ def launch_layout(c: Circuit, ntid: Signal, nctaid: Signal, cur_warp_onehot: Sig
                                      true_bit(bits[i]))
 
     return tuple(unit(c, "launch.layout", [nge, gge, cur_warp_onehot],
-                      [("present", BITS, M.MAX_WARPS * LANES),
-                       ("per_cta", ONEHOT, M.MAX_WARPS),
+                      [("present", BITS, limits.MAX_WARPS * LANES),
+                       ("per_cta", ONEHOT, limits.MAX_WARPS),
                        ("cur.cta", BITS, WARP_BITS), ("cur.warp_in_cta", BITS, WARP_BITS)],
                       layout))
 

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qgpu.circuit import units as U
+from qgpu.circuit import units
 from qgpu.circuit.ir import BITS, ONEHOT, READ_SCALE, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping
 from qgpu.circuit.machine.logic import true_bit, true_member, unit
 from qgpu.circuit.machine.memory import RECORD_WIDTH, WORD_BITS, _fields
 from qgpu.circuit.machine.rom import BlockRow, Instruction
 from qgpu.circuit.machine.spec import MAX_RECORDS
-from qgpu.circuit.primitives import plus, scaled
-from qgpu.isa import machine as M
+from qgpu.isa import limits
+from qgpu.primitives import plus, scaled
 
 
 @dataclass
@@ -49,7 +49,7 @@ def queue_keys(c: Circuit, ins: list[Instruction], block: BlockRow) -> list[Sign
     def pre(ctx, outs):
         wbsel, same = outs
         for a, i in enumerate(ins):
-            for q in range(1, M.REGS):
+            for q in range(1, limits.REGS):
                 ctx.step(ctx.v01(i.dst_onehot.member(q)), 1, true_bit(wbsel[a]),
                          when=[ctx.v01(block.wb, q)])
         k = 0
@@ -75,12 +75,12 @@ def queue_keys(c: Circuit, ins: list[Instruction], block: BlockRow) -> list[Sign
         def body(ctx, outs, a=a, i=i):
             (key,) = outs
             later = plus(*(ctx.v01(same, index[(a, b)]) for b in range(a + 1, n)))
-            for q in range(1, M.REGS):
+            for q in range(1, limits.REGS):
                 ctx.step(plus(ctx.v01(i.dst_onehot.member(q)), ctx.v01(wbsel, a),
                               scaled(later, -1)), 2, true_member(key, q))
 
         (key,) = unit(c, f"queue.key.{i.position}", [i.dst_onehot, wbsel, same],
-                      [(f"queue.key.{i.position}", ONEHOT, M.REGS)], body)
+                      [(f"queue.key.{i.position}", ONEHOT, limits.REGS)], body)
         keys.append(key)
     return keys
 
@@ -181,7 +181,7 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
     keys = queue_keys(c, ins, block)
     picked = None
     for i, key in zip(ins, keys, strict=True):
-        q = c.table(f"queue.{i.position}", rows=M.REGS, width=32 * LANES)
+        q = c.table(f"queue.{i.position}", rows=limits.REGS, width=32 * LANES)
         q.write(key, [(results[(i.position, lane)], 0) for lane in range(LANES)],
                 enable=bk.is_exec, clear=bk.is_exec)
         raw = q.read(bk.rec_reg_onehot, name=f"queue.{i.position}", restore=False).raw
@@ -233,7 +233,7 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
     latch = c.table("latch.taken", rows=1, width=LANES)
     latch.write(0, taken, enable=bk.is_exec)
     taken_now = latch.read(0, name="taken").bits
-    taken_onehot = U.decode(c, taken_now, name="taken.onehot")
+    taken_onehot = units.decode(c, taken_now, name="taken.onehot")
 
     def flags(ctx, outs):
         ev, er, ea, ee = outs
@@ -287,20 +287,20 @@ def next_register(c: Circuit, bk: Bookkeeping, block: BlockRow):
 
     def after(ctx, outs):
         (x,) = outs
-        for q in range(1, M.REGS):
+        for q in range(1, limits.REGS):
             ctx.step(ctx.sum01(bk.rec_reg_onehot, range(q)), 1, true_bit(x[q]),
                      when=[ctx.v01(block.wb, q)])
 
-    (x,) = unit(c, "wb.after", [bk.rec_reg_onehot, block.wb], [("wb.after", BITS, M.REGS)],
+    (x,) = unit(c, "wb.after", [bk.rec_reg_onehot, block.wb], [("wb.after", BITS, limits.REGS)],
                 after)
 
     def first(ctx, outs):
         nxt, has = outs
-        for q in range(1, M.REGS):
+        for q in range(1, limits.REGS):
             ctx.step(plus(ctx.v01(x, q), scaled(ctx.sum01(x, range(q)), -1)), 1,
                      true_member(nxt, q))
         ctx.step(ctx.sum01(x), 1, true_bit(has[0]))
 
-    nxt, has = unit(c, "wb.next", [x], [("wb.next", ONEHOT, M.REGS), ("wb.has_next", BITS, 1)],
+    nxt, has = unit(c, "wb.next", [x], [("wb.next", ONEHOT, limits.REGS), ("wb.has_next", BITS, 1)],
                     first)
     return x, nxt, has

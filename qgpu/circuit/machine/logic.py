@@ -1,7 +1,7 @@
 """machine.logic: exact step helpers and a constructor for the machine's hand-written
 units.
 
-Every machine unit is a set of steps (`primitives_mlp.step`: exact for integer-valued
+Every machine unit is a set of steps (`primitives.mlp.step`: exact for integer-valued
 forms) whose outputs add into fresh dims:
 - a BITS output starts at -1 (one constant unit) and each true condition adds +2; the
   caller guarantees that at most one of a bit's conditions holds (exclusive cases), so
@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from qgpu.circuit.ir import BITS, ONEHOT, RAW, Circuit, Ref, Signal, Source, as_ref
-from qgpu.circuit.primitives import Form, MlpWriter, Threshold, plus, scaled
-from qgpu.circuit.primitives_mlp import STEP_GAIN, product, step
 from qgpu.circuit.units import make_unit
+from qgpu.primitives import Form, MlpWriter, Threshold, plus, scaled
+from qgpu.primitives.mlp import STEP_GAIN, product, step
 
 SMALL = 16.0  # enough "big" for conditions over a few bits
 WIDE = 2.0 ** 18  # enough for 16-bit sums and differences (< 2^17 in magnitude)

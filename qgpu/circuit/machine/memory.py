@@ -32,9 +32,9 @@ from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping, TokenTable
 from qgpu.circuit.machine.logic import true_bit, unit
 from qgpu.circuit.machine.rom import Instruction
 from qgpu.circuit.machine.spec import RECORD_OPS
-from qgpu.circuit.primitives import plus, scaled
 from qgpu.errors import QgpuError
-from qgpu.isa import machine as M
+from qgpu.isa import limits
+from qgpu.primitives import plus, scaled
 
 WORD_BITS = 8  # a record's flat address: the word (7 bits), then bit 7 = shared (word + 128)
 
@@ -44,13 +44,13 @@ class MemoryTables:
 
     def __init__(self, c: Circuit, tt: TokenTable, bk: Bookkeeping):
         self.c, self.bk = c, bk
-        self.key = tt.field_onehot("addr.key", "ADDR", M.GLOBAL_WORDS)
+        self.key = tt.field_onehot("addr.key", "ADDR", limits.GLOBAL_WORDS)
         self.copies: list[Table] = []
 
     def loads(self, k: int, words: dict, gates: dict | None = None) -> dict:
         """{(p, lane): raw read} of the words `words[(p, lane)]` (one-hot, none: no load);
         gates: {p: read gate bit} (machine.shared.space_gates: 0 for shared-space ops)."""
-        t = self.c.table(f"mem.stage{k}", rows=M.GLOBAL_WORDS, width=32, presence=True)
+        t = self.c.table(f"mem.stage{k}", rows=limits.GLOBAL_WORDS, width=32, presence=True)
         t.write(self.key, [(self.bk.v_bits, 1), (self.bk.v_bits, 0)], key_lag=2)
         self.copies.append(t)
         gates = gates or {}
@@ -84,7 +84,7 @@ def store_records(c: Circuit, bk: Bookkeeping, i: Instruction, words: list[Signa
     stores = [name for name in RECORD_OPS if name.startswith("st.") and i.has(name)]
 
     def number(ctx, lane):
-        return plus(*({ctx.d(words[lane])[w]: float(w)} for w in range(M.GLOBAL_WORDS)))
+        return plus(*({ctx.d(words[lane])[w]: float(w)} for w in range(limits.GLOBAL_WORDS)))
 
     def same(ctx, outs):
         eq, word = outs
@@ -99,7 +99,7 @@ def store_records(c: Circuit, bk: Bookkeeping, i: Instruction, words: list[Signa
                 ctx.step(d, 1, {eq[k]: -2.0}, when=when, big=512.0)
                 k += 1
             for b in range(WORD_BITS - 1):
-                up = plus(*({ctx.d(words[lane])[w]: 1.0} for w in range(M.GLOBAL_WORDS)
+                up = plus(*({ctx.d(words[lane])[w]: 1.0} for w in range(limits.GLOBAL_WORDS)
                             if w >> b & 1))
                 ctx.linear(up, {word[lane * WORD_BITS + b]: 2.0})
             if shared:
@@ -159,7 +159,7 @@ def read_memory(compiled, state) -> list[int]:
     table = next(n for n in plan.order if isinstance(n, Table) and n.name == "mem.stage0")
     layer = plan.layer[table]
     head = plan.heads[table][0] * compiled.weights.config.value_heads_per_key_head
-    return decode_memory_rows(state.recurrent[layer][head, :M.GLOBAL_WORDS, :64])
+    return decode_memory_rows(state.recurrent[layer][head, :limits.GLOBAL_WORDS, :64])
 
 
 def decode_memory_rows(rows) -> list[int]:

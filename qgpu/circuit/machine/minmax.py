@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from qgpu.circuit.ir import BITS
 from qgpu.circuit.machine.logic import WIDE, Ctx, true_bit, unit
 from qgpu.circuit.machine.shift import gated
-from qgpu.circuit.primitives import plus, scaled
+from qgpu.primitives import plus, scaled
 
 if TYPE_CHECKING:  # families imports this module at its end (build imports it late)
     from qgpu.circuit.machine.families import Extension, StageView

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from qgpu.circuit.ir import BITS, RAW, Signal
 from qgpu.circuit.machine.logic import true_bit, unit
-from qgpu.circuit.primitives import CircuitError, Form, plus, scaled
+from qgpu.primitives import CircuitError, Form, plus, scaled
 
 if TYPE_CHECKING:  # families imports this module at its end
     from qgpu.circuit.machine.families import Extension, StageView

@@ -27,9 +27,9 @@ from qgpu.circuit.ir import ONEHOT, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping
 from qgpu.circuit.machine.logic import true_member, unit
 from qgpu.circuit.machine.rom import BlockRow, Instruction
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 
-ROWS = M.MAX_WARPS * M.REGS  # row w * REGS + r
+ROWS = limits.MAX_WARPS * limits.REGS  # row w * REGS + r
 
 
 def write_key(c: Circuit, bk: Bookkeeping, lane: int, name: str,
@@ -39,11 +39,11 @@ def write_key(c: Circuit, bk: Bookkeeping, lane: int, name: str,
     lives for a layer per table instead of across the whole pipeline."""
     def body(ctx, outs):
         (key,) = outs
-        for w in range(M.MAX_WARPS):
-            for r in range(1, M.REGS):
+        for w in range(limits.MAX_WARPS):
+            for r in range(1, limits.REGS):
                 for j in range(LANES):
                     ctx.step(ctx.v01(bk.rec_reg_onehot.member(r)), 1,
-                             true_member(key, w * M.REGS + r),
+                             true_member(key, w * limits.REGS + r),
                              when=[ctx.v01(bk.count.member(2 * j + 2)),
                                    ctx.v01(bk.lane_rank, lane * LANES + j),
                                    ctx.v01(bk.rec_is_r),
@@ -69,9 +69,9 @@ class RegisterFile:
         def body(ctx, outs):
             (out,) = outs
             when = [ctx.v01(gate)] if gate is not None else []
-            for w in range(M.MAX_WARPS):
-                for r in range(1, M.REGS):
-                    ctx.step(ctx.v01(query.member(r)), 1, true_member(out, w * M.REGS + r),
+            for w in range(limits.MAX_WARPS):
+                for r in range(1, limits.REGS):
+                    ctx.step(ctx.v01(query.member(r)), 1, true_member(out, w * limits.REGS + r),
                              when=[ctx.v01(bk.exec_warp.member(w)), *when])
 
         (out,) = unit(self.c, f"rf.query.{name}",

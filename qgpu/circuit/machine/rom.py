@@ -26,7 +26,7 @@ from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import Bookkeeping, TokenTable
 from qgpu.circuit.machine.logic import true_bit, true_member, unit
 from qgpu.circuit.machine.spec import IMM_OPERANDS, OFFSET, MachineSpec
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.protocol.vocab import OP_NAMES, SEL_FWD, TERMS
 
 OP_BITS, REG_BITS, SEL_BITS = 7, 4, 6
@@ -74,8 +74,9 @@ def rom(c: Circuit, tt: TokenTable, bk: Bookkeeping, spec: MachineSpec) -> list[
     sel_c = tt.field_bits("srcc.c", "SRCC", 0, SEL_BITS)
     out = []
     for p in spec.positions:
-        key = tt.field_onehot(f"ins.key.{p}", "INS", M.ROM_BLOCKS, 0, where={1: p})
-        table = c.table(f"rom.ins.{p}", rows=M.ROM_BLOCKS, width=OP_BITS + REG_BITS + 3 * SEL_BITS)
+        key = tt.field_onehot(f"ins.key.{p}", "INS", limits.ROM_BLOCKS, 0, where={1: p})
+        table = c.table(f"rom.ins.{p}", rows=limits.ROM_BLOCKS,
+                        width=OP_BITS + REG_BITS + 3 * SEL_BITS)
         table.write(key, [(op_bits, 2), (dst_bits, 2), (sel_a, 1), (sel_b, 1), (sel_c, 0)],
                     key_lag=3)
         row = table.read(bk.exec_block, name=f"ins.{p}").bits
@@ -89,9 +90,9 @@ def immediates(c: Circuit, tt: TokenTable, bk: Bookkeeping, ins: Instruction,
     exists only when the stage is about to run, so the read (and its dims) waits for it."""
     p = ins.position
     for j in (*range(IMM_OPERANDS), OFFSET):
-        key = tt.late_onehot(f"imm.key.{p}.{j}", "IMM", M.ROM_BLOCKS, gate, 0,
+        key = tt.late_onehot(f"imm.key.{p}.{j}", "IMM", limits.ROM_BLOCKS, gate, 0,
                              where={1: p, 2: j})
-        table = c.table(f"rom.imm.{p}.{j}", rows=M.ROM_BLOCKS, width=32)
+        table = c.table(f"rom.imm.{p}.{j}", rows=limits.ROM_BLOCKS, width=32)
         table.write(key, [(bk.v_bits, 1), (bk.v_bits, 0)], key_lag=2)
         bits = table.read(bk.exec_block, gate=gate, name=f"imm.{p}.{j}").bits
         if j == OFFSET:
@@ -107,18 +108,18 @@ def _decode(c: Circuit, spec: MachineSpec, p: int, row) -> Instruction:
     earlier = spec.earlier(p)
     names = spec.op_names
     outputs = [(f"ins.{p}.ops", BITS, len(names)),
-               (f"ins.{p}.dst_onehot", ONEHOT, M.REGS)]
-    outputs += [(f"ins.{p}.query.{j}", ONEHOT, M.REGS) for j in range(3)]
+               (f"ins.{p}.dst_onehot", ONEHOT, limits.REGS)]
+    outputs += [(f"ins.{p}.query.{j}", ONEHOT, limits.REGS) for j in range(3)]
     if earlier:
         outputs += [(f"ins.{p}.forward.{j}", BITS, len(earlier)) for j in range(3)]
 
     def body(ctx, outs):
         for k, name in enumerate(names):
             ctx.step(*ctx.equals(op, OP_NAMES.index(name)), true_bit(outs[0][k]))
-        for q in range(M.REGS):
+        for q in range(limits.REGS):
             ctx.step(*ctx.equals(dst, q), true_member(outs[1], q))
         for j, sel in enumerate(sels):
-            for q in range(1, M.REGS):  # r0 reads 0: no query
+            for q in range(1, limits.REGS):  # r0 reads 0: no query
                 ctx.step(*ctx.equals(sel, q), true_member(outs[2 + j], q))
             for i, src in enumerate(earlier):
                 ctx.step(*ctx.equals(sel, SEL_FWD + src), true_bit(outs[5 + j][i]))
@@ -129,12 +130,12 @@ def _decode(c: Circuit, spec: MachineSpec, p: int, row) -> Instruction:
 
 
 def block_row(c: Circuit, tt: TokenTable, bk: Bookkeeping) -> BlockRow:
-    key = tt.field_onehot("blk.key", "BLK", M.ROM_BLOCKS)
+    key = tt.field_onehot("blk.key", "BLK", limits.ROM_BLOCKS)
     kind = tt.field_bits("trm.kind", "TRM", 0, 2)
     cond = tt.field_bits("trm.cond", "TRM", 1, REG_BITS)
     taken = tt.field_bits("tgt.taken", "TGT", 0, 5)
     other = tt.field_bits("tgt.other", "TGT", 1, 5)
-    table = c.table("rom.block", rows=M.ROM_BLOCKS, width=16 + 2 + REG_BITS + 10)
+    table = c.table("rom.block", rows=limits.ROM_BLOCKS, width=16 + 2 + REG_BITS + 10)
     table.write(key, [(bk.v_bits, 2), (kind, 1), (cond, 1), (taken, 0), (other, 0)],
                 key_lag=3)
     row = table.read(bk.cur_block_onehot, name="block").bits
@@ -144,10 +145,10 @@ def block_row(c: Circuit, tt: TokenTable, bk: Bookkeeping) -> BlockRow:
         kinds, query = outs
         for k in range(len(TERMS)):
             ctx.step(*ctx.equals(kind_r, k), true_bit(kinds[k]))
-        for q in range(1, M.REGS):
+        for q in range(1, limits.REGS):
             ctx.step(*ctx.equals(cond_r, q), true_member(query, q))
 
     kinds, cond_query = unit(c, "decode.block", [kind_r, cond_r],
                              [("block.kinds", BITS, len(TERMS)),
-                              ("block.cond_query", ONEHOT, M.REGS)], body)
+                              ("block.cond_query", ONEHOT, limits.REGS)], body)
     return BlockRow(row[0:16], kinds, cond_query, cond_r, row[22:27], row[27:32])

@@ -32,14 +32,14 @@ from qgpu.circuit.ir import BITS, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import EPOCH_BITS, LANES, WARP_BITS, Bookkeeping
 from qgpu.circuit.machine.logic import true_bit, unit
 from qgpu.circuit.machine.rom import BlockRow
-from qgpu.circuit.primitives import plus, scaled
-from qgpu.isa import machine as M
+from qgpu.isa import limits
+from qgpu.primitives import plus, scaled
 
 PC_BITS = 5
 ROW = PC_BITS + 1 + EPOCH_BITS  # pc | exited | bars
 EXITED, BARS = PC_BITS, PC_BITS + 1
 JMP, BR, BAR, EXIT = range(4)
-WARPS = M.MAX_WARPS
+WARPS = limits.MAX_WARPS
 EPOCHS = 1 << EPOCH_BITS
 LANE_IDS = [(w, lane) for w in range(WARPS) for lane in range(LANES)]
 # EXEC(b, w, m, e)'s packed index, low bits first: e | m | w | b

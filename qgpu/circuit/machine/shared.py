@@ -1,6 +1,6 @@
 """machine.shared: shared memory of the one CTA (ld.shared, st.shared).
 
-- Table: rows = 128, the flat addresses GLOBAL_WORDS + w (`M.flat_address("shared", w,
+- Table: rows = 128, the flat addresses GLOBAL_WORDS + w (`limits.flat_address("shared", w,
   cta)`; CTA 0's 32 words are rows 0..31, the other rows belong to CTAs the one-warp
   machine never runs), 32 bits; written at the second V of every `ADDR(a) V V` with
   a >= GLOBAL_WORDS (the trace's shared-space records; the prompt carries global memory
@@ -25,10 +25,10 @@ from qgpu.circuit.machine.families import Extension, StageView
 from qgpu.circuit.machine.logic import unit
 from qgpu.circuit.machine.rom import Instruction
 from qgpu.circuit.machine.spec import ADDRESSED_OPS, SHARED_OPS
-from qgpu.circuit.primitives import plus
-from qgpu.isa import machine as M
+from qgpu.isa import limits
+from qgpu.primitives import plus
 
-ROWS = M.GLOBAL_WORDS  # flat addresses 128..255 (the word one-hot has as many members)
+ROWS = limits.GLOBAL_WORDS  # flat addresses 128..255 (the word one-hot has as many members)
 
 
 class SharedTables:
@@ -41,7 +41,8 @@ class SharedTables:
 
         def row(t: int):
             kind, f = parsed[t]
-            return f[0] - M.GLOBAL_WORDS if kind == "ADDR" and f[0] >= M.GLOBAL_WORDS else None
+            words = limits.GLOBAL_WORDS
+            return f[0] - words if kind == "ADDR" and f[0] >= words else None
 
         self.key = self.c.token_onehot("addr.shared_key", ROWS, row)
         self.copies: dict[int, Table] = {}
@@ -52,7 +53,7 @@ class SharedTables:
         position and lane; 0 unless a shared-space operation)."""
         p = view.ins.position
         if (p, lane) not in self.reads:
-            stage = p // M.SLOTS
+            stage = p // limits.SLOTS
             t = self.copies.get(stage)
             if t is None:
                 t = self.c.table(f"shared.stage{stage}", rows=ROWS, width=32, presence=True)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from qgpu.circuit.ir import BITS
 from qgpu.circuit.machine.logic import Ctx, gated, unit
-from qgpu.circuit.primitives import Form, plus, scaled
+from qgpu.primitives import Form, plus, scaled
 
 if TYPE_CHECKING:  # families imports this module at its end (build imports it late)
     from qgpu.circuit.machine.families import Extension, StageView

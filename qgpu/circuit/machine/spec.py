@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qgpu.errors import LaunchError, ProgramError
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.program import Program
 
 ALU_OPS = ("add", "sub", "and", "or", "xor", "mov", "selp", "popc", "clz", "brev",
@@ -42,19 +42,19 @@ MAX_RECORDS = 12  # memory records per block (the record counter's limit)
 @dataclass(frozen=True)
 class MachineSpec:
     slots: int = 1  # operations per stage the circuit computes
-    stages: int = M.STAGES
-    warps: int = M.MAX_WARPS  # the circuit schedules every warp the ISA has
+    stages: int = limits.STAGES
+    warps: int = limits.MAX_WARPS  # the circuit schedules every warp the ISA has
     # The operations compiled in (None: every supported one). A subset makes a smaller
     # machine, e.g. one that runs given kernels only; programs outside it are refused.
     ops: tuple[str, ...] | None = None
 
     def __post_init__(self):
-        if not 1 <= self.slots <= M.SLOTS:
-            raise ValueError(f"slots must be in 1..{M.SLOTS}")
-        if not 1 <= self.stages <= M.STAGES:
-            raise ValueError(f"stages must be in 1..{M.STAGES}")
-        if self.warps != M.MAX_WARPS:
-            raise ValueError(f"warps must be {M.MAX_WARPS}: the circuit schedules every "
+        if not 1 <= self.slots <= limits.SLOTS:
+            raise ValueError(f"slots must be in 1..{limits.SLOTS}")
+        if not 1 <= self.stages <= limits.STAGES:
+            raise ValueError(f"stages must be in 1..{limits.STAGES}")
+        if self.warps != limits.MAX_WARPS:
+            raise ValueError(f"warps must be {limits.MAX_WARPS}: the circuit schedules every "
                              f"warp of the ISA")
         if self.ops is not None:
             unknown = sorted(set(self.ops) - set(SUPPORTED_OPS))
@@ -85,10 +85,10 @@ class MachineSpec:
     @property
     def positions(self) -> list[int]:
         """Instruction positions p = stage * SLOTS + slot, in stage order."""
-        return [k * M.SLOTS + s for k in range(self.stages) for s in range(self.slots)]
+        return [k * limits.SLOTS + s for k in range(self.stages) for s in range(self.slots)]
 
     def stage_of(self, p: int) -> int:
-        return p // M.SLOTS
+        return p // limits.SLOTS
 
     def earlier(self, p: int) -> list[int]:
         """Positions whose results an operand at p may forward (earlier stages)."""
@@ -101,7 +101,7 @@ class MachineSpec:
 
 def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> None:
     """Raise ProgramError / LaunchError when the circuit cannot run this launch."""
-    warps = grid * -(-block // M.LANES)
+    warps = grid * -(-block // limits.LANES)
     if warps > spec.warps:
         raise LaunchError(f"the model machine runs {spec.warps} warp(s); grid {grid} x "
                           f"block {block} needs {warps}")
@@ -120,7 +120,7 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
                                        f"in the model machine {what} (it runs "
                                        f"{', '.join(spec.op_names)})")
         stores = sum(1 for st in blk.stages for ins in st if ins.op in RECORD_OPS)
-        if stores * M.LANES > MAX_RECORDS:
+        if stores * limits.LANES > MAX_RECORDS:
             raise ProgramError(f"block {b}: {stores} stores or atomics may write "
-                               f"{stores * M.LANES} words; the model machine emits at most "
+                               f"{stores * limits.LANES} words; the model machine emits at most "
                                f"{MAX_RECORDS} memory records per block")

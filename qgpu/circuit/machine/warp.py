@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from qgpu.circuit.ir import BITS
 from qgpu.circuit.machine.bookkeeping import LANES
 from qgpu.circuit.machine.logic import true_bit, unit
-from qgpu.circuit.primitives import Form, plus, scaled
+from qgpu.primitives import Form, plus, scaled
 
 if TYPE_CHECKING:  # families imports this module at its end (FAMILIES.append)
     from qgpu.circuit.machine.families import Extension, HighBody, StageView

@@ -9,7 +9,7 @@ from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import encode_prompt, expected_trace
 from qgpu.protocol.vocab import fields_of
-from qgpu.runtime.machine import load_machine
+from qgpu.runtime.compiled import load_machine
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,9 @@ belong to a named component (nothing falls into "other")."""
 import pytest
 
 from qgpu.circuit.ir import Counter, Table, Unit
-from qgpu.circuit.machine.layout_doc import DOC, HEADER, OTHER, component_of, layout_doc
-from qgpu.runtime.machine import load_machine
+from qgpu.circuit.machine.layout_doc import OTHER, component_of, layout_doc
+from qgpu.docgen.layers_doc import DOC, HEADER
+from qgpu.runtime.compiled import load_machine
 
 pytestmark = pytest.mark.slow
 
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.slow
 def test_checked_in_doc_is_current():
     compiled = load_machine(progress=False).compiled
     assert DOC.read_text() == HEADER + layout_doc(compiled), \
-        "docs/machine-layers.md is stale: run python -m qgpu.circuit.machine.layout_doc"
+        "docs/machine-layers.md is stale: run python -m qgpu.docgen layers"
 
 
 def test_every_placed_node_has_a_component():

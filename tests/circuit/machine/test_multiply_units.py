@@ -13,7 +13,7 @@ import pytest
 from qgpu.circuit.ir import BITS, RAW
 from qgpu.circuit.machine.build import build_machine
 from qgpu.circuit.machine.spec import SUPPORTED_OPS
-from qgpu.circuit.primitives import MlpWriter
+from qgpu.primitives import MlpWriter
 
 F32 = np.float32
 

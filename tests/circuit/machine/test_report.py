@@ -4,11 +4,11 @@ every threshold's margin at least 1e3 times its input's deviation."""
 
 import pytest
 
-from qgpu.circuit.report import circuit_report
+from qgpu.analysis.circuit_report import circuit_report
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import encode_prompt, expected_trace
-from qgpu.runtime.machine import load_machine
+from qgpu.runtime.compiled import load_machine
 from tests.runtime.programs import MEMORY_PROGRAMS
 
 pytestmark = pytest.mark.slow

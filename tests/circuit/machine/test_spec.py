@@ -4,22 +4,22 @@ import pytest
 
 from qgpu.circuit.machine.spec import MAX_RECORDS, SUPPORTED_OPS, MachineSpec, check_launch
 from qgpu.errors import AssemblyError, LaunchError, ProgramError
-from qgpu.isa import machine as M
+from qgpu.isa import limits
 from qgpu.isa.asm import assemble
 from qgpu.isa.ops import OPS
 
 
 def test_positions_follow_the_protocol_numbering():
-    spec = MachineSpec(slots=M.SLOTS, stages=3)
-    assert spec.positions == list(range(3 * M.SLOTS))
-    assert spec.earlier(M.SLOTS) == list(range(M.SLOTS))
+    spec = MachineSpec(slots=limits.SLOTS, stages=3)
+    assert spec.positions == list(range(3 * limits.SLOTS))
+    assert spec.earlier(limits.SLOTS) == list(range(limits.SLOTS))
     assert spec.earlier(0) == []
     with pytest.raises(ValueError):
-        MachineSpec(slots=M.SLOTS + 1)
+        MachineSpec(slots=limits.SLOTS + 1)
 
 
 def test_the_circuit_always_schedules_every_warp():
-    assert MachineSpec().warps == M.MAX_WARPS
+    assert MachineSpec().warps == limits.MAX_WARPS
     with pytest.raises(ValueError, match="warps"):
         MachineSpec(warps=1)
 
@@ -43,7 +43,7 @@ def test_a_block_with_more_memory_records_than_the_counter_holds_is_not_a_progra
     with pytest.raises(AssemblyError, match="MAX_BLOCK_WRITES"):
         assemble("block 0:\n  st.global [r0], r0\n  st.global [r0+4], r0\n"
                  "  st.global [r0+8], r0\n  st.global [r0+12], r0\n  exit\n")
-    assert M.MAX_BLOCK_WRITES * M.LANES <= MAX_RECORDS
+    assert limits.MAX_BLOCK_WRITES * limits.LANES <= MAX_RECORDS
 
 
 def test_operations_outside_the_spec_are_rejected():
@@ -60,7 +60,7 @@ def test_operations_outside_the_spec_are_rejected():
 
 
 def test_more_operations_per_stage_than_the_circuit_computes_are_rejected():
-    if M.SLOTS < 2:
+    if limits.SLOTS < 2:
         pytest.skip("the ISA itself allows one operation per stage")
     with pytest.raises(ProgramError, match="1 per stage"):
         check_launch(MachineSpec(slots=1), assemble("block 0:\n  tid r1 ; tid r2\n  exit\n"),

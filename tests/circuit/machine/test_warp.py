@@ -14,9 +14,9 @@ from qgpu.circuit.machine import warp
 from qgpu.circuit.machine.families import StageView
 from qgpu.circuit.machine.logic import unit
 from qgpu.circuit.machine.spec import SUPPORTED_OPS
-from qgpu.circuit.primitives import MlpWriter
-from qgpu.interp.machine import Machine
+from qgpu.interp.simt import Machine
 from qgpu.model.layers import silu
+from qgpu.primitives import MlpWriter
 
 LANES = 4
 OPS = (*warp.SHFL, "ballot", "add")

@@ -1,0 +1,29 @@
+"""python -m qgpu.docgen [isa] [circuit] [layers]: rewrite the generated parts of docs/."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from qgpu.docgen import circuit_doc, isa_doc, layers_doc
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m qgpu.docgen", description=__doc__)
+    ap.add_argument("parts", nargs="*", choices=("isa", "circuit", "layers"),
+                    help="which generated docs to rewrite (default: all)")
+    parts = ap.parse_args(argv).parts or ["isa", "circuit", "layers"]
+    if "isa" in parts:
+        changed = isa_doc.rewrite()
+        print(f"docs/isa.md, docs/protocol.md: {len(changed)} rewritten", file=sys.stderr)
+    if "circuit" in parts:
+        changed = circuit_doc.rewrite()
+        print(f"{circuit_doc.DOC}: {'rewritten' if changed else 'up to date'}", file=sys.stderr)
+    if "layers" in parts:
+        changed = layers_doc.rewrite()
+        print(f"{layers_doc.DOC}: {'rewritten' if changed else 'up to date'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""fuzz.model_launches: differential fuzzing of the compiled model (the machine in the weights)
+against the reference interpreter.
+
+Two sources of launches:
+- "isa": random machine programs (qgpu/fuzz/model_programs.py: random operations of
+  the model machine, forwarded/register/immediate operands, divergent branches, bounded
+  loops, early exits, a barrier, memory operations at aligned in-bounds addresses) with
+  random global memory;
+- "cuda": the CUDA fuzzer's random kernels (qgpu/fuzz/cuda_lang.py) compiled by
+  the front end, with edge-value inputs; their outputs are also compared with the
+  fuzzer's C-semantics evaluation.
+Each launch runs on the model with checking -- teacher forced (runtime.check.
+forced_launch, the default) or generated (runtime.generate + check_trace) -- and on the
+interpreter: the tokens must be equal and the global memory read from the model's state
+must equal the interpreter's. A --multi-warp share of the launches (default 1/4) uses
+2-4 warps or 2-4 CTAs. Launches the model machine refuses (spec.check_launch) are
+counted with their reason, not hidden.
+
+  python -m qgpu.fuzz.model_launches --cases 2000 --seed 1 [--mode forced|generate]
+      [--source isa|cuda|both] [--multi-warp 0.25] [--max-blocks 12] [--max-memory 128]
+      [--minimise] [--show 3]
+
+Prints cases run, passed, refused (by reason), mismatches, tokens (prompt and trace) and
+time; exit status 1 on any mismatch, fault or crash. SIGINT or SIGTERM stops the campaign
+early and prints the summary of the cases run. The machine is compiled (or loaded
+from the disk cache) once per process: load_machine().
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import signal
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from qgpu.circuit.machine.spec import check_launch
+from qgpu.errors import CheckMismatch, LaunchError, MachineError, ProgramError, QgpuError
+from qgpu.fuzz.model_programs import Case, random_case
+from qgpu.interp import run_launch
+from qgpu.isa.asm import disassemble
+from qgpu.isa.program import Block, Program
+from qgpu.protocol import expected_trace
+from qgpu.runtime.check import check_trace, forced_launch
+from qgpu.runtime.generate import generate_launch
+from qgpu.suite import launch_warps
+
+PASSING = ("ok", "refused")
+
+
+@dataclass
+class Outcome:
+    source: str          # isa | cuda
+    seed: int
+    status: str          # ok | refused | mismatch | fault | crash
+    detail: str = ""
+    prompt_tokens: int = 0
+    trace_tokens: int = 0
+    case: Case | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def reason(exc: Exception) -> str:
+    """A refusal's reason with its numbers blanked (refusals are counted by reason)."""
+    text = re.sub(r"\d+", "N", str(exc).split(" (it runs")[0])
+    return f"{type(exc).__name__}: {text}"
+
+
+def check_on_model(machine, case: Case, mode: str = "forced") -> Outcome:
+    """One launch on the model, checked against the interpreter (tokens and memory)."""
+    out = Outcome("isa", 0, "ok", case=case)
+    program, grid, block, memory = case.program, case.grid, case.block, case.memory
+    try:
+        check_launch(machine.spec, program, grid, block)
+    except (LaunchError, ProgramError) as exc:
+        out.status, out.detail = "refused", reason(exc)
+        return out
+    try:
+        res = run_launch(program, grid, block, memory=list(memory) or None)
+    except MachineError as exc:  # the generator's bug: a launch that faults
+        out.status, out.detail = "fault", f"interpreter: {exc}"
+        return out
+    want = expected_trace(res.events)
+    try:
+        if mode == "forced":
+            run = forced_launch(machine, program, grid, block, memory)
+        else:
+            run = generate_launch(machine, program, grid, block, memory,
+                                  max_tokens=len(want) + 64)
+            check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
+        out.prompt_tokens, out.trace_tokens = len(run.prompt), len(run.trace)
+        out.extra["memory"] = run.memory
+    except CheckMismatch as exc:
+        out.status, out.detail = "mismatch", str(exc)
+    except QgpuError as exc:  # the model ran away (generation) or wrote a bad token
+        out.status, out.detail = "mismatch", f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - a crash is a finding
+        out.status, out.detail = "crash", f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def isa_case(machine, seed: int, mode: str, **gen) -> Outcome:
+    case = random_case(random.Random(seed), machine.spec.op_names, **gen)
+    out = check_on_model(machine, case, mode)
+    out.seed = seed
+    return out
+
+
+def cuda_case(machine, seed: int, mode: str, multi_warp: float = 0.03) -> Outcome:
+    """A CUDA fuzzer kernel (front end) on the model; outputs also against C semantics."""
+    import qgpu
+    from qgpu.fuzz.cuda_kernels import make_inputs
+    from qgpu.fuzz.cuda_lang import generate_program, run_program_python
+
+    rng = random.Random(seed)
+    source = generate_program(rng)
+    if rng.random() < multi_warp:
+        grid, block = rng.choice(((2, 4), (1, 8), (2, 2)))
+    else:
+        grid, block = 1, rng.randint(1, 4)
+    inputs = make_inputs(rng, grid * block)
+    flat = np.array([v for row in inputs for v in row], dtype=np.int64)
+    in_array = (flat & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    out_array = np.zeros(grid * block * source.n_outputs, dtype=np.int32)
+    try:
+        kernel = qgpu.compile(source.source()).get_function(source.name)
+        program, memory, layout, _arrays = kernel.link(grid, block, [in_array, out_array])
+    except QgpuError as exc:  # the front end refuses (e.g. over the register file)
+        return Outcome("cuda", seed, "refused", "front end: " + reason(exc))
+    out = check_on_model(machine, Case(program, grid, block, list(memory)), mode)
+    out.source, out.seed, out.extra["cuda"] = "cuda", seed, source.source()
+    if out.status == "ok":
+        base, n = layout["out"]
+        got = np.array(out.extra["memory"][base:base + n], np.uint32).view(np.int32)
+        want = [v for t, row in enumerate(inputs) for v in run_program_python(source, row, t)]
+        if got.tolist() != want:
+            out.status = "mismatch"
+            out.detail = f"outputs {got.tolist()} != C semantics {want}"
+    return out
+
+
+# --- minimising a failing machine program -------------------------------------------------
+
+
+def _rebuild(program: Program, blocks: list[Block]) -> Program | None:
+    try:
+        return Program(blocks, name=program.name)
+    except ProgramError:
+        return None
+
+
+def _smaller(case: Case):
+    """Cases one step smaller: one instruction dropped, fewer lanes, no memory."""
+    prog = case.program
+    for b, blk in enumerate(prog.blocks):
+        for s in range(len(blk.stages)):
+            stages = blk.stages[:s] + blk.stages[s + 1:]
+            defs = {i.dst for st in stages for i in st if i.dst is not None}
+            wb = None if blk.writeback is None else frozenset(blk.writeback & defs)
+            blocks = [Block([list(st) for st in x.stages], x.terminator, x.writeback)
+                      for x in prog.blocks]
+            blocks[b] = Block(stages, blk.terminator, wb)
+            smaller = _rebuild(prog, blocks)
+            if smaller is not None:
+                yield Case(smaller, case.grid, case.block, case.memory)
+    if case.block > 1:
+        yield Case(prog, case.grid, case.block - 1, case.memory)
+    if any(case.memory):
+        yield Case(prog, case.grid, case.block, [])
+
+
+def minimise(machine, case: Case, mode: str, max_tries: int = 300) -> Case:
+    """Greedily shrink a mismatching case while it still mismatches."""
+    best, tries, improved = case, 0, True
+    while improved and tries < max_tries:
+        improved = False
+        for candidate in _smaller(best):
+            tries += 1
+            if check_on_model(machine, candidate, mode).status == "mismatch":
+                best, improved = candidate, True
+                break
+            if tries >= max_tries:
+                break
+    return best
+
+
+def describe(case: Case) -> str:
+    return (f"grid {case.grid} block {case.block} memory {case.memory}\n"
+            + disassemble(case.program))
+
+
+# --- the campaign ------------------------------------------------------------------------
+
+
+def fuzz(machine, cases: int, seed: int, mode: str = "forced", source: str = "isa",
+         progress: bool = False, multi_warp: float = 0.03, **gen) -> list[Outcome]:
+    """`cases` seeded cases (source "both": every fourth one from the CUDA fuzzer). With
+    progress, an interrupt (SIGINT, or SIGTERM under main) ends the campaign early with the
+    cases run so far."""
+    results = []
+    try:
+        for i in range(cases):
+            case_seed = seed * 1_000_003 + i
+            use_cuda = source == "cuda" or (source == "both" and i % 4 == 3)
+            if use_cuda:
+                results.append(cuda_case(machine, case_seed, mode, multi_warp=multi_warp))
+            else:
+                results.append(isa_case(machine, case_seed, mode, multi_warp=multi_warp,
+                                        **gen))
+            if progress and (i + 1) % 50 == 0:
+                bad = sum(r.status not in PASSING for r in results)
+                tokens = sum(r.prompt_tokens + r.trace_tokens for r in results)
+                print(f"  {i + 1} cases, {bad} failures, {tokens} tokens", file=sys.stderr,
+                      flush=True)
+    except KeyboardInterrupt:
+        if not progress:
+            raise
+        print(f"  interrupted after {len(results)} cases", file=sys.stderr, flush=True)
+    return results
+
+
+def summary(results: list[Outcome], seconds: float) -> str:
+    status = Counter(r.status for r in results)
+    refused = Counter(r.detail for r in results if r.status == "refused")
+    prompt = sum(r.prompt_tokens for r in results)
+    trace = sum(r.trace_tokens for r in results)
+    by_source = Counter(r.source for r in results)
+    multi = sum(1 for r in results if r.status == "ok" and r.case is not None
+                and launch_warps(r.case.grid, r.case.block) > 1)
+    lines = [f"cases run: {len(results)} ({dict(by_source)}), passed: {status['ok']} "
+             f"({multi} of them over more than one warp), "
+             f"refused: {status['refused']}, mismatches: {status['mismatch']}, "
+             f"faults: {status['fault']}, crashes: {status['crash']}",
+             f"tokens: {prompt + trace} ({prompt} prompt, {trace} trace), time {seconds:.1f} s, "
+             f"{(prompt + trace) / seconds:.0f} tokens/s, {len(results) / seconds:.2f} cases/s"]
+    lines += [f"  refused {n}: {why}" for why, n in refused.most_common()]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--mode", choices=("forced", "generate"), default="forced",
+                        help="check by teacher forcing (default) or after generation")
+    parser.add_argument("--source", choices=("isa", "cuda", "both"), default="both")
+    parser.add_argument("--multi-warp", type=float, default=0.25,
+                        help="share of launches over one warp (up to 4 warps, 4 CTAs)")
+    parser.add_argument("--max-blocks", type=int, default=12,
+                        help="blocks of a random machine program (+ its exit block), <= 31")
+    parser.add_argument("--max-memory", type=int, default=128,
+                        help="words of a random initial global memory, <= 128")
+    parser.add_argument("--show", type=int, default=3, help="failures to print in full")
+    parser.add_argument("--minimise", action="store_true",
+                        help="also print a greedily shrunk program for each isa failure shown")
+    args = parser.parse_args(argv)
+    from qgpu.runtime.compiled import load_machine
+
+    def stop(_signum, _frame):  # SIGTERM (as SIGINT) ends the campaign with a summary
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    t0 = time.perf_counter()
+    machine = load_machine()
+    loaded = time.perf_counter() - t0
+    started = time.perf_counter()
+    results = fuzz(machine, args.cases, args.seed, args.mode, args.source, progress=True,
+                   multi_warp=args.multi_warp, max_blocks=args.max_blocks,
+                   max_memory=args.max_memory)
+    elapsed = time.perf_counter() - started
+    bad = [r for r in results if r.status not in PASSING]
+    for r in bad[:args.show]:
+        print(f"--- {r.source} seed {r.seed}: {r.status}: {r.detail}")
+        if r.case is not None:
+            print(r.extra.get("cuda", "") + describe(r.case))
+            if args.minimise and r.status == "mismatch":
+                print("--- minimised:\n" + describe(minimise(machine, r.case, args.mode)))
+    print(f"machine loaded in {loaded:.1f} s; mode {args.mode}")
+    print(summary(results, elapsed))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

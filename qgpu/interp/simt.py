@@ -1,0 +1,248 @@
+"""interp.simt: the reference interpreter. Plain, obviously right code: Python ints,
+one lane at a time, no cleverness. It defines the machine's behaviour (docs/isa.md).
+
+Scheduling (deterministic, and what the model's scheduler computes too):
+  * a warp runs the block with the smallest PC among its running lanes; the active
+    mask is the running lanes at that PC (min-PC reconvergence);
+  * the next warp is always the lowest-numbered warp with a running lane;
+  * a lane that ends a block with `bar T` waits; when no lane of its CTA is running any
+    more, every waiting lane of the CTA resumes at its target. Exited lanes do not take
+    part. Lanes waiting at different barriers (divergent barriers) are a fault.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qgpu.errors import LaunchError, MachineError
+from qgpu.isa import limits
+from qgpu.isa.ops import ATOMIC_FNS
+from qgpu.isa.program import Bar, Br, Exit, Imm, Instr, Jmp, Program
+
+RUNNING, WAITING, EXITED, ABSENT = "running", "waiting", "exited", "absent"
+
+
+@dataclass
+class BlockEvent:
+    """What one executed block did: the protocol turns this into trace tokens."""
+    warp: int
+    block: int
+    active: tuple[int, ...]                       # active lanes, ascending
+    writeback: list[tuple[int, dict[int, int]]]   # (register, {lane: value}) ascending reg
+    mem_writes: list[tuple[int, int]]             # (flat word index, value after the op)
+    branch_taken: tuple[int, ...] | None = None   # br: active lanes that took the branch
+    epoch: int = 0                                # barriers the CTA has released so far
+
+
+@dataclass
+class LaunchResult:
+    memory: list[int]
+    shared: list[list[int]]
+    events: list[BlockEvent] = field(default_factory=list)
+
+    @property
+    def blocks_executed(self) -> int:
+        return len(self.events)
+
+    instructions_executed: int = 0
+
+
+class Warp:
+    def __init__(self, index: int, cta: int, warp_in_cta: int, first_tid: int, ntid: int):
+        self.index, self.cta, self.warp_in_cta = index, cta, warp_in_cta
+        self.regs = [[0] * limits.REGS for _ in range(limits.LANES)]
+        self.pc = [0] * limits.LANES
+        self.tid = [first_tid + lane for lane in range(limits.LANES)]
+        self.status = [RUNNING if t < ntid else ABSENT for t in self.tid]
+
+    def running(self) -> list[int]:
+        return [lane for lane in range(limits.LANES) if self.status[lane] == RUNNING]
+
+
+def check_launch(prog: Program, grid: int, block: int) -> None:
+    if not 1 <= grid <= limits.MAX_CTAS:
+        raise LaunchError(f"grid of {grid} CTAs; the machine runs 1..{limits.MAX_CTAS}")
+    if not 1 <= block <= limits.MAX_THREADS_PER_CTA:
+        raise LaunchError(f"block of {block} threads; the machine runs "
+                          f"1..{limits.MAX_THREADS_PER_CTA} per CTA")
+    warps = grid * -(-block // limits.LANES)
+    if warps > limits.MAX_WARPS:
+        raise LaunchError(f"grid {grid} x block {block} needs {warps} warps; the machine "
+                          f"runs at most {limits.MAX_WARPS}")
+
+
+class Machine:
+    """One launch of a program. `run()` executes it to the end."""
+
+    def __init__(self, prog: Program, grid: int, block: int, memory=None,
+                 budget: int = limits.DEFAULT_BLOCK_BUDGET):
+        check_launch(prog, grid, block)
+        self.prog, self.grid, self.block, self.budget = prog, grid, block, budget
+        mem = [0] * limits.GLOBAL_WORDS if memory is None else [limits.u32(int(v)) for v in memory]
+        if len(mem) > limits.GLOBAL_WORDS:
+            raise LaunchError(f"{len(mem)} words of global memory given; the machine has "
+                              f"{limits.GLOBAL_WORDS}")
+        self.memory = mem + [0] * (limits.GLOBAL_WORDS - len(mem))
+        self.shared = [[0] * limits.SHARED_WORDS for _ in range(grid)]
+        per_cta = -(-block // limits.LANES)
+        self.warps = [Warp(c * per_cta + w, c, w, w * limits.LANES, block)
+                      for c in range(grid) for w in range(per_cta)]
+        self.events: list[BlockEvent] = []
+        self.instructions = 0
+        # barrier releases per CTA: every running lane has passed exactly this many
+        # barriers (the protocol's EXEC carries it mod 4; docs/protocol.md)
+        self.releases = [0] * grid
+
+    # -- scheduling -------------------------------------------------------------------
+    def run(self) -> LaunchResult:
+        while True:
+            warp = next((w for w in self.warps if w.running()), None)
+            if warp is None:
+                break
+            if len(self.events) >= self.budget:
+                raise MachineError(f"instruction budget exceeded: {self.budget} blocks "
+                                   f"executed without finishing (runaway loop?)")
+            pc = min(warp.pc[lane] for lane in warp.running())
+            active = tuple(lane for lane in warp.running() if warp.pc[lane] == pc)
+            event = self.execute(warp, pc, active)
+            event.epoch = self.releases[warp.cta]
+            self.events.append(event)
+            self._release_barrier(warp.cta)
+        return LaunchResult(self.memory, self.shared, self.events, self.instructions)
+
+    def _release_barrier(self, cta: int) -> None:
+        lanes = [(w, lane) for w in self.warps if w.cta == cta for lane in range(limits.LANES)]
+        if any(w.status[lane] == RUNNING for w, lane in lanes):
+            return
+        waiting = [(w, lane) for w, lane in lanes if w.status[lane] == WAITING]
+        targets = {w.pc[lane] for w, lane in waiting}
+        if len(targets) > 1:
+            raise MachineError(f"barrier cannot complete: lanes of CTA {cta} wait at "
+                               f"different barriers (continuing at blocks {sorted(targets)})")
+        for w, lane in waiting:
+            w.status[lane] = RUNNING
+        if waiting:
+            self.releases[cta] += 1
+
+    # -- one block ----------------------------------------------------------------------
+    def execute(self, warp: Warp, pc: int, active: tuple[int, ...]) -> BlockEvent:
+        blk = self.prog.blocks[pc]
+        saved = [list(warp.regs[lane]) for lane in range(limits.LANES)]
+        mem_writes: list[tuple[int, int]] = []
+        for stage in blk.stages:
+            results: list[tuple[int, int, int]] = []   # (lane, reg, value)
+            for ins in stage:
+                self.instructions += 1
+                for lane, value in self._op(warp, ins, active, mem_writes).items():
+                    results.append((lane, ins.dst, value))
+            for lane, reg, value in results:
+                warp.regs[lane][reg] = value
+        writeback = []
+        for reg in sorted(blk.writeback):
+            writeback.append((reg, {lane: warp.regs[lane][reg] for lane in active}))
+        term = blk.terminator
+        taken = None
+        if isinstance(term, Br):
+            taken = tuple(lane for lane in active if warp.regs[lane][term.cond.n] != 0)
+        for lane in active:
+            if isinstance(term, Jmp):
+                warp.pc[lane] = term.target
+            elif isinstance(term, Br):
+                warp.pc[lane] = term.taken if lane in taken else term.not_taken
+            elif isinstance(term, Bar):
+                warp.pc[lane] = term.target
+                warp.status[lane] = WAITING
+            elif isinstance(term, Exit):
+                warp.status[lane] = EXITED
+        # block-local temporaries: only the writeback registers keep their new values
+        for lane in active:
+            regs = saved[lane]
+            for reg in blk.writeback:
+                regs[reg] = warp.regs[lane][reg]
+            warp.regs[lane] = regs
+        return BlockEvent(warp.index, pc, active, writeback, mem_writes, taken)
+
+    def _value(self, warp: Warp, lane: int, o) -> int:
+        if isinstance(o, Imm):
+            return o.value
+        return 0 if o.n == limits.ZERO_REG else warp.regs[lane][o.n]
+
+    def _special(self, warp: Warp, lane: int, name: str) -> int:
+        return {"tid": warp.tid[lane], "ntid": self.block, "ctaid": warp.cta,
+                "nctaid": self.grid, "laneid": lane, "warpid": warp.warp_in_cta}[name]
+
+    def _word(self, ins: Instr, space: str, address: int, cta: int) -> int:
+        addr = limits.u32(address + ins.offset)
+        words = limits.GLOBAL_WORDS if space == "global" else limits.SHARED_WORDS
+        if addr % 4:
+            raise MachineError(f"misaligned {space} access at byte address {addr} ({ins.op})")
+        if addr // 4 >= words:
+            raise MachineError(f"out-of-bounds {space} access at byte address {addr} "
+                               f"({ins.op}); {space} memory has {words} words")
+        return addr // 4
+
+    def _mem(self, space: str, cta: int) -> list[int]:
+        return self.memory if space == "global" else self.shared[cta]
+
+    def _op(self, warp: Warp, ins: Instr, active, mem_writes) -> dict[int, int]:
+        spec = ins.spec
+        vals = {lane: [self._value(warp, lane, o) for o in ins.srcs] for lane in active}
+        if spec.kind == "alu":
+            return {lane: spec.fn(*vals[lane]) for lane in active}
+        if spec.kind == "sreg":
+            return {lane: self._special(warp, lane, spec.mode) for lane in active}
+        if spec.kind == "vote":
+            mask = sum(1 << lane for lane in active if vals[lane][0] != 0)
+            return {lane: mask for lane in active}
+        if spec.kind == "shfl":
+            return {lane: self._shfl(warp, ins, lane, active, *vals[lane]) for lane in active}
+        mem = self._mem(spec.space, warp.cta)
+        out: dict[int, int] = {}
+        touched: dict[int, None] = {}
+        for lane in active:
+            word = self._word(ins, spec.space, vals[lane][0], warp.cta)
+            if spec.kind == "load":
+                out[lane] = mem[word]
+                continue
+            if spec.kind == "store":
+                mem[word] = vals[lane][1]
+            else:
+                out[lane] = old = mem[word]
+                mem[word] = ATOMIC_FNS[spec.mode][0](old, *vals[lane][1:])
+            touched[word] = None
+        for word in touched:
+            mem_writes.append((limits.flat_address(spec.space, word, warp.cta), mem[word]))
+        return out
+
+    def _shfl(self, warp: Warp, ins: Instr, lane: int, active, a: int, b: int,
+              c: int) -> int:
+        # PTX ISA, shfl.sync: c packs the clamp value (bits 0-4) and segment mask (8-12).
+        # A source lane outside the 4-lane warp gives the lane's own value, as PTX does
+        # for a source outside the segment. So does an inactive source lane: PTX leaves
+        # that case undefined, and the ISA defines it as the lane's own value (the
+        # model machine never reads an inactive lane's operand).
+        mode = ins.spec.mode
+        bval, cval, segmask = b & 31, c & 31, (c >> 8) & 31
+        max_lane = (lane & segmask) | (cval & ~segmask)
+        min_lane = lane & segmask
+        if mode == "up":
+            j = lane - bval
+            ok = j >= max_lane
+        elif mode == "down":
+            j = lane + bval
+            ok = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ bval
+            ok = j <= max_lane
+        else:
+            j = min_lane | (bval & ~segmask)
+            ok = j <= max_lane
+        if not ok or not 0 <= j < limits.LANES or j not in active:
+            return a
+        return self._value(warp, j, ins.srcs[0])
+
+
+def run_launch(prog: Program, grid: int = 1, block: int = limits.LANES, memory=None,
+               budget: int = limits.DEFAULT_BLOCK_BUDGET) -> LaunchResult:
+    """Run one launch of `prog` to the end on the reference interpreter."""
+    return Machine(prog, grid, block, memory, budget).run()

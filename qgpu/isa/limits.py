@@ -1,0 +1,45 @@
+"""isa.limits: the machine's constants, the single source of truth for every limit.
+
+Every other stage (interpreter, front end, protocol, circuit) imports these; docs/isa.md
+is checked against them by tests/isa/test_docs.py.
+"""
+
+WORD_BITS = 32
+WORD_MASK = (1 << WORD_BITS) - 1
+
+LANES = 4                 # lanes per warp (SIMT)
+REGS = 16                 # registers per lane; r0 always reads zero
+ZERO_REG = 0
+STAGES = 4                # dependent stages per block
+SLOTS = 1                 # independent operations per stage (VLIW; what the circuit computes)
+ROM_BLOCKS = 32           # program ROM, in blocks; block 0 is the entry
+MAX_BLOCK_WRITES = 3      # memory writes (stores, atomics) per block
+
+GLOBAL_WORDS = 128        # 32-bit words of global memory
+SHARED_WORDS = 32         # 32-bit words of shared memory per CTA
+
+MAX_CTAS = 4              # CTAs per launch (gridDim.x)
+MAX_THREADS_PER_CTA = 16  # threads per CTA (blockDim.x)
+MAX_WARPS = 4             # warps per launch, all CTAs together
+
+DEFAULT_BLOCK_BUDGET = 200_000   # block executions before a launch is declared runaway
+
+
+def flat_address(space: str, word: int, cta: int) -> int:
+    """The machine-wide word index of a memory word: global words first, then each
+    CTA's shared memory. Protocol address tokens and the circuit's memory table use it."""
+    if space == "global":
+        return word
+    return GLOBAL_WORDS + cta * SHARED_WORDS + word
+
+
+FLAT_WORDS = GLOBAL_WORDS + MAX_CTAS * SHARED_WORDS
+
+
+def u32(x: int) -> int:
+    return x & WORD_MASK
+
+
+def s32(x: int) -> int:
+    x &= WORD_MASK
+    return x - (1 << 32) if x & 0x80000000 else x

@@ -1,0 +1,46 @@
+"""runtime.model_engines: the model as a launch engine (`qgpu.cuda.ENGINES["model"]`;
+"model-check", which also replays the launch on the interpreter and compares every
+token and the final memory; "model-forced", the same check by teacher forcing:
+runtime.check.forced_launch): the same runner signature as the interpreter's, the final
+memory read from the model's state."""
+
+from __future__ import annotations
+
+from qgpu.circuit.machine.spec import check_launch
+from qgpu.isa import limits
+from qgpu.protocol import Launch, decode_trace
+from qgpu.runtime.check import check_trace, forced_launch
+from qgpu.runtime.compiled import DEFAULT_SPEC, load_machine
+from qgpu.runtime.generate import generate_launch
+
+
+def run_model(program, grid: int, block: int, memory, budget: int = limits.DEFAULT_BLOCK_BUDGET,
+              check: bool = False, machine=None, forced: bool = False):
+    """machine: None (the machine compiled in this process) or a loaded checkpoint's
+    (runtime.checkpoint.CheckpointMachine). check: generate, then compare with the
+    interpreter; forced: check by teacher forcing instead of generating."""
+    from qgpu.cuda.api import EngineRun
+
+    if machine is None:
+        check_launch(DEFAULT_SPEC, program, grid, block)  # a clear error before compiling
+        machine = load_machine()
+    else:
+        machine.check(program, grid, block)
+    if forced:
+        run = forced_launch(machine, program, grid, block, memory, max_blocks=budget)
+    else:
+        run = generate_launch(machine, program, grid, block, memory, max_blocks=budget)
+        if check:
+            check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
+    records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
+    return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace)
+
+
+def run_model_checked(program, grid: int, block: int, memory,
+                      budget: int = limits.DEFAULT_BLOCK_BUDGET):
+    return run_model(program, grid, block, memory, budget, check=True)
+
+
+def run_model_forced(program, grid: int, block: int, memory,
+                     budget: int = limits.DEFAULT_BLOCK_BUDGET):
+    return run_model(program, grid, block, memory, budget, forced=True)

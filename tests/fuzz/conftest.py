@@ -1,8 +1,0 @@
-"""The fuzzer lives in benchmarks/ (a script, not a package): make it importable."""
-
-import sys
-from pathlib import Path
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
