@@ -16,12 +16,11 @@ import hashlib
 from pathlib import Path
 
 from qgpu.circuit.compile import Compiled, compile_circuit
-from qgpu.circuit.ir import BITS, Circuit, Signal
+from qgpu.circuit.ir import Circuit
 from qgpu.circuit.machine.alu import alu_high, alu_low, operands, shared_base
 from qgpu.circuit.machine.bookkeeping import LANES, TokenTable, bookkeeping, value_slots
 from qgpu.circuit.machine.emission import emission
 from qgpu.circuit.machine.families import FAMILIES, StageView
-from qgpu.circuit.machine.logic import unit
 from qgpu.circuit.machine.memory import MemoryTables, store_records
 from qgpu.circuit.machine.registers import RegisterFile
 from qgpu.circuit.machine.rom import block_row, immediates, rom
@@ -44,19 +43,6 @@ def _source_digest() -> str:
 MAX_LAYERS = 45  # the seed's layer budget: the narrowest plan within it (schedule)
 
 
-def _stage_done(c: Circuit, k: int, results: list) -> Signal:
-    """An always-on bit made after stage k's results: the register reads and immediates
-    of stage k + 1 gate on it, so that they are placed after stage k's loads and ALU
-    (not beside them, where the residual is widest) and live only until stage k + 1's
-    operands are made."""
-
-    def body(ctx, outs):
-        ctx.constant({outs[0][0]: 2.0})
-
-    (done,) = unit(c, f"stage.done.{k}", results, [(f"stage.done.{k}", BITS, 1)], body)
-    return done
-
-
 def build_machine(spec: MachineSpec | None = None) -> Circuit:
     spec = spec or MachineSpec()
     subset = ""
@@ -70,13 +56,13 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
     block = block_row(c, tt, bk)
     rf = RegisterFile(c, bk)
     memory = MemoryTables(c, tt, bk)
-    results, ready, imm_ready, operand_b, all_words = {}, None, None, {}, {}
+    results, ready, operand_b, all_words, records = {}, [], {}, {}, {}
     shared: dict = {"tt": tt, "memory": memory}  # StageView.extra: machine parts families use
     for k in range(spec.stages):
         stage = [i for i in ins if spec.stage_of(i.position) == k]
         regs = rf.stage_reads(k, stage, ready)
         for i in stage:
-            immediates(c, tt, bk, i, imm_ready)
+            immediates(c, tt, bk, i, ready)
         pending, words = [], {}
         for i in stage:
             opnds, lows = {}, {}
@@ -100,20 +86,24 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
                 exts = [e for e in (family(view, lane) for family in FAMILIES) if e is not None]
                 results[(i.position, lane)] = alu_high(c, i, lane, opnds[lane], lows[lane], bk,
                                                        loaded[(i.position, lane)], exts)
-        ready = _stage_done(c, k, [results[(i.position, 0)] for i, _, _ in pending])
+        # machine.atomics: per (position, lane) a maker of the word after the lane's
+        # atomic (made after the lane's result, so that it stays out of alu_high's MLP)
+        atomic = shared.get("record_values", {})
+        after = []
+        for i, _, _ in pending:
+            news = ([atomic[(i.position, lane)](results[(i.position, lane)])
+                     for lane in range(LANES)] if (i.position, 0) in atomic else None)
+            after += news or []
+            records[i.position] = store_records(
+                c, bk, i, [all_words[(i.position, lane)] for lane in range(LANES)],
+                [operand_b[(i.position, lane)] for lane in range(LANES)], news)
+        # stage k + 1's reads wait for stage k's results and atomics' record values
+        ready = [*(results[(i.position, lane)] for i, _, _ in pending for lane in range(LANES)),
+                 *after]
         if k == 0:
             first_done = ready
-        imm_ready = ready
     conds = rf.condition_reads(block, first_done)  # the block's start value
-    # machine.atomics: per (position, lane) a maker of the word after the lane's atomic
-    # (made after the lane's result, so that it stays out of alu_high's MLP)
-    atomic = shared.get("record_values", {})
-    records = [store_records(c, bk, i, [all_words[(i.position, lane)] for lane in range(LANES)],
-                             [operand_b[(i.position, lane)] for lane in range(LANES)],
-                             [atomic[(i.position, lane)](results[(i.position, lane)])
-                              for lane in range(LANES)]
-                             if (i.position, 0) in atomic else None)
-               for i in ins]
+    records = [records[i.position] for i in ins]
     em = emission(c, bk, ins, block, results, conds, value_next, value_done, records)
     sch = scheduler(c, bk, block)
     output_value(c, em.value, list(range(1 << 16)), when=em.emit_value)

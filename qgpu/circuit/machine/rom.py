@@ -20,6 +20,7 @@ warp just before the read) and forward bits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Signal
@@ -85,16 +86,17 @@ def rom(c: Circuit, tt: TokenTable, bk: Bookkeeping, spec: MachineSpec) -> list[
 
 
 def immediates(c: Circuit, tt: TokenTable, bk: Bookkeeping, ins: Instruction,
-               gate: Signal | None) -> None:
-    """Fetch the immediates of `ins` (sets ins.imms and ins.offset). gate: a bit that
-    exists only when the stage is about to run, so the read (and its dims) waits for it."""
+               after: Sequence[Signal] = ()) -> None:
+    """Fetch the immediates of `ins` (sets ins.imms and ins.offset). after: signals that
+    exist only when the stage is about to run: the tables' write keys are decoded after
+    them (`TokenTable.late_onehot`), so the keys, the reads and their dims wait."""
     p = ins.position
     for j in (*range(IMM_OPERANDS), OFFSET):
-        key = tt.late_onehot(f"imm.key.{p}.{j}", "IMM", limits.ROM_BLOCKS, gate, 0,
+        key = tt.late_onehot(f"imm.key.{p}.{j}", "IMM", limits.ROM_BLOCKS, after, 0,
                              where={1: p, 2: j})
         table = c.table(f"rom.imm.{p}.{j}", rows=limits.ROM_BLOCKS, width=32)
         table.write(key, [(bk.v_bits, 1), (bk.v_bits, 0)], key_lag=2)
-        bits = table.read(bk.exec_block, gate=gate, name=f"imm.{p}.{j}").bits
+        bits = table.read(bk.exec_block, name=f"imm.{p}.{j}").bits
         if j == OFFSET:
             ins.offset = bits
         else:
