@@ -52,14 +52,15 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
     tt = TokenTable(c)
     bk = bookkeeping(c, tt)
     value_next, value_done = value_slots(c, bk)
-    ins = rom(c, tt, bk, spec)
+    fetch, ins, fetch_after = rom(c, tt, bk, spec), [], []
     block = block_row(c, tt, bk)
     rf = RegisterFile(c, bk)
     memory = MemoryTables(c, tt, bk)
     results, ready, operand_b, all_words, records = {}, [], {}, {}, {}
     shared: dict = {"tt": tt, "memory": memory}  # StageView.extra: machine parts families use
     for k in range(spec.stages):
-        stage = [i for i in ins if spec.stage_of(i.position) == k]
+        stage = [fetch(p, fetch_after) for p in spec.positions if spec.stage_of(p) == k]
+        ins += stage
         regs = rf.stage_reads(k, stage, ready)
         for i in stage:
             immediates(c, tt, bk, i, ready)
@@ -97,7 +98,9 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
             records[i.position] = store_records(
                 c, bk, i, [all_words[(i.position, lane)] for lane in range(LANES)],
                 [operand_b[(i.position, lane)] for lane in range(LANES)], news)
-        # stage k + 1's reads wait for stage k's results and atomics' record values
+        # stage k + 1's fetch waits for stage k's register reads; its reads for stage k's results
+        # and atomics' record values
+        fetch_after = list(regs.values())
         ready = [*(results[(i.position, lane)] for i, _, _ in pending for lane in range(LANES)),
                  *after]
         if k == 0:
