@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qgpu import suite  # noqa: E402
 from qgpu.interp import run_launch  # noqa: E402
+from qgpu.isa import limits  # noqa: E402
 from qgpu.protocol import encode_prompt, expected_trace  # noqa: E402
 from qgpu.runtime.compiled import load_machine  # noqa: E402
 
@@ -40,7 +41,7 @@ def launches(names):
         if names and spec.name not in names:
             continue
         for i, launch in enumerate(spec.launches):
-            if suite.launch_warps(launch["grid"], launch["block"]) == 1:
+            if limits.launch_warps(launch["grid"], launch["block"]) == 1:
                 yield spec, i, launch
 
 

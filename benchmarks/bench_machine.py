@@ -26,12 +26,12 @@ import qgpu
 from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.schedule import LayerShape
-from qgpu.cli.demo import DOT_CU
 from qgpu.interp import run_launch
 from qgpu.model.fast import FastEngine
 from qgpu.protocol import encode_prompt, expected_trace
 from qgpu.runtime.compiled import ModelMachine
 from qgpu.runtime.generate import generate_launch
+from qgpu.suite import DEMO_KERNEL, kernel_source
 
 
 def dense_bytes(config) -> int:
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
 
-    kernel = qgpu.compile(DOT_CU, filename="dot.cu").get_function("dot")
+    kernel = qgpu.compile(kernel_source(DEMO_KERNEL), filename="dot.cu").get_function("dot")
     a, b = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32)
     program, memory, _, _ = kernel.link(1, 3, (a, b, np.zeros(1, np.int32), 3))
     spec = MachineSpec.for_programs([program]) if args.spec == "dot" else MachineSpec()

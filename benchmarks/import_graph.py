@@ -3,8 +3,10 @@ direction, imports inside functions, file count and the largest files.
 
     python benchmarks/import_graph.py [--edges] [--json] [--root CHECKOUT]
 
-The pipeline order is the README's architecture table: a package may import the packages
-left of it (and itself); an import of a package right of it is a back arrow.
+The pipeline order is the layers contract of pyproject.toml (what lint-imports checks,
+and the README's architecture table): a package may import the packages below it (and
+itself); an import of a package above it is a back arrow. For a checkout from before the
+contract (--root), the order of this one applies.
 """
 
 from __future__ import annotations
@@ -13,16 +15,23 @@ import argparse
 import ast
 import json
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "qgpu"
 
-# Pipeline order (lower layer first). Top-level modules that are not packages sit where
-# the README's table puts them.
-ORDER = ["errors", "progress", "isa", "interp", "protocol", "cuda", "suite", "model", "primitives",
-         "circuit", "examples", "merge", "runtime", "analysis", "validate", "fuzz", "chat",
-         "docgen", "cli", "__init__", "__main__"]
+
+
+def pipeline_order() -> list[str]:
+    """The layers contract's packages, lowest first, then the package's own entry points."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    contract = next(c for c in config["contracts"] if c["type"] == "layers")
+    return [n.removeprefix("qgpu.") for n in reversed(contract["layers"])] + ["__init__",
+                                                                              "__main__"]
+
+
+ORDER = pipeline_order()
 
 
 def module_name(path: Path) -> str:

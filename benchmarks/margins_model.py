@@ -1,4 +1,4 @@
-"""The "no drift" figure (DESIGN.md section 3): over every suite launch the model machine
+"""The "no drift" figure (docs/design.md section 3): over every suite launch the model machine
 accepts, and the 12,577-token launch of tests/runtime/test_long_run.py, the smallest
 threshold margin against the largest deviation of any threshold input from its ideal
 value (analysis.margins: prompt + expected trace teacher-forced through the numpy fast
@@ -22,6 +22,7 @@ from pathlib import Path
 from qgpu.analysis.margins import MarginReport
 from qgpu.analysis.suite_margins import launch_margins, load_margin_machine, suite_margins
 from qgpu.isa.asm import assemble
+from qgpu.progress import progress_callback
 
 
 def line(case: str, report: MarginReport, seconds: float) -> str:
@@ -58,7 +59,8 @@ def main() -> int:
     if not args.no_suite:
         t = time.perf_counter()
         for case, result in suite_margins(machine, args.names, per_kernel=args.per_kernel,
-                                                  max_positions=args.max_positions):
+                                          max_positions=args.max_positions,
+                                          progress=progress_callback("margins", "pos")):
             if isinstance(result, str):
                 refused += 1
                 print(f"{case:44s} refused: {result[:100]}", flush=True)
@@ -76,7 +78,8 @@ def main() -> int:
 
         t = time.perf_counter()
         memory = [0x9E3779B9, 7, 0xFFFFFFFF, 0x80000000]
-        long = launch_margins(machine, assemble(LONG_LOOP), 1, 4, memory)
+        long = launch_margins(machine, assemble(LONG_LOOP), 1, 4, memory,
+                              progress=progress_callback("margins (long run)", "pos"))
         print(line("long run (test_long_run)", long, time.perf_counter() - t), flush=True)
         print(f"long run:\n{long}", flush=True)
         total = total.merge(long)

@@ -22,7 +22,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-__all__ = ["progress", "progress_enabled"]
+__all__ = ["progress", "progress_callback", "progress_enabled"]
 
 
 def progress_enabled(enabled: bool = True) -> bool | None:
@@ -49,3 +49,23 @@ def progress(iterable: Iterable | None = None, *, total: float | None = None,
     kwargs.setdefault("dynamic_ncols", True)
     return tqdm(iterable, total=total, desc=desc, unit=unit, disable=disable,
                 file=sys.stderr, **kwargs)
+
+
+def progress_callback(desc: str, unit: str = "it", enabled: bool = True, **kwargs: Any):
+    """A `callback(done, total)` for code that reports progress that way (e.g.
+    analysis.margins.margin_report): it draws one bar per run of calls, starting a new
+    bar when `total` changes or `done` goes back (kwargs: progress's)."""
+    state: dict = {"bar": None}
+
+    def callback(done: int, total: int) -> None:
+        bar = state["bar"]
+        if bar is None or bar.total != total or done < bar.n:
+            if bar is not None:
+                bar.close()
+            bar = state["bar"] = progress(total=total, desc=desc, unit=unit, enabled=enabled,
+                                         **kwargs)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+            state["bar"] = None
+    return callback

@@ -14,22 +14,28 @@ are not kernels.
 
 This module also holds the C integer semantics (32-bit wrap-around, truncating division)
 that the oracles and the CUDA fuzzer share.
+
+Owns: the kernel suite. May import: cuda (compiling, the signature parser, launching),
+isa, errors; `main` alone imports qgpu.runtime, for a model engine (the README explains
+this one import against the pipeline).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
+from qgpu.cuda import compile as compile_cuda
+from qgpu.cuda.signature import parse_kernels
 from qgpu.errors import QgpuError
 from qgpu.isa import limits
 
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+DEMO_KERNEL = "dot"   # `qgpu demo`'s kernel: kernels/dot.cu
 
 ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
 
@@ -78,32 +84,19 @@ def u32_array(values) -> np.ndarray:
 @dataclass(frozen=True)
 class Param:
     name: str
-    ctype: str          # the declared type without the name, e.g. "const int*"
+    ctype: str          # the type without the name, e.g. "const int*" ("unsigned" for uint32_t)
     pointer: bool
     unsigned: bool
 
 
 def kernel_params(source: str, kernel: str) -> list[Param]:
-    """The parameters of `__global__ void <kernel>(...)` in source, in order."""
-    pattern = (r"__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+"
-               + re.escape(kernel) + r"\s*\(([^)]*)\)")
-    match = re.search(pattern, source)
-    if not match:
+    """The parameters of `__global__ void <kernel>(...)` in source, in order (read by the
+    front end's parser, cuda.signature)."""
+    found = [k for k in parse_kernels(source, f"{kernel}.cu") if k.name == kernel]
+    if not found:
         raise SuiteError(f"no `__global__ void {kernel}(...)` in the source")
-    params = []
-    for piece in match.group(1).split(","):
-        piece = " ".join(piece.split())
-        if not piece or piece == "void":
-            continue
-        name_match = re.search(r"([A-Za-z_]\w*)\s*$", piece)
-        if not name_match:
-            raise SuiteError(f"cannot read the parameter {piece!r} of {kernel}")
-        name = name_match.group(1)
-        ctype = piece[: name_match.start()].strip()
-        words = set(re.findall(r"\w+", ctype))
-        params.append(Param(name, ctype, "*" in ctype,
-                            bool(words & {"unsigned", "uint32_t"})))
-    return params
+    return [Param(p.name, f"{'const ' if p.const else ''}{p.ctype}{'*' if p.pointer else ''}",
+                  p.pointer, not p.signed) for p in found[0].params]
 
 
 # --- the spec ----------------------------------------------------------------------------
@@ -152,11 +145,7 @@ def wrap_to_dtype(values, dtype: np.dtype) -> np.ndarray:
     return wrapped.view(np.int32) if dtype == np.int32 else wrapped
 
 
-def launch_warps(grid: int, block: int) -> int:
-    return grid * -(-block // limits.LANES)
-
-
-def check_launch(name: str, params: list[Param], launch: dict, index: int) -> None:
+def check_launch_config(name: str, params: list[Param], launch: dict, index: int) -> None:
     where = f"{name}: launch {index}"
     if not isinstance(launch, dict) or set(launch) != {"grid", "block", "args"}:
         raise SuiteError(f"{where}: must be a dict with keys grid, block, args")
@@ -165,8 +154,9 @@ def check_launch(name: str, params: list[Param], launch: dict, index: int) -> No
         raise SuiteError(f"{where}: grid {grid!r} is not 1..{limits.MAX_CTAS}")
     if not (isinstance(block, int) and 1 <= block <= limits.MAX_THREADS_PER_CTA):
         raise SuiteError(f"{where}: block {block!r} is not 1..{limits.MAX_THREADS_PER_CTA}")
-    if launch_warps(grid, block) > limits.MAX_WARPS:
-        raise SuiteError(f"{where}: {launch_warps(grid, block)} warps > {limits.MAX_WARPS}")
+    if limits.launch_warps(grid, block) > limits.MAX_WARPS:
+        raise SuiteError(f"{where}: {limits.launch_warps(grid, block)} warps > "
+                         f"{limits.MAX_WARPS}")
     names = [p.name for p in params]
     if not isinstance(args, dict) or sorted(args) != sorted(names):
         raise SuiteError(f"{where}: args {sorted(args)} != parameters {sorted(names)}")
@@ -205,8 +195,17 @@ def load_kernel(spec_path: Path) -> KernelSpec:
     if not launches:
         raise SuiteError(f"{name}: LAUNCHES is empty")
     for index, launch in enumerate(launches):
-        check_launch(name, params, launch, index)
+        check_launch_config(name, params, launch, index)
     return KernelSpec(name, module.KERNEL, source, params, launches, module, spec_path)
+
+
+def kernel_source(name: str) -> str:
+    """The CUDA source of suite kernel `name` (kernels/<name>.cu)."""
+    path = KERNELS_DIR / f"{name}.cu"
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise SuiteError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def load_suite(directory: Path | str | None = None) -> list[KernelSpec]:
@@ -234,17 +233,16 @@ _compiled: dict[str, object] = {}
 
 
 def compiled_module(source: str):
-    """qgpu.compile(source), cached per source text."""
-    import qgpu
-
+    """qgpu.cuda.compile(source), cached per source text."""
     if source not in _compiled:
-        _compiled[source] = qgpu.compile(source)
+        _compiled[source] = compile_cuda(source)
     return _compiled[source]
 
 
 def run_case(spec: KernelSpec, launch: dict, engine: str = "interp"):
     """Launch one configuration through the public launch API (engine: a name of
-    qgpu.cuda.ENGINES: "interp", "model", "model-check", "model-forced").
+    qgpu.cuda.ENGINES: "interp", or "model", "model-check", "model-forced" once
+    qgpu.runtime is imported).
 
     Returns (outputs, expected, tokens): the final contents of every pointer argument after
     the launch, the oracle's, and the launch's token count (None when the launch result
@@ -294,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="interp, model, model-check (generate, then compare with the "
                              "interpreter) or model-forced (the check by teacher forcing)")
     args = parser.parse_args(argv)
+    if args.engine != "interp":
+        # the one import against the pipeline (README, "Architecture"): the suite sits
+        # below the runtime, whose import registers the model's engines
+        import qgpu.runtime  # noqa: F401
     specs = [s for s in load_suite() if not args.names or s.name in args.names]
     rows = suite_table(specs, args.engine)
     for row in rows:

@@ -26,3 +26,16 @@ def test_forced_on_and_off(monkeypatch):
     assert "quiet" not in buf.getvalue()
     monkeypatch.setenv("QGPU_PROGRESS", "1")
     assert P.progress_enabled(False) is False
+
+
+def test_callback_draws_one_bar_per_run(monkeypatch):
+    buf = io.StringIO()
+    monkeypatch.setenv("QGPU_PROGRESS", "1")
+    monkeypatch.setattr(P.sys, "stderr", buf)
+    cb = P.progress_callback("margins", "pos", leave=True)
+    for done in (10, 50, 100):
+        cb(done, 100)
+    for done in (3, 7):
+        cb(done, 7)
+    text = buf.getvalue()
+    assert "100/100" in text and "7/7" in text and "margins" in text

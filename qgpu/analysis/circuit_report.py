@@ -12,6 +12,8 @@ measures what exactness rests on:
   +-1, one-hots 0/1 with exactly one hot, raw table reads exactly 0 or +-scale, counter
   reads 0 or scale * 2^-n);
 - logits: all exact integers, and the smallest gap between the chosen token and the next.
+`threshold_report` measures the thresholds alone for weights written with the primitives
+directly (no compiled circuit).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import numpy as np
 from qgpu.circuit.ir import BITS, CONST, ONEHOT, RAW, Counter
 from qgpu.model import layers
 from qgpu.model.reference import ReferenceEngine
+from qgpu.model.weights import QwenWeights
+from qgpu.primitives import Threshold
 
 
 @dataclass
@@ -117,3 +121,45 @@ def circuit_report(compiled, tokens, mode: str = "recurrent") -> CircuitReport:
     gap = float(np.min(top2[:, 1] - top2[:, 0])) if len(tokens) else math.inf
     return CircuitReport(len(tokens), count, min_ratio, max_dev, worst, norms, norm_failures,
                          signal_failures, gap, bool(np.all(logits == np.round(logits))))
+
+
+@dataclass
+class ThresholdReport:
+    evaluations: int
+    min_ratio: float  # tolerance / deviation, inf when every input was an exact integer
+    max_deviation: float
+    worst: Threshold | None
+
+    def __str__(self) -> str:
+        where = f" at {self.worst.name} (layer {self.worst.layer})" if self.worst else ""
+        return (f"{self.evaluations} threshold evaluations, max deviation "
+                f"{self.max_deviation:.3g}, min margin ratio {self.min_ratio:.3g}{where}")
+
+
+def threshold_report(weights: QwenWeights, thresholds: list[Threshold], tokens,
+                  mode: str = "recurrent") -> ThresholdReport:
+    """Run `tokens` through the reference engine and measure every step in `thresholds`
+    (weights written by the primitives directly, without the compiler's IR: the smallest
+    ratio of a step's tolerance to the deviation of its input from the ideal integer)."""
+    gates: dict[int, list[np.ndarray]] = {}
+
+    def observe(layer, site, value):
+        if site == "mlp_gate":
+            gates.setdefault(layer, []).append(value)
+
+    engine = ReferenceEngine(weights, observer=observe)
+    engine.prefill(engine.new_state(), tokens, mode=mode)
+    count, worst, min_ratio, max_dev = 0, None, math.inf, 0.0
+    for th in thresholds:
+        pre = np.concatenate(gates.get(th.layer, []))[:, th.unit].astype(np.float64)
+        form = pre / th.gain + th.threshold - th.offset
+        dev = np.abs(form - np.round(form))
+        tolerance = 0.25 - 88.73 / th.gain
+        count += dev.size
+        top = float(dev.max(initial=0.0))
+        ratio = tolerance / top if top > 0 else math.inf
+        if top > max_dev:
+            max_dev = top
+        if ratio < min_ratio:
+            min_ratio, worst = ratio, th
+    return ThresholdReport(count, min_ratio, max_dev, worst)

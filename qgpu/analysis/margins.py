@@ -1,4 +1,4 @@
-"""analysis.margins: the fast instrumented run (DESIGN.md section 3, "no drift"): a compiled
+"""analysis.margins: the fast instrumented run (docs/design.md section 3, "no drift"): a compiled
 circuit's whole token sequence (teacher-forced: prompt and expected trace as one
 sequence) through the fast engine's numpy backend with an observer, in chunks of
 positions, measuring what exactness rests on at every position and layer.

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from qgpu import suite
 from qgpu.analysis.margins import MarginReport, accelerate, margin_report
 from qgpu.circuit.compile import Compiled
 from qgpu.circuit.machine.build import compile_machine
@@ -21,9 +22,11 @@ from qgpu.circuit.machine.multiply import UNIT
 from qgpu.circuit.machine.spec import MachineSpec, check_launch
 from qgpu.errors import QgpuError
 from qgpu.interp import run_launch
+from qgpu.isa import limits
 from qgpu.isa.program import Program
 from qgpu.model.fast_numpy import NumpyFastEngine
 from qgpu.protocol import encode_prompt, expected_trace
+from qgpu.runtime.compiled import DEFAULT_SPEC, loaded_machine
 
 
 @dataclass
@@ -42,8 +45,6 @@ def load_margin_machine(spec: MachineSpec | None = None, progress: bool = False)
     """The default shape's machine for `spec` (runtime.compiled's DEFAULT_SPEC), once per
     process; the compiled weights of runtime.compiled's machine when it is loaded already
     (a second copy would cost a few GiB)."""
-    from qgpu.runtime.compiled import DEFAULT_SPEC, loaded_machine
-
     spec = spec or DEFAULT_SPEC
     if spec not in _machines:
         loaded = loaded_machine(spec)
@@ -101,8 +102,6 @@ def suite_margins(machine, names=None, per_kernel: bool = False,
     shortest launch if it has none); max_positions: only launches of at most that many
     positions (prompt + trace). The whole suite is ~255,000 positions, hours at the
     instrumented engine's ~10-20 positions/s."""
-    from qgpu import suite
-
     for spec in suite.load_suite():
         if names and spec.name not in names:
             continue
@@ -123,7 +122,7 @@ def suite_margins(machine, names=None, per_kernel: bool = False,
                 positions = len(launch_tokens(program, grid, block, memory)[0])
                 if max_positions is not None and positions > max_positions:
                     continue
-                rank = (suite.launch_warps(grid, block) < 2, positions)
+                rank = (limits.launch_warps(grid, block) < 2, positions)
             accepted.append((rank, case, program, grid, block, memory))
         if per_kernel and accepted:
             accepted = [min(accepted, key=lambda a: a[0])]

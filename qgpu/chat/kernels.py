@@ -1,5 +1,5 @@
 """chat.kernels: the host side of a kernel launch in a chat: a ```cuda block and its
-`// launch:` line out of a reply, the launch's arguments, compiling (qgpu.compile) and
+`// launch:` line out of a reply, the launch's arguments (cuda.launch_args), compiling and
 running on the machine part of the loaded checkpoint (runtime.checkpoint: GPU tokens in
 the merged vocabulary, results read from its state), readable records.
 
@@ -15,7 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qgpu.cuda import compile as compile_cuda
+from qgpu.cuda.launch_args import parse_args, pick_kernel
 from qgpu.errors import QgpuError
+from qgpu.protocol import Launch, decode_trace
+from qgpu.runtime.checkpoint import engine_name
 
 CUDA_BLOCK = re.compile(r"```(?:cuda|cu|c\+\+|cpp|c)?[ \t]*\n(.*?)```", re.S | re.I)
 LAUNCH_LINE = re.compile(r"//\s*launch:\s*(.*)")
@@ -127,13 +131,8 @@ def _values(a) -> list[int]:
 
 def run_request(machine, request: LaunchRequest, check: bool = True) -> KernelRun:
     """Compile and run on `machine` (a runtime.checkpoint.CheckpointMachine)."""
-    import qgpu
-    from qgpu.cli.run import _pick_kernel, parse_args
-    from qgpu.protocol import Launch, decode_trace
-    from qgpu.runtime.checkpoint import engine_name
-
-    module = qgpu.compile(request.source, filename=request.filename)
-    kernel = _pick_kernel(module, request.kernel)
+    module = compile_cuda(request.source, filename=request.filename)
+    kernel = pick_kernel(module, request.kernel)
     values = parse_args(kernel, request.args)
     before = {n: _values(v) for n, v in values.items() if isinstance(v, np.ndarray)}
     result = kernel(request.grid, request.block, values,

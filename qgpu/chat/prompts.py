@@ -1,10 +1,16 @@
-"""chat.prompts: the chat format (ChatML, as Qwen3.5's template writes it, thinking off)
-and the advanced mode's templates. The machine's limits and operations are read from the
-loaded machine (`machine.ops`), so an operation added to the circuit is offered to the
-language part as soon as a checkpoint carries it."""
+"""chat.prompts: the chat format and the advanced mode's templates. A checkpoint's own chat
+template (its tokenizer_config.json's "chat_template", or chat_template.jinja) is rendered
+by transformers' renderer (what apply_chat_template runs) with thinking off; a checkpoint
+without one gets ChatML, as Qwen3.5's template writes it with thinking off. The machine's
+limits and operations are read from the loaded machine (`machine.ops`), so an operation
+added to the circuit is offered to the language part as soon as a checkpoint carries it."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from qgpu.errors import QgpuError
 from qgpu.isa import limits
 
 SYSTEM = "You are a helpful assistant."
@@ -47,6 +53,57 @@ def chat_prompt(turns: list[tuple[str, str]], system: str = SYSTEM) -> str:
     parts += [f"<|im_start|>{role}\n{content}<|im_end|>\n" for role, content in turns]
     parts.append("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     return "".join(parts)
+
+
+class ChatTemplateError(QgpuError):
+    """A checkpoint's chat template that does not render."""
+
+
+class ChatTemplate:
+    """How a conversation becomes the prompt text: `render(turns, system)`."""
+
+    def __init__(self, template: str | None = None, special_tokens: dict | None = None):
+        self.template = template  # Jinja source; None: ChatML (chat_prompt)
+        self.special_tokens = dict(special_tokens or {})
+
+    @classmethod
+    def from_directory(cls, directory: str | Path) -> ChatTemplate:
+        """The checkpoint's template: chat_template.jinja, else chat_template.json's or
+        tokenizer_config.json's "chat_template" (a string, or the "default" of a list of
+        named ones); ChatML when it has none."""
+        directory = Path(directory)
+        config, template = {}, None
+        for name in ("tokenizer_config.json", "chat_template.json"):
+            if (directory / name).is_file():
+                found = json.loads((directory / name).read_text())
+                config = found if name == "tokenizer_config.json" else config
+                template = found.get("chat_template", template)
+        jinja = directory / "chat_template.jinja"
+        template = jinja.read_text() if jinja.is_file() else template
+        if isinstance(template, list):
+            template = {t.get("name"): t.get("template") for t in template}.get("default")
+        special = {k: v for k, v in config.items()
+                   if k in ("bos_token", "eos_token", "pad_token", "unk_token")
+                   and isinstance(v, str)}
+        return cls(template or None, special)
+
+    def render(self, turns: list[tuple[str, str]], system: str = SYSTEM) -> str:
+        """The prompt for (role, content) turns after a system message, ending with an
+        open assistant turn, thinking off (enable_thinking=False)."""
+        if self.template is None:
+            return chat_prompt(turns, system)
+        from transformers.utils.chat_template_utils import render_jinja_template
+
+        messages = [{"role": "system", "content": system}]
+        messages += [{"role": role, "content": content} for role, content in turns]
+        try:
+            rendered, _ = render_jinja_template(
+                conversations=[messages], chat_template=self.template,
+                add_generation_prompt=True, enable_thinking=False, **self.special_tokens)
+        except Exception as exc:  # jinja2's errors, and the template's raise_exception
+            raise ChatTemplateError(f"the checkpoint's chat template does not render: "
+                                    f"{type(exc).__name__}: {exc}") from None
+        return rendered[0]
 
 
 def advanced_system(ops) -> str:

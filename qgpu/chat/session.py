@@ -25,7 +25,7 @@ from qgpu.chat.kernels import (
     request_from_reply,
     run_request,
 )
-from qgpu.chat.prompts import FEEDBACK, SYSTEM, advanced_system, chat_prompt
+from qgpu.chat.prompts import FEEDBACK, SYSTEM, ChatTemplate, advanced_system
 from qgpu.errors import CheckMismatch, QgpuError
 
 MAX_RECORDS_SHOWN = 40
@@ -52,12 +52,14 @@ def show_run(run: KernelRun, records: bool = True) -> str:
 
 class ChatSession:
     """machine: runtime.checkpoint.CheckpointMachine (the GPU part); language: anything
-    with generate(prompt) -> text (chat.text.TextModel, or a stand-in)."""
+    with generate(prompt) -> text (chat.text.TextModel, or a stand-in); template: how
+    turns become its prompt (the checkpoint's chat template; default ChatML)."""
 
     def __init__(self, machine, language=None, advanced: bool = False, check: bool = True,
-                 system: str = SYSTEM):
+                 system: str = SYSTEM, template: ChatTemplate | None = None):
         self.machine, self.language = machine, language
         self.advanced, self.check, self.system = advanced, check, system
+        self.template = template or ChatTemplate()
         self.turns: list[tuple[str, str]] = []
 
     def handle(self, line: str) -> Reply:
@@ -70,7 +72,7 @@ class ChatSession:
         if self.advanced:
             return self.ask_kernel(line)
         self.turns.append(("user", line))
-        answer = self.language.generate(chat_prompt(self.turns, self.system)).strip()
+        answer = self.language.generate(self.template.render(self.turns, self.system)).strip()
         self.turns.append(("assistant", answer))
         return Reply(answer, "text")
 
@@ -86,7 +88,7 @@ class ChatSession:
         turns = [("user", question)]
         kernels, errors = [], []
         for attempt in range(2):  # the first kernel and one retry
-            reply = self.language.generate(chat_prompt(turns, system))
+            reply = self.language.generate(self.template.render(turns, system))
             try:
                 request = request_from_reply(reply)
                 kernels.append(request.source)

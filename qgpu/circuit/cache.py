@@ -2,7 +2,8 @@
 
 The key hashes the circuit's canonical description (`Circuit.describe()`: every token
 input's values, every table, unit and output rule), the layer shape, the compile options
-and the source of the compiler itself (qgpu/circuit/*.py), so a change to any of them
+and the source of the compiler itself (qgpu/circuit/*.py and the weight primitives it
+writes with, qgpu/primitives/*.py), so a change to any of them
 compiles afresh. Entries hold the nonzero entries of every tensor (compiled weights are
 nearly all zeros: flat positions ascending and values, taken from a sparse tensor's own
 entries without densifying it) and the thresholds for the margin report; a load builds
@@ -24,8 +25,10 @@ from qgpu.model.config import QwenConfig
 from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.weights import QwenWeights, expected_shapes, sparse_shape
 from qgpu.primitives import Threshold
+from qgpu.progress import progress as progress_bar
 
 _SOURCES = Path(__file__).resolve().parent
+_PRIMITIVES = _SOURCES.parent / "primitives"
 _CHECKOUT = _SOURCES.parent.parent
 
 
@@ -38,9 +41,11 @@ def cache_dir() -> Path:
 
 
 def _compiler_digest() -> str:
+    """The compiler's sources: qgpu/circuit/*.py and the primitives it emits with
+    (qgpu/primitives/*.py: their constants are in the weights, e.g. gdn_memory.KEY)."""
     h = hashlib.sha256()
-    for path in sorted(_SOURCES.glob("*.py")):
-        h.update(path.name.encode())
+    for path in sorted([*_SOURCES.glob("*.py"), *_PRIMITIVES.glob("*.py")]):
+        h.update(str(path.relative_to(_SOURCES.parent)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()
 
@@ -87,8 +92,9 @@ def _tensor(shape: tuple[int, ...], where: np.ndarray, values: np.ndarray):
     return t.reshape(shape)
 
 
-def load(key: str, directory: Path | None = None):
-    """(weights, thresholds), or None when there is no entry."""
+def load(key: str, directory: Path | None = None, progress: bool = False):
+    """(weights, thresholds), or None when there is no entry. progress: a bar over the
+    tensors (on a terminal)."""
     path = (directory or cache_dir()) / f"{key}.npz"
     if not path.exists():
         return None
@@ -97,7 +103,8 @@ def load(key: str, directory: Path | None = None):
         config = QwenConfig.from_hf_dict(meta["config"])
         shapes = expected_shapes(config)
         tensors = {}
-        for i, name in enumerate(meta["names"]):
+        for i, name in enumerate(progress_bar(meta["names"], desc="qgpu load (cache)",
+                                              unit="tensor", enabled=progress)):
             tensors[name] = _tensor(shapes[name], data[f"i{i}"], data[f"v{i}"])
     thresholds = [Threshold(layer, unit, {int(d): c for d, c in form}, th, gain, off, name)
                   for layer, unit, form, th, gain, off, name in meta["thresholds"]]

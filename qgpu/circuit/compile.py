@@ -3,7 +3,7 @@
     compiled = compile_circuit(circuit, LayerShape.small(), progress=True)
     compiled.weights        # QwenWeights: FastEngine, ReferenceEngine, save_checkpoint
     compiled.plan           # layers, heads, units, dims (schedule.Plan)
-    compiled.thresholds     # every step placed, for report.margin_report
+    compiled.thresholds     # every step placed, for qgpu.analysis's margin reports
 
 A second compile of the same (circuit, shape, options) with the same compiler source is
 read from the on-disk cache (qgpu.circuit.cache); scheduling is redone (it is cheap and
@@ -50,7 +50,7 @@ def compile_circuit(circuit: Circuit, shape: LayerShape, *, reuse_dims: bool = T
         options["max_layers"] = max_layers
     key = disk.cache_key(circuit.describe(), shape.describe(), options)
     directory = None if cache is True or cache is False else Path(cache)
-    hit = disk.load(key, directory) if cache is not False else None
+    hit = disk.load(key, directory, progress=progress) if cache is not False else None
     if hit is not None:
         weights, thresholds = hit
         if progress:

@@ -14,7 +14,6 @@ places is recorded as a `Threshold` (named "<node>: <step>") for the margin repo
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +27,7 @@ from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.weights import EMBED, LM_HEAD, QwenWeights
 from qgpu.primitives import CircuitError, MlpWriter, Threshold
 from qgpu.primitives.norm import NormLedger
+from qgpu.progress import progress as progress_bar
 
 
 @dataclass
@@ -84,6 +84,8 @@ def emit(plan: Plan, progress: bool = False) -> Emitted:
     ledger.set_norm_weights(w)
     dims, one = dims_of(plan), plan.one
     thresholds: list[Threshold] = []
+    bar = progress_bar(total=plan.n_layers, desc=f"qgpu compile {plan.circuit.name}",
+                       unit="layer", enabled=progress, leave=True)
     for layer in range(plan.n_layers):
         for node in plan.nodes_at(layer, MIXER):
             if isinstance(node, Table):
@@ -108,9 +110,9 @@ def emit(plan: Plan, progress: bool = False) -> Emitted:
                                f"{plan.units[layer]}")
         ledger.rebalance(mlp, plan.sumsq_after[layer])
         thresholds += mlp.thresholds
-        if progress:
-            print(f"qgpu compile {plan.circuit.name}: layer {layer + 1}/{plan.n_layers} "
-                  f"({config.layer_types[layer]}): {plan.heads_used[layer]} heads, "
-                  f"{mlp.next_unit} MLP units", file=sys.stderr, flush=True)
+        bar.set_postfix_str(f"{config.layer_types[layer]}: {plan.heads_used[layer]} heads, "
+                            f"{mlp.next_unit} MLP units", refresh=False)
+        bar.update()
+    bar.close()
     w[LM_HEAD] = output_head(plan.circuit, plan.hidden, dims, one)
     return Emitted(w, thresholds)

@@ -13,7 +13,7 @@ dv/2 - 1 bits, all read copies of that segment at once) and then adjusted per he
 - gate: in_proj_z = 16 g + 16: silu(32) = 32 or silu(0) = 0 (the read becomes 0);
 - presence: one more stored pair (32, 0) from the `one` dim, read as the `found` bit.
 
-A counter (DESIGN.md section 2) is one head whose row 0 holds (b, C): reset (beta = 1)
+A counter (docs/design.md section 2) is one head whose row 0 holds (b, C): reset (beta = 1)
 writes (32, 2^18), a tick (beta = sigmoid(0) = 1/2 exactly) writes (0, 2^18), so b =
 32 * 2^-n while C stays 2^18. C dominates the head's norm: b^2 is below half an ulp of
 C^2, so RMSNormGated divides by the same float for every n, and (powers of two scaling

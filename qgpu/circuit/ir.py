@@ -6,7 +6,7 @@ the *nodes* that produce them:
 - token inputs: signals the embedding defines, a function token id -> value;
 - tables (`Table`): Gated DeltaNet state regions with one write port and any number of
   read ports (each read is a copy of the table in its own head, all written together);
-- counters: a `1 - 2^-n` counter row (DESIGN.md section 2) decoded to a one-hot position;
+- counters: a `1 - 2^-n` counter row (docs/design.md section 2) decoded to a one-hot position;
 - units (`Unit`): SwiGLU pieces (steps, products, decoders, adders, ...), built by the
   helpers of `qgpu.circuit.units`;
 - outputs: which signals decide which token (`qgpu.circuit.outputs`).
@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qgpu.primitives import CircuitError
+from qgpu.primitives import CircuitError, Form, MlpWriter
+from qgpu.primitives.mlp import step
 
 BITS, ONEHOT, CONST, RAW = "bits", "onehot", "const", "raw"
 EMBED, MIXER, MLP = "embed", "mixer", "mlp"
@@ -276,8 +277,6 @@ class Table(Node):
         c = self.circuit
         raw = c._signal(f"{name}.raw", RAW, self.stored_bits, self, scale=READ_SCALE)
         read = Read(query, tuple(sorted(set(lags))), gate and as_ref(gate), raw, None, None)
-        from qgpu.circuit.units import restore_bits  # units build on the IR
-
         if restore:
             read.bits, read.found = restore_bits(c, raw, self.width, self.presence, name)
         self.reads.append(read)
@@ -474,8 +473,6 @@ class Circuit:
         _check_bit(tick, f"counter {name} tick")
         node = self.add_node(Counter(name, MIXER, reset=reset, tick=tick, limit=limit))
         raw = self._signal(f"{name}.raw", RAW, 1, node, scale=COUNTER_SCALE)
-        from qgpu.circuit.units import decode_counter
-
         return decode_counter(self, raw, limit, name)
 
     # -- graph --
@@ -532,3 +529,76 @@ class Circuit:
         if self.default_token is None and not self.rules:
             raise CircuitError(f"circuit {self.name} has no outputs")
         self.topological()
+
+
+# -- units the IR itself builds (restoring reads, decoding counters); circuit.units has
+# the rest --
+class _DryRun(MlpWriter):
+    """An MlpWriter that only counts the units a unit's emit would place."""
+
+    def __init__(self):
+        super().__init__(weights=None, layer=-1)
+
+    def unit(self, gate: Form, up: Form, down: Form) -> int:
+        self.next_unit += 1
+        return self.next_unit - 1
+
+
+def _count_units(node: Unit) -> int:
+    base: dict[Signal, int] = {}
+
+    def fake_dims(ref: Ref) -> list[int]:
+        start = base.setdefault(ref.signal, 1 + sum(s.width for s in base))
+        return [start + o for o in ref.offsets]
+
+    dry = _DryRun()
+    node.emit(dry, fake_dims, 0, node.outputs)
+    return dry.next_unit
+
+
+def make_unit(c: Circuit, name: str, op: str, args: Sequence[Source],
+              outputs: Sequence[tuple[str, str, int, dict]], emit, **params) -> list[Signal]:
+    """Add a Unit node: outputs are (name, kind, width, extra Signal fields)."""
+    node = c.add_node(Unit(name, MLP, op=op, args=[as_ref(a) for a in args], params=params,
+                           emit=emit))
+    sigs = [c._signal(n, kind, width, node, **extra) for n, kind, width, extra in outputs]
+    node.units = _count_units(node)
+    return sigs
+
+
+def restore_bits(c: Circuit, raw: Signal, width: int, presence: bool, name: str):
+    """RAW +-scale (or 0) -> clean +-1 bits: bit = [raw / scale >= 1]; an unwritten row
+    reads 0 and restores as all -1 bits (value 0) with found = -1."""
+
+    def emit(mlp, dims, one, outs):
+        r, out = dims(raw.ref), [d for sig in outs for d in dims(sig.ref)]
+        for i, (src, dst) in enumerate(zip(r, out, strict=True)):
+            step(mlp, {src: 1.0 / raw.scale}, 1.0, {dst: 2.0}, one, name=f"restore bit {i}")
+        mlp.constant({d: -1.0 for d in out}, one)
+
+    outs = [(f"{name}.bits", BITS, width, {})]
+    if presence:
+        outs.append((f"{name}.found", BITS, 1, {}))
+    sigs = make_unit(c, f"{name}.restore", "restore", [raw], outs, emit)
+    return sigs[0], (sigs[1] if presence else None)
+
+
+def decode_counter(c: Circuit, raw: Signal, limit: int, name: str) -> Signal:
+    """Counter read 2^-14 * 2^-n -> one-hot n in 0..limit (none beyond or never reset).
+    F = 2^(M - n), M = limit + 1, is an exact integer for n <= M and < 1 beyond, so the
+    steps [F >= 2^(M - m)] = [n <= m] are exact; member m = [n <= m] - [n <= m - 1]."""
+    top = limit + 1
+
+    def emit(mlp, dims, one, outs):
+        (r,) = dims(raw.ref)
+        members = dims(outs[0].ref)
+        form = {r: 2.0 ** top / raw.scale}
+        for m in range(limit + 1):  # member m+1 (or none) loses what member m gains
+            step(mlp, form, 2.0 ** (top - m), {members[m]: 1.0, members[m + 1]: -1.0}, one,
+                 name=f"n <= {m}")
+        mlp.constant({members[-1]: 1.0}, one)
+
+    (pos,) = make_unit(c, f"{name}.decode", "counter decode", [raw],
+                       [(name, ONEHOT, limit + 2, {"members": limit + 1, "has_none": True})],
+                       emit, limit=limit)
+    return pos

@@ -13,52 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from qgpu.circuit.ir import BITS, MLP, ONEHOT, Circuit, Ref, Signal, Source, Unit, as_ref
-from qgpu.primitives import CircuitError, Form, MlpWriter, plus, scaled
+from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Ref, Signal, Source, as_ref, make_unit
+from qgpu.primitives import CircuitError, Form, plus, scaled
 from qgpu.primitives.mlp import (
     adder,
     bit01,
     bit_from_step,
     one_hot_decoder,
     product,
-    step,
 )
 from qgpu.primitives.mlp import compare as compare_units
 
 Dims = Callable[[Ref], list[int]]
-
-
-class _DryRun(MlpWriter):
-    """An MlpWriter that only counts the units a unit's emit would place."""
-
-    def __init__(self):
-        super().__init__(weights=None, layer=-1)
-
-    def unit(self, gate: Form, up: Form, down: Form) -> int:
-        self.next_unit += 1
-        return self.next_unit - 1
-
-
-def _count_units(node: Unit) -> int:
-    base: dict[Signal, int] = {}
-
-    def fake_dims(ref: Ref) -> list[int]:
-        start = base.setdefault(ref.signal, 1 + sum(s.width for s in base))
-        return [start + o for o in ref.offsets]
-
-    dry = _DryRun()
-    node.emit(dry, fake_dims, 0, node.outputs)
-    return dry.next_unit
-
-
-def make_unit(c: Circuit, name: str, op: str, args: Sequence[Source],
-              outputs: Sequence[tuple[str, str, int, dict]], emit, **params) -> list[Signal]:
-    """Add a Unit node: outputs are (name, kind, width, extra Signal fields)."""
-    node = c.add_node(Unit(name, MLP, op=op, args=[as_ref(a) for a in args], params=params,
-                           emit=emit))
-    sigs = [c._signal(n, kind, width, node, **extra) for n, kind, width, extra in outputs]
-    node.units = _count_units(node)
-    return sigs
 
 
 def _bits(ref: Source, what: str, width: int | None = None) -> Ref:
@@ -74,45 +40,6 @@ def zero_one(ref: Ref, dims: Dims, one: int) -> Form:
     """The 0/1 value of a single bit (+-1) or one-hot member (0/1) as a form."""
     (d,) = dims(ref)
     return bit01(d, one) if ref.kind == BITS else {d: 1.0}
-
-
-# -- restoration of reads --
-def restore_bits(c: Circuit, raw: Signal, width: int, presence: bool, name: str):
-    """RAW +-scale (or 0) -> clean +-1 bits: bit = [raw / scale >= 1]; an unwritten row
-    reads 0 and restores as all -1 bits (value 0) with found = -1."""
-
-    def emit(mlp, dims, one, outs):
-        r, out = dims(raw.ref), [d for sig in outs for d in dims(sig.ref)]
-        for i, (src, dst) in enumerate(zip(r, out, strict=True)):
-            step(mlp, {src: 1.0 / raw.scale}, 1.0, {dst: 2.0}, one, name=f"restore bit {i}")
-        mlp.constant({d: -1.0 for d in out}, one)
-
-    outs = [(f"{name}.bits", BITS, width, {})]
-    if presence:
-        outs.append((f"{name}.found", BITS, 1, {}))
-    sigs = make_unit(c, f"{name}.restore", "restore", [raw], outs, emit)
-    return sigs[0], (sigs[1] if presence else None)
-
-
-def decode_counter(c: Circuit, raw: Signal, limit: int, name: str) -> Signal:
-    """Counter read 2^-14 * 2^-n -> one-hot n in 0..limit (none beyond or never reset).
-    F = 2^(M - n), M = limit + 1, is an exact integer for n <= M and < 1 beyond, so the
-    steps [F >= 2^(M - m)] = [n <= m] are exact; member m = [n <= m] - [n <= m - 1]."""
-    top = limit + 1
-
-    def emit(mlp, dims, one, outs):
-        (r,) = dims(raw.ref)
-        members = dims(outs[0].ref)
-        form = {r: 2.0 ** top / raw.scale}
-        for m in range(limit + 1):  # member m+1 (or none) loses what member m gains
-            step(mlp, form, 2.0 ** (top - m), {members[m]: 1.0, members[m + 1]: -1.0}, one,
-                 name=f"n <= {m}")
-        mlp.constant({members[-1]: 1.0}, one)
-
-    (pos,) = make_unit(c, f"{name}.decode", "counter decode", [raw],
-                       [(name, ONEHOT, limit + 2, {"members": limit + 1, "has_none": True})],
-                       emit, limit=limit)
-    return pos
 
 
 # -- arithmetic and logic --
@@ -250,19 +177,5 @@ def equals(c: Circuit, bits: Source, value: int, *, name: str) -> Signal:
         bit_from_step(mlp, form, float(n), dims(outs[0].ref)[0], one, name=f"{name} == {value}")
 
     (out,) = make_unit(c, name, "equals", [bits], [(name, BITS, 1, {})], emit, value=value)
-    return out
-
-
-def member_bit(c: Circuit, member: Source, *, name: str) -> Signal:
-    """A bit from a one-hot member: 2x - 1."""
-    m = as_ref(member)
-    if m.kind != ONEHOT or len(m) != 1:
-        raise CircuitError(f"{name}: {m.describe()} is not a one-hot member")
-
-    def emit(mlp, dims, one, outs):
-        (src,), (dst,) = dims(m), dims(outs[0].ref)
-        mlp.unit({one: 32.0}, {src: 2.0, one: -1.0}, {dst: 1.0 / 32})
-
-    (out,) = make_unit(c, name, "member bit", [m], [(name, BITS, 1, {})], emit)
     return out
 

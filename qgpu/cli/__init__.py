@@ -1,6 +1,9 @@
 """cli: the `qgpu` command. Each subcommand lives in its own module of this package and
 registers itself in SUBCOMMANDS (name -> module); the module has `add_arguments(parser)`
-and `main(args) -> int`."""
+and `main(args) -> int`.
+
+Owns: the command line only. May import every package below it; nothing imports cli.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "validate-gpu": ("validate_gpu", "run the kernel suite on a real NVIDIA GPU and compare"),
     "merge": ("merge", "merge a compiled circuit into a base Qwen3.5 checkpoint"),
     "export-machine": ("export_machine", "write the compiled machine as a checkpoint"),
+    "export-gguf": ("export_gguf", "write a merged or exported machine checkpoint as GGUF"),
     "chat": ("chat", "chat with a merged checkpoint; /run launches kernels on its machine"),
 }
 

@@ -23,6 +23,7 @@ def add_arguments(parser) -> None:
 def open_session(model: str, advanced: bool = False, max_new_tokens: int = 512,
                  check: bool = True):
     from qgpu.chat import ChatSession
+    from qgpu.chat.prompts import ChatTemplate
     from qgpu.chat.text import TextModel, TextModelError
     from qgpu.runtime.checkpoint import load_machine_checkpoint
 
@@ -33,7 +34,8 @@ def open_session(model: str, advanced: bool = False, max_new_tokens: int = 512,
     except TextModelError as exc:
         print(f"qgpu chat: {exc}; /run launches only", file=sys.stderr)
         language = None
-    return ChatSession(machine, language, advanced=advanced, check=check)
+    return ChatSession(machine, language, advanced=advanced, check=check,
+                       template=ChatTemplate.from_directory(model))
 
 
 def main(args) -> int:

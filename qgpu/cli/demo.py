@@ -1,23 +1,19 @@
-"""cli.demo: `qgpu demo`, the dot product of [1, 2, 3] and [4, 5, 6]: the CUDA kernel is
-compiled by the front end (clang-19 -> PTX -> machine blocks), launched on the compiled
-model (or, with --engine interp, the reference interpreter), and the trace the model
-writes is printed as readable records with its token count and the result 32 (read from
-the model's recurrent state)."""
+"""cli.demo: `qgpu demo`, the dot product of [1, 2, 3] and [4, 5, 6]: the CUDA kernel
+(kernels/dot.cu, the suite's `dot`) is compiled by the front end (clang-19 -> PTX ->
+machine blocks), launched on the compiled model (or, with --engine interp, the reference
+interpreter), and the trace the model writes is printed as readable records with its
+token count and the result 32 (read from the model's recurrent state)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-import qgpu
+import qgpu.runtime  # noqa: F401 - registers the model's engines
+from qgpu.cli import html
+from qgpu.cuda import compile as compile_cuda
 from qgpu.isa.asm import disassemble
 from qgpu.protocol import Launch, decode_trace
-
-DOT_CU = """\
-__global__ void dot(const int* a, const int* b, int* out, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) atomicAdd(out, a[i] * b[i]);
-}
-"""
+from qgpu.suite import DEMO_KERNEL, kernel_source
 
 
 def add_arguments(parser) -> None:
@@ -27,16 +23,18 @@ def add_arguments(parser) -> None:
     parser.add_argument("--engine", default="model", choices=("interp", "model"),
                         help="run on the compiled model (default; compiled once, then "
                              "cached on disk) or the reference interpreter")
+    html.add_html_argument(parser)
 
 
 def main(args) -> int:
-    kernel = qgpu.compile(DOT_CU, filename="dot.cu").get_function("dot")
+    source = kernel_source(DEMO_KERNEL)
+    kernel = compile_cuda(source, filename=f"{DEMO_KERNEL}.cu").get_function("dot")
     a = np.array([1, 2, 3], np.int32)
     b = np.array([4, 5, 6], np.int32)
     out = np.zeros(1, np.int32)
-    res = kernel(1, 3, (a, b, out, 3), engine=args.engine)
+    res = html.launch(kernel, 1, 3, (a, b, out, 3), args.engine, args.html)
     if not args.quiet:
-        print(DOT_CU)
+        print(source)
         print(f"dot([1, 2, 3], [4, 5, 6]) on qgpu (engine: {args.engine}): "
               f"{len(res.program.blocks)} machine blocks")
         if args.program:

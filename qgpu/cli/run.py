@@ -11,14 +11,18 @@ every position must be the trace's next token (equivalent to generation writing 
 trace; faster, since the fast engine runs known tokens layer by layer); the memory is
 read from the model's state after the pass (runtime.check.forced_launch).
 
+--model FILE.gguf (`qgpu export-gguf`) runs it on llama.cpp through llama-cpp-python
+(--engine llama.cpp; runtime.llama_cpp), --check and --forced as above.
+
 --model DIR runs the launch on a checkpoint's machine (a merged checkpoint from `qgpu merge`
 or one from `qgpu export-machine`; implies --engine model): GPU tokens offset into its
 vocabulary, results read from its recurrent state (qgpu.runtime.checkpoint).
 
 NAME is a parameter's name in the kernel's source; every parameter needs one --arg. A
 pointer parameter takes comma-separated integers (the array's initial contents) or
-zeros:N; an integer parameter takes one integer. --json prints one JSON object:
-{"kernel", "engine", "args": {NAME: final contents (pointer parameters)}, "tokens"}.
+zeros:N; an integer parameter takes one integer (cuda.launch_args reads them). --json
+prints one JSON object: {"kernel", "engine", "args": {NAME: final contents (pointer
+parameters)}, "tokens"}.
 """
 
 from __future__ import annotations
@@ -29,7 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
+from qgpu.cli.html import add_html_argument, launch
+from qgpu.cuda import compile as compile_cuda
+from qgpu.cuda.launch_args import parse_args, pick_kernel
 from qgpu.errors import QgpuError
+from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
 
 
 class RunError(QgpuError):
@@ -41,8 +49,9 @@ def add_arguments(p) -> None:
     p.add_argument("--grid", type=int, required=True, help="CTAs in the launch (gridDim.x)")
     p.add_argument("--block", type=int, required=True, help="threads per CTA (blockDim.x)")
     p.add_argument("--kernel", help="the __global__ function (when the file has several)")
-    p.add_argument("--engine", choices=("interp", "model"), default="interp",
-                   help="run on the reference interpreter (default) or the compiled model")
+    p.add_argument("--engine", choices=("interp", "model", "llama.cpp"), default="interp",
+                   help="run on the reference interpreter (default), the compiled model, or "
+                        "llama.cpp (with --model FILE.gguf from qgpu export-gguf)")
     p.add_argument("--check", action="store_true",
                    help="replay the launch on the interpreter and compare token by token")
     p.add_argument("--forced", action="store_true",
@@ -52,64 +61,10 @@ def add_arguments(p) -> None:
     p.add_argument("--model", metavar="DIR",
                    help="run on this merged or exported machine checkpoint (--engine model)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_html_argument(p)
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers, "
                         "NAME=INT for integers")
-
-
-def _int(text: str, name: str) -> int:
-    try:
-        return int(text.strip(), 0)
-    except ValueError:
-        raise RunError(f"--arg {name}: '{text}' is not an integer") from None
-
-
-def _array(param, text: str) -> np.ndarray:
-    dtype = np.int32 if param.signed else np.uint32
-    lo, hi = (-(1 << 31), (1 << 31) - 1) if param.signed else (0, (1 << 32) - 1)
-    if text.startswith("zeros:"):
-        n = _int(text[len("zeros:"):], param.name)
-        if n < 0:
-            raise RunError(f"--arg {param.name}: zeros:{n} is negative")
-        return np.zeros(n, dtype=dtype)
-    items = [t for t in text.split(",")] if text.strip() else []
-    values = [_int(t, param.name) for t in items]
-    for v in values:
-        if not lo <= v <= hi:
-            raise RunError(f"--arg {param.name}: {v} does not fit {param.ctype}")
-    return np.array(values, dtype=dtype)
-
-
-def parse_args(kernel, pairs: list[str]) -> dict:
-    """Launch arguments by parameter name, from NAME=VALUE strings."""
-    params = {p.name: p for p in kernel.params}
-    given: dict[str, str] = {}
-    for pair in pairs:
-        name, eq, value = pair.partition("=")
-        name = name.strip()
-        if not eq:
-            raise RunError(f"--arg '{pair}': expected NAME=VALUE")
-        if name not in params:
-            raise RunError(f"--arg {name}: {kernel.name} has no parameter '{name}' "
-                           f"(parameters: {', '.join(params) or 'none'})")
-        if name in given:
-            raise RunError(f"--arg {name} given twice")
-        given[name] = value
-    missing = [n for n in params if n not in given]
-    if missing:
-        raise RunError(f"missing --arg for {', '.join(missing)} ({kernel.signature})")
-    return {n: _array(p, given[n]) if p.pointer else _int(given[n], n)
-            for n, p in params.items()}
-
-
-def _pick_kernel(module, name: str | None):
-    names = module.kernel_names
-    if name is None:
-        if len(names) != 1:
-            raise RunError(f"{module.filename} has {len(names)} kernels "
-                           f"({', '.join(names) or 'none'}); choose one with --kernel")
-        name = names[0]
-    return module.get_function(name)
 
 
 def _values(a: np.ndarray) -> list[int]:
@@ -117,29 +72,35 @@ def _values(a: np.ndarray) -> list[int]:
 
 
 def run(args) -> dict:
-    import qgpu
-
     forced = getattr(args, "forced", False)
-    if getattr(args, "model", None) or forced:
+    gguf = str(getattr(args, "model", None) or "").endswith(".gguf")
+    if args.engine == "llama.cpp" and not gguf:
+        raise RunError("--engine llama.cpp needs --model FILE.gguf (qgpu export-gguf)")
+    if gguf:
+        args.engine = "llama.cpp"
+    elif getattr(args, "model", None) or forced:
         args.engine = "model"
     args.check = args.check or forced
     engine = "model-forced" if forced else \
-        "model-check" if args.engine == "model" and args.check else args.engine
+        "model-check" if args.engine != "interp" and args.check else args.engine
     path = Path(args.file)
     try:
         source = path.read_text()
     except OSError as exc:
         raise RunError(f"cannot read {args.file}: {exc.strerror}") from None
-    module = qgpu.compile(source, filename=args.file)
-    kernel = _pick_kernel(module, args.kernel)
+    module = compile_cuda(source, filename=args.file)
+    kernel = pick_kernel(module, args.kernel)
     values = parse_args(kernel, args.arg)
-    if getattr(args, "model", None):
-        from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
+    if gguf:
+        from qgpu.runtime.llama_cpp import load_gguf_machine
 
+        machine = load_gguf_machine(args.model)   # held: the registry refers weakly
+        engine = engine_name(machine, check=args.check, forced=forced)
+    elif getattr(args, "model", None):
         machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
         engine = engine_name(machine, check=args.check, forced=forced)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
-    result = kernel(args.grid, args.block, values, engine=engine)
+    result = launch(kernel, args.grid, args.block, values, engine, getattr(args, "html", None))
     return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,
             "block": args.block, "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},

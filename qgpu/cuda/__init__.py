@@ -10,6 +10,10 @@ lowering to machine blocks (register allocation, block packing), and the launch 
     schedule   stages and machine blocks                 regalloc  15 registers
     codegen    the pipeline, emission                    link      templates, binding
     api        compile / Module / Kernel (CuPy-like launches)
+    launch_args  a launch in words: --kernel, --arg NAME=VALUE
+
+Owns: CUDA C to machine programs, and launching them (ENGINES: the interpreter here; the
+runtime registers the model's engines). May import: protocol, interp, isa, errors.
 """
 
 from qgpu.cuda.api import ENGINES, Kernel, LaunchResult, Module, compile

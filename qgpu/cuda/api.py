@@ -8,14 +8,14 @@ Arrays are placed one after another in the machine's global memory (word aligned
 distinct array once, so aliases stay aliases), the template is linked with the launch's
 values, the program runs on the chosen engine, and the final memory is copied back into
 the caller's arrays, as CuPy's device arrays would hold it. ENGINES maps an engine name to
-a runner; the model engine registers itself there when the circuit exists.
+a runner: the interpreter here; qgpu.runtime registers the model's engines.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from qgpu.cuda.driver import compile_to_ptx
 from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.signature import KernelSignature, parse_kernels, ptx_base_name
 from qgpu.errors import CompileError, LaunchError
+from qgpu.interp import run_launch
 from qgpu.isa import Program, limits
 from qgpu.protocol import expected_trace
 
@@ -33,41 +34,26 @@ ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
 
 @dataclass
 class EngineRun:
-    """What an engine returns: final global memory, block events, the trace tokens."""
+    """What an engine returns: final global memory, block events, the trace tokens; a
+    model engine may add each written token's logit margin and the interpreter's trace
+    it was checked against."""
     memory: list[int]
     events: list
     trace: list[int]
+    margins: list[float] | None = None
+    expected: list[int] | None = None
 
 
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
                 budget: int) -> EngineRun:
-    from qgpu.interp import run_launch
     res = run_launch(program, grid=grid, block=block, memory=memory, budget=budget)
     return EngineRun(list(res.memory), list(res.events), expected_trace(res.events))
 
 
-def _run_model(program: Program, grid: int, block: int, memory: list[int],
-               budget: int) -> EngineRun:
-    from qgpu.runtime.model_engines import run_model  # the compiled model: loaded on first use
-    return run_model(program, grid, block, memory, budget)
-
-
-def _run_model_checked(program: Program, grid: int, block: int, memory: list[int],
-                       budget: int) -> EngineRun:
-    from qgpu.runtime.model_engines import run_model_checked
-    return run_model_checked(program, grid, block, memory, budget)
-
-
-def _run_model_forced(program: Program, grid: int, block: int, memory: list[int],
-                      budget: int) -> EngineRun:
-    from qgpu.runtime.model_engines import run_model_forced
-    return run_model_forced(program, grid, block, memory, budget)
-
-
-# name -> runner(program, grid, block, memory, budget) -> EngineRun
-ENGINES: dict[str, Callable[..., EngineRun]] = {"interp": _run_interp, "model": _run_model,
-                                                "model-check": _run_model_checked,
-                                                "model-forced": _run_model_forced}
+# name -> runner(program, grid, block, memory, budget) -> EngineRun. The front end knows
+# only the interpreter; the runtime registers the model's engines ("model", "model-check",
+# "model-forced", and one per loaded checkpoint) when it is imported.
+ENGINES: dict[str, Callable[..., EngineRun]] = {"interp": _run_interp}
 
 
 @dataclass
@@ -82,6 +68,12 @@ class LaunchResult:
     trace: list[int]             # the trace tokens the model writes
     seconds: float
     layout: dict[str, tuple[int, int]]   # parameter name -> (first word, words)
+    initial: list[int] = field(default_factory=list)   # global memory before the launch
+    signed: dict[str, bool] = field(default_factory=dict)   # pointer parameter -> int32?
+    scalars: dict[str, int] = field(default_factory=dict)   # integer parameter -> value
+    sources: dict | None = None    # {"source", "filename", "ptx", "origins"} (qgpu.view)
+    margins: list[float] | None = None   # top-1 minus top-2 logit per written token
+    expected: list[int] | None = None    # the interpreter's trace (model runs, --check)
 
     @property
     def tokens(self) -> int:
@@ -90,6 +82,15 @@ class LaunchResult:
     @property
     def blocks_executed(self) -> int:
         return len(self.events)
+
+    def html(self) -> str:
+        """The launch as one self-contained HTML page (qgpu.view)."""
+        from qgpu.view import render_html, result_data
+        return render_html(result_data(self))
+
+    def _repr_html_(self) -> str:   # notebooks show the launch viewer
+        from qgpu.view import iframe
+        return iframe(self.html())
 
 
 def _dim(value, what: str) -> int:
@@ -102,12 +103,20 @@ def _dim(value, what: str) -> int:
     return int(value)
 
 
+def args_list(params, args) -> list:
+    """Launch arguments in parameter order (a dict by name, or a sequence)."""
+    if isinstance(args, dict):
+        return [args.get(p.name) for p in params]
+    return list(args)
+
+
 class Kernel:
     """A __global__ function of a Module; call it to launch."""
 
     def __init__(self, signature: KernelSignature, template: KernelTemplate):
         self.signature = signature
         self.template = template
+        self.sources: dict | None = None   # set by Module: source, PTX, block origins
 
     @property
     def name(self) -> str:
@@ -211,10 +220,11 @@ class Kernel:
         grid, block = _dim(grid, "grid"), _dim(block, "block")
         runner = ENGINES.get(engine)
         if runner is None:
-            raise LaunchError(f"unknown engine '{engine}' (choose from {sorted(ENGINES)})")
-        from qgpu.interp.simt import check_launch
-        check_launch(self.template.program, grid, block)
+            raise LaunchError(f"unknown engine '{engine}' (registered: {sorted(ENGINES)}; the "
+                              "model's engines register when qgpu.runtime is imported)")
+        limits.check_launch_shape(grid, block)   # before linking: a clear error first
         program, memory, layout, arrays = self.link(grid, block, args)
+        initial = list(memory)
         t0 = time.perf_counter()
         run = runner(program, grid, block, memory, budget)
         seconds = time.perf_counter() - t0
@@ -222,8 +232,13 @@ class Kernel:
             if a is not None:
                 base, n = layout[p.name]
                 a[...] = np.array(run.memory[base:base + n], dtype=np.uint32).view(a.dtype)
+        params = self.signature.params
         return LaunchResult(self.name, engine, grid, block, program, run.memory, run.events,
-                            run.trace, seconds, layout)
+                            run.trace, seconds, layout, initial=initial,
+                            signed={p.name: p.signed for p in params if p.pointer},
+                            scalars={p.name: int(a) for p, a in zip(params, args_list(
+                                params, args), strict=True) if not p.pointer},
+                            sources=self.sources, margins=run.margins, expected=run.expected)
 
 
 class Module:
@@ -260,6 +275,8 @@ class Module:
         template.stats["globals"] = [v for v in self.ptx_module.variables
                                      if v.space in ("global", "const")]
         self._kernels[name] = Kernel(sig, template)
+        self._kernels[name].sources = {"source": self.source, "filename": self.filename,
+                                       "ptx": self.ptx, "origins": template.stats["origins"]}
         return self._kernels[name]
 
 

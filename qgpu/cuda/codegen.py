@@ -36,7 +36,7 @@ def compile_kernel(module: ptx.PModule, ptx_name: str, display_name: str) -> Ker
     regs, pressure, live = allocate(mblocks, display_name)
     program, relocs = emit(mblocks, regs, live, display_name)
     stats = {"blocks": len(program.blocks), "instructions": program.instruction_count(),
-             "pressure": pressure}
+             "pressure": pressure, "origins": block_origins(mblocks)}
     return KernelTemplate(display_name, program, relocs, fn.n_params, fn.shared_bytes,
                           pressure, stats)
 
@@ -57,6 +57,17 @@ def thread_exits(mblocks: list[MBlock]) -> list[MBlock]:
             seen.add(name)
             todo += successors(by_name[name].term)
     return [mb for mb in mblocks if mb.name in seen]
+
+
+def block_origins(mblocks: list[MBlock]) -> list[dict]:
+    """Per machine block, where its operations came from: {"ptx": PTX line numbers,
+    "source": [(file, line)] from the PTX's .loc} (qgpu.view highlights them)."""
+    out = []
+    for mb in mblocks:
+        origins = [op.origin for st in mb.stages for op in st if op.origin is not None]
+        out.append({"ptx": sorted({o.line for o in origins if getattr(o, "line", 0)}),
+                    "source": sorted({o.loc for o in origins if getattr(o, "loc", None)})})
+    return out
 
 
 def _operand(x, regs: dict[V, int]):

@@ -52,9 +52,6 @@ class Op:
     def uses(self) -> list[V]:
         return [s for s in self.srcs if isinstance(s, V)]
 
-    def has_side_effect(self) -> bool:
-        return self.kind in ("store", "atomic")
-
     def touches_memory(self) -> bool:
         return self.kind in ("load", "store", "atomic")
 

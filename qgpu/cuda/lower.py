@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from qgpu.cuda import ptx
 from qgpu.cuda.ir import Barrier, BasicBlock, CondBr, Function, Goto, Op, Ret, Sym, V
+from qgpu.cuda.ptx import fail
 from qgpu.cuda.select import select
 from qgpu.errors import CompileError
 from qgpu.isa import Imm, limits
@@ -22,10 +23,6 @@ _SREG_OPS = {"%tid.x": "tid", "%ctaid.x": "ctaid", "%laneid": "laneid", "%warpid
 _SREG_CONST = {"%tid.y": 0, "%tid.z": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%ntid.y": 1,
                "%ntid.z": 1, "%nctaid.y": 1, "%nctaid.z": 1, "%nwarpid": limits.MAX_WARPS}
 _SREG_SYMS = {"%ntid.x": "ntid", "%nctaid.x": "nctaid"}
-
-
-def fail(ins: ptx.PInstr, what: str) -> CompileError:
-    return CompileError(f"{ins.where()}: {what}")
 
 
 class Builder:
@@ -312,6 +309,10 @@ class Lowering:
             self.b.finish(Barrier(nxt.name))
             self.b.start(nxt)
             return
+        select(self, ins)
+
+    def select(self, ins: ptx.PInstr) -> None:
+        """Emit native operations for one unguarded PTX data instruction (cuda.select)."""
         select(self, ins)
 
     def guarded(self, ins: ptx.PInstr) -> None:

@@ -11,6 +11,7 @@ canonical form. 8/16-bit memory accesses stay unsupported (cuda.select says so).
 from __future__ import annotations
 
 from qgpu.cuda import ptx
+from qgpu.cuda.ptx import fail
 from qgpu.isa import Imm
 
 _NO_MASK_UNSIGNED = {"and", "or", "xor", "selp", "mov", "shr", "min", "max", "div", "rem",
@@ -40,8 +41,6 @@ def extend(lw, ins, o, bits: int, signed: bool):
 
 def narrow(lw, ins: ptx.PInstr) -> None:
     """Lower one 8/16-bit arithmetic instruction (not cvt, not memory)."""
-    from qgpu.cuda.select import _fail, select
-
     b = lw.b
     op, parts, ops = ins.parts[0], ins.parts, ins.operands
     t = parts[-1]
@@ -54,7 +53,7 @@ def narrow(lw, ins: ptx.PInstr) -> None:
         b.emit("mul", lw.dst(ops[0], ins), a, c)
         return
     if op == "mul" and "hi" in parts:
-        raise _fail(ins, f"{ins.opcode} is not supported")
+        raise fail(ins, f"{ins.opcode} is not supported")
     shift_amount = 2 if op in ("shl", "shr") else None
     srcs = []
     for k, o in enumerate(ops[1:], 1):
@@ -66,8 +65,8 @@ def narrow(lw, ins: ptx.PInstr) -> None:
     wide_type = ("s32" if signed else "u32") if t[0] in "su" else "b32"
     wide_op = ".".join(parts[:-1] + [wide_type])
     if op == "setp":
-        select(lw, ptx.PInstr(wide_op, [ops[0]] + srcs, line=ins.line, text=ins.text,
-                            loc=ins.loc))
+        lw.select(ptx.PInstr(wide_op, [ops[0]] + srcs, line=ins.line, text=ins.text,
+                             loc=ins.loc))
         return
     dst = lw.dst(ops[0], ins)
     needs_mask = signed or op not in _NO_MASK_UNSIGNED
@@ -75,7 +74,7 @@ def narrow(lw, ins: ptx.PInstr) -> None:
         needs_mask = False
         srcs = [Imm(srcs[0].value & ((1 << bits) - 1))]
     tmp = b.tmp() if needs_mask else dst
-    select(lw, ptx.PInstr(wide_op, [tmp] + srcs, line=ins.line, text=ins.text, loc=ins.loc))
+    lw.select(ptx.PInstr(wide_op, [tmp] + srcs, line=ins.line, text=ins.text, loc=ins.loc))
     if needs_mask:
         b.emit("and", dst, tmp, Imm((1 << bits) - 1))
 
@@ -84,12 +83,10 @@ def convert(lw, ins: ptx.PInstr) -> None:
     """cvt.<to>.<from>: extend from the source width by the source's signedness, then
     truncate to the destination width (sign-extended if the destination is signed and
     its register is 32-bit; canonical zero-extended in a 16-bit register)."""
-    from qgpu.cuda.select import _fail
-
     b = lw.b
     types = [p for p in ins.parts[1:] if p[0] in "usb" and p[1:].isdigit()]
     if len(types) != 2:
-        raise _fail(ins, f"conversion {ins.opcode} is not supported")
+        raise fail(ins, f"conversion {ins.opcode} is not supported")
     to, frm = types
     dreg, sreg = ins.operands[0], ins.operands[1]
     reg_bits = 16 if isinstance(dreg, ptx.PReg) and dreg.name.startswith("%rs") else 32

@@ -14,6 +14,7 @@ blocks, fewer live registers and so fewer trace tokens:
 from __future__ import annotations
 
 from qgpu.cuda.ir import CondBr, Function, Goto, Op, Sym, V, successors, term_uses
+from qgpu.cuda.layout import natural_loops
 from qgpu.isa import OPS, Imm
 
 _PURE_KINDS = ("alu", "sreg", "load", "shfl", "vote")
@@ -185,8 +186,6 @@ def rematerialize(fn: Function) -> bool:
     instead of being kept live across blocks: a register and write-back tokens saved for
     a slot or two. Inside loops only single special-register reads are repeated (an extra
     stage there would be paid every iteration)."""
-    from qgpu.cuda.layout import natural_loops
-
     defs = _defs(fn)
     in_loop = set().union(*natural_loops(fn).values()) if fn.blocks else set()
     changed = False

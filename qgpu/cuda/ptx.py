@@ -70,6 +70,11 @@ class PInstr:
         return f"PTX line {self.line}: '{self.text}'{src}"
 
 
+def fail(ins: PInstr, what: str) -> CompileError:
+    """The error for a PTX instruction the front end cannot lower, naming its line."""
+    return CompileError(f"{ins.where()}: {what}")
+
+
 @dataclass
 class PLabel:
     name: str

@@ -10,6 +10,7 @@ from qgpu.cuda import ptx
 from qgpu.cuda.divide import emit_divrem
 from qgpu.cuda.ir import Sym
 from qgpu.cuda.narrow import convert, narrow
+from qgpu.cuda.ptx import fail
 from qgpu.isa import Imm
 
 _CMP = {"eq": "seteq", "ne": "setne", "lt": "setlt", "le": "setle", "gt": "setgt",
@@ -26,11 +27,6 @@ def _type(ins: ptx.PInstr) -> str:
 
 def _signed(ins: ptx.PInstr) -> bool:
     return _type(ins) == "s32"
-
-
-def _fail(ins, what):
-    from qgpu.cuda.lower import fail
-    return fail(ins, what)
 
 
 def select(lw, ins: ptx.PInstr) -> None:
@@ -50,14 +46,14 @@ def select(lw, ins: ptx.PInstr) -> None:
         addr = ops[1]
         if not isinstance(addr, ptx.PAddr) or not isinstance(addr.base, ptx.PSym) \
                 or addr.base.name not in lw.params or addr.offset:
-            raise _fail(ins, "unsupported parameter access (struct or array parameter?)")
+            raise fail(ins, "unsupported parameter access (struct or array parameter?)")
         b.emit("mov", dst(), Sym(f"param:{lw.params[addr.base.name]}"))
         return
     if _type(ins) in _NARROW and op in ("ld", "ldu") and "param" not in parts:
         _narrow_load(lw, ins)
         return
     if _type(ins) in _NARROW and op in ("ld", "ldu", "st", "atom", "red"):
-        raise _fail(ins, "8/16-bit memory writes (char/short/bool arrays) are not "
+        raise fail(ins, "8/16-bit memory writes (char/short/bool arrays) are not "
                          "supported; use int or unsigned arrays")
     if _type(ins) in _NARROW and op not in ("cvt", "prmt"):
         narrow(lw, ins)
@@ -76,7 +72,7 @@ def select(lw, ins: ptx.PInstr) -> None:
         elif "hi" in parts:
             emit_mulhi(b, _signed(ins), dst(), src(1), src(2))
         else:
-            raise _fail(ins, f"{ins.opcode} is not supported")
+            raise fail(ins, f"{ins.opcode} is not supported")
     elif op == "mad":
         t = b.tmp()
         if "lo" in parts:
@@ -84,7 +80,7 @@ def select(lw, ins: ptx.PInstr) -> None:
         elif "hi" in parts and "cc" not in parts:
             emit_mulhi(b, _signed(ins), t, src(1), src(2))
         else:
-            raise _fail(ins, f"{ins.opcode} is not supported")
+            raise fail(ins, f"{ins.opcode} is not supported")
         b.emit("add", dst(), t, src(3))
     elif op == "neg":
         b.emit("sub", dst(), Imm(0), src(1))
@@ -109,7 +105,7 @@ def select(lw, ins: ptx.PInstr) -> None:
         b.emit("selp", dst(), src(1), src(2), c)
     elif op == "mov":
         if isinstance(ops[1], ptx.PVec) or isinstance(ops[0], ptx.PVec):
-            raise _fail(ins, "vector moves (64-bit values) are not supported")
+            raise fail(ins, "vector moves (64-bit values) are not supported")
         value = src(1)
         if _type(ins) == "pred" and isinstance(value, Imm):
             value = Imm(int(value.value != 0))   # predicates are 0/1: `mov.pred %p, -1` is 1
@@ -122,7 +118,7 @@ def select(lw, ins: ptx.PInstr) -> None:
         _memory(lw, ins)
     elif op == "shfl":
         if isinstance(ops[0], ptx.PPair):
-            raise _fail(ins, "shfl with a predicate result is not supported")
+            raise fail(ins, "shfl with a predicate result is not supported")
         mode = next((m for m in ("up", "down", "bfly", "idx") if m in parts), None)
         b.emit(f"shfl.{mode}", dst(), src(1), src(2), src(3))
     elif op == "vote":
@@ -140,7 +136,7 @@ def select(lw, ins: ptx.PInstr) -> None:
     elif op == "prmt":
         _permute(lw, ins)
     else:
-        raise _fail(ins, f"the PTX instruction {ins.opcode} is not supported")
+        raise fail(ins, f"the PTX instruction {ins.opcode} is not supported")
 
 
 def emit_mulhi(b, signed: bool, d, x, y) -> None:
@@ -180,7 +176,7 @@ def _setp(lw, ins) -> None:
     b, parts, ops = lw.b, ins.parts, ins.operands
     cmp = _CMP.get(parts[1])
     if cmp is None:
-        raise _fail(ins, f"comparison {parts[1]} is not supported")
+        raise fail(ins, f"comparison {parts[1]} is not supported")
     if not cmp.endswith(".u") and cmp not in ("seteq", "setne"):
         cmp += ".s" if _type(ins) == "s32" else ".u"
     first = ops[0].first if isinstance(ops[0], ptx.PPair) else ops[0]
@@ -203,7 +199,7 @@ def _setp(lw, ins) -> None:
 def _memory(lw, ins) -> None:
     b, parts, ops = lw.b, ins.parts, ins.operands
     if any(p.startswith("v") and p[1:].isdigit() for p in parts):
-        raise _fail(ins, "vector memory access is not supported")
+        raise fail(ins, "vector memory access is not supported")
     space = lw.space_of(ins)
     op = parts[0]
     if op in ("ld", "ldu"):
@@ -217,7 +213,7 @@ def _memory(lw, ins) -> None:
     kind = next((p for p in parts[1:] if p in _ATOMS), None)
     if kind is None:
         what = next((p for p in parts[1:] if p in ("inc", "dec")), ins.opcode)
-        raise _fail(ins, f"atomic {what} is not supported (atomicInc/atomicDec from qgpu's "
+        raise fail(ins, f"atomic {what} is not supported (atomicInc/atomicDec from qgpu's "
                          "header are CAS loops)")
     if kind in ("min", "max"):
         kind += ".s" if _type(ins) == "s32" else ".u"
@@ -236,7 +232,7 @@ def _narrow_load(lw, ins) -> None:
     computed in full, since its low bits pick the bytes."""
     b, t = lw.b, _type(ins)
     if any(p.startswith("v") and p[1:].isdigit() for p in ins.parts):
-        raise _fail(ins, "vector memory access is not supported")
+        raise fail(ins, "vector memory access is not supported")
     space = lw.space_of(ins)
     bits = int(t[1:])
     base, off = lw.address(ins.operands[1], ins)
@@ -284,7 +280,7 @@ def _vote(lw, ins) -> None:
         b.emit("seteq", full, bal, active)
         b.emit("or", d, none, full)
     else:
-        raise _fail(ins, f"{ins.opcode} is not supported")
+        raise fail(ins, f"{ins.opcode} is not supported")
 
 
 def _bfind(lw, ins) -> None:
@@ -310,7 +306,7 @@ def _bfind(lw, ins) -> None:
 def _const(lw, ins, k: int, what: str) -> int:
     o = ins.operands[k]
     if not isinstance(o, ptx.PImm):
-        raise _fail(ins, f"{ins.opcode} with a run-time {what} is not supported")
+        raise fail(ins, f"{ins.opcode} with a run-time {what} is not supported")
     return o.value & 0xFF
 
 
@@ -377,16 +373,16 @@ def _permute(lw, ins) -> None:
     mask."""
     b = lw.b
     if len(ins.parts) != 2:
-        raise _fail(ins, f"{ins.opcode} (a special permute mode) is not supported")
+        raise fail(ins, f"{ins.opcode} (a special permute mode) is not supported")
     sel = ins.operands[3]
     if not isinstance(sel, ptx.PImm):
-        raise _fail(ins, "prmt with a run-time selector is not supported")
+        raise fail(ins, "prmt with a run-time selector is not supported")
     words = [lw.value(ins.operands[1], ins), lw.value(ins.operands[2], ins)]
     groups: dict[tuple[int, int], int] = {}
     for i in range(4):
         nib = (sel.value >> (4 * i)) & 0xF
         if nib & 8:
-            raise _fail(ins, "prmt with sign replication is not supported")
+            raise fail(ins, "prmt with sign replication is not supported")
         src = 0 if nib < 4 or words[0] == words[1] else 1
         key = (src, 8 * (i - (nib & 3)))
         groups[key] = groups.get(key, 0) | (0xFF << (8 * i))

@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from qgpu.circuit.compile import compile_circuit
 from qgpu.circuit.ir import MIXER, MLP, Counter, Table, Unit, bits_per_head
+from qgpu.circuit.schedule import LayerShape
+from qgpu.examples.demos import DEMOS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "circuit.md"
 BEGIN, END = "<!-- generated:circuits -->", "<!-- end:circuits -->"
@@ -141,10 +144,6 @@ def circuit_doc(compiled) -> str:
 
 def generated_section() -> str:
     """The demo circuits at the small layer shape (compiled afresh, nothing cached)."""
-    from qgpu.circuit.compile import compile_circuit
-    from qgpu.circuit.schedule import LayerShape
-    from qgpu.examples.demos import DEMOS
-
     parts = []
     for build in DEMOS.values():
         parts.append(circuit_doc(compile_circuit(build().circuit, LayerShape.small(), cache=False)))

@@ -3,7 +3,7 @@
 Generates random integer CUDA kernels -- expression trees over int and unsigned with
 + - * / % & | ^ << >> ~ ! && ||, comparisons, ?:, min, max, abs, casts, __popc, __clz,
 __brev, a few statements with optional if/else and loops -- compiles each with
-qgpu.compile, runs it on the interpreter for several threads with edge-case inputs, and
+qgpu.cuda.compile, runs it on the interpreter for several threads with edge-case inputs, and
 compares every output with a Python evaluation of the same program under C semantics
 (32-bit wrap-around, truncating division, arithmetic right shift of int).
 
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qgpu.cuda import compile as compile_cuda
 from qgpu.errors import QgpuError
 from qgpu.fuzz.cuda_lang import (
     Binary,
@@ -39,6 +40,8 @@ from qgpu.fuzz.cuda_lang import (
     host_check,
     run_program_python,
 )
+from qgpu.progress import progress as progress_bar
+from qgpu.validate.reference import FORMAT, encode_array, save_reference
 
 N_INPUTS = 4          # input words per thread (a, b, c, d)
 
@@ -73,13 +76,11 @@ def make_inputs(rng: random.Random, threads: int) -> list[list[int]]:
 
 def run_program_qgpu(program: Program, inputs: list[list[int]], grid: int, block: int):
     """The program's outputs per thread on qgpu (compile + interpreter launch)."""
-    import qgpu
-
     threads = grid * block
     flat = np.array([v for row in inputs for v in row], dtype=np.int64)
     in_array = (flat & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
     out_array = np.zeros(threads * program.n_outputs, dtype=np.int32)
-    module = qgpu.compile(program.source())
+    module = compile_cuda(program.source())
     module.get_function(program.name)(grid, block, [in_array, out_array])
     return out_array.reshape(threads, program.n_outputs).tolist()
 
@@ -185,12 +186,14 @@ def minimise(result: CaseResult, grid: int, block: int, runner=run_program_qgpu,
 
 def fuzz(cases: int, seed: int, runner=run_program_qgpu, progress: bool = False):
     """Run `cases` seeded cases; returns the list of CaseResults."""
-    results = []
-    for i in range(cases):
-        results.append(run_case(seed * 1_000_003 + i, runner))
-        if progress and (i + 1) % 100 == 0:
-            bad = sum(r.status not in ("ok", "over_limits") for r in results)
-            print(f"  {i + 1} cases, {bad} failures", file=sys.stderr, flush=True)
+    results, bad = [], 0
+    with progress_bar(total=cases, desc="fuzz cuda", unit="case", enabled=progress,
+                      leave=True) as bar:
+        for i in range(cases):
+            results.append(run_case(seed * 1_000_003 + i, runner))
+            bad += results[-1].status not in ("ok", "over_limits")
+            bar.set_postfix_str(f"{bad} failures", refresh=False)
+            bar.update()
     return results
 
 
@@ -207,8 +210,6 @@ def fuzz_reference(cases: int, seed: int, runner=run_program_qgpu) -> dict:
     """A qgpu.validate reference document of fuzz programs (oracle: the C-semantics
     evaluation; interpreter: qgpu), so that `qgpu validate-gpu --reference` checks both
     against a real GPU. Programs that qgpu refuses are left out."""
-    from qgpu.validate.reference import FORMAT, encode_array
-
     kernels, entries = {}, []
     for i in range(cases):
         case_seed = seed * 1_000_003 + i
@@ -247,8 +248,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     if args.reference:
-        from qgpu.validate.reference import save_reference
-
         document = fuzz_reference(args.cases, args.seed)
         save_reference(document, args.reference)
         print(f"{args.reference}: {len(document['cases'])} fuzz cases")

@@ -40,15 +40,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qgpu.circuit.machine.spec import check_launch
+from qgpu.cuda import compile as compile_cuda
 from qgpu.errors import CheckMismatch, LaunchError, MachineError, ProgramError, QgpuError
+from qgpu.fuzz.cuda_kernels import make_inputs
+from qgpu.fuzz.cuda_lang import generate_program, run_program_python
 from qgpu.fuzz.model_programs import Case, random_case
 from qgpu.interp import run_launch
+from qgpu.isa import limits
 from qgpu.isa.asm import disassemble
 from qgpu.isa.program import Block, Program
+from qgpu.progress import progress as progress_bar
 from qgpu.protocol import expected_trace
 from qgpu.runtime.check import check_trace, forced_launch
+from qgpu.runtime.compiled import load_machine
 from qgpu.runtime.generate import generate_launch
-from qgpu.suite import launch_warps
 
 PASSING = ("ok", "refused")
 
@@ -113,10 +118,6 @@ def isa_case(machine, seed: int, mode: str, **gen) -> Outcome:
 
 def cuda_case(machine, seed: int, mode: str, multi_warp: float = 0.03) -> Outcome:
     """A CUDA fuzzer kernel (front end) on the model; outputs also against C semantics."""
-    import qgpu
-    from qgpu.fuzz.cuda_kernels import make_inputs
-    from qgpu.fuzz.cuda_lang import generate_program, run_program_python
-
     rng = random.Random(seed)
     source = generate_program(rng)
     if rng.random() < multi_warp:
@@ -128,7 +129,7 @@ def cuda_case(machine, seed: int, mode: str, multi_warp: float = 0.03) -> Outcom
     in_array = (flat & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
     out_array = np.zeros(grid * block * source.n_outputs, dtype=np.int32)
     try:
-        kernel = qgpu.compile(source.source()).get_function(source.name)
+        kernel = compile_cuda(source.source()).get_function(source.name)
         program, memory, layout, _arrays = kernel.link(grid, block, [in_array, out_array])
     except QgpuError as exc:  # the front end refuses (e.g. over the register file)
         return Outcome("cuda", seed, "refused", "front end: " + reason(exc))
@@ -202,7 +203,9 @@ def fuzz(machine, cases: int, seed: int, mode: str = "forced", source: str = "is
     """`cases` seeded cases (source "both": every fourth one from the CUDA fuzzer). With
     progress, an interrupt (SIGINT, or SIGTERM under main) ends the campaign early with the
     cases run so far."""
-    results = []
+    results, bad, tokens = [], 0, 0
+    bar = progress_bar(total=cases, desc=f"fuzz model ({mode})", unit="case", enabled=progress,
+                       leave=True)
     try:
         for i in range(cases):
             case_seed = seed * 1_000_003 + i
@@ -212,15 +215,16 @@ def fuzz(machine, cases: int, seed: int, mode: str = "forced", source: str = "is
             else:
                 results.append(isa_case(machine, case_seed, mode, multi_warp=multi_warp,
                                         **gen))
-            if progress and (i + 1) % 50 == 0:
-                bad = sum(r.status not in PASSING for r in results)
-                tokens = sum(r.prompt_tokens + r.trace_tokens for r in results)
-                print(f"  {i + 1} cases, {bad} failures, {tokens} tokens", file=sys.stderr,
-                      flush=True)
+            bad += results[-1].status not in PASSING
+            tokens += results[-1].prompt_tokens + results[-1].trace_tokens
+            bar.set_postfix_str(f"{bad} failures, {tokens:,} tokens", refresh=False)
+            bar.update()
     except KeyboardInterrupt:
         if not progress:
             raise
         print(f"  interrupted after {len(results)} cases", file=sys.stderr, flush=True)
+    finally:
+        bar.close()
     return results
 
 
@@ -231,7 +235,7 @@ def summary(results: list[Outcome], seconds: float) -> str:
     trace = sum(r.trace_tokens for r in results)
     by_source = Counter(r.source for r in results)
     multi = sum(1 for r in results if r.status == "ok" and r.case is not None
-                and launch_warps(r.case.grid, r.case.block) > 1)
+                and limits.launch_warps(r.case.grid, r.case.block) > 1)
     lines = [f"cases run: {len(results)} ({dict(by_source)}), passed: {status['ok']} "
              f"({multi} of them over more than one warp), "
              f"refused: {status['refused']}, mismatches: {status['mismatch']}, "
@@ -259,7 +263,6 @@ def main(argv=None) -> int:
     parser.add_argument("--minimise", action="store_true",
                         help="also print a greedily shrunk program for each isa failure shown")
     args = parser.parse_args(argv)
-    from qgpu.runtime.compiled import load_machine
 
     def stop(_signum, _frame):  # SIGTERM (as SIGINT) ends the campaign with a summary
         raise KeyboardInterrupt

@@ -35,7 +35,10 @@ class BlockEvent:
 
 
 @dataclass
-class LaunchResult:
+class InterpRun:
+    """What the interpreter returns for a launch: final global and shared memory, one
+    event per executed block (protocol.expected_trace makes the trace of them)."""
+
     memory: list[int]
     shared: list[list[int]]
     events: list[BlockEvent] = field(default_factory=list)
@@ -59,24 +62,12 @@ class Warp:
         return [lane for lane in range(limits.LANES) if self.status[lane] == RUNNING]
 
 
-def check_launch(prog: Program, grid: int, block: int) -> None:
-    if not 1 <= grid <= limits.MAX_CTAS:
-        raise LaunchError(f"grid of {grid} CTAs; the machine runs 1..{limits.MAX_CTAS}")
-    if not 1 <= block <= limits.MAX_THREADS_PER_CTA:
-        raise LaunchError(f"block of {block} threads; the machine runs "
-                          f"1..{limits.MAX_THREADS_PER_CTA} per CTA")
-    warps = grid * -(-block // limits.LANES)
-    if warps > limits.MAX_WARPS:
-        raise LaunchError(f"grid {grid} x block {block} needs {warps} warps; the machine "
-                          f"runs at most {limits.MAX_WARPS}")
-
-
 class Machine:
     """One launch of a program. `run()` executes it to the end."""
 
     def __init__(self, prog: Program, grid: int, block: int, memory=None,
                  budget: int = limits.DEFAULT_BLOCK_BUDGET):
-        check_launch(prog, grid, block)
+        limits.check_launch_shape(grid, block)
         self.prog, self.grid, self.block, self.budget = prog, grid, block, budget
         mem = [0] * limits.GLOBAL_WORDS if memory is None else [limits.u32(int(v)) for v in memory]
         if len(mem) > limits.GLOBAL_WORDS:
@@ -84,7 +75,7 @@ class Machine:
                               f"{limits.GLOBAL_WORDS}")
         self.memory = mem + [0] * (limits.GLOBAL_WORDS - len(mem))
         self.shared = [[0] * limits.SHARED_WORDS for _ in range(grid)]
-        per_cta = -(-block // limits.LANES)
+        per_cta = limits.warps_per_cta(block)
         self.warps = [Warp(c * per_cta + w, c, w, w * limits.LANES, block)
                       for c in range(grid) for w in range(per_cta)]
         self.events: list[BlockEvent] = []
@@ -94,7 +85,7 @@ class Machine:
         self.releases = [0] * grid
 
     # -- scheduling -------------------------------------------------------------------
-    def run(self) -> LaunchResult:
+    def run(self) -> InterpRun:
         while True:
             warp = next((w for w in self.warps if w.running()), None)
             if warp is None:
@@ -108,7 +99,7 @@ class Machine:
             event.epoch = self.releases[warp.cta]
             self.events.append(event)
             self._release_barrier(warp.cta)
-        return LaunchResult(self.memory, self.shared, self.events, self.instructions)
+        return InterpRun(self.memory, self.shared, self.events, self.instructions)
 
     def _release_barrier(self, cta: int) -> None:
         lanes = [(w, lane) for w in self.warps if w.cta == cta for lane in range(limits.LANES)]
@@ -243,6 +234,6 @@ class Machine:
 
 
 def run_launch(prog: Program, grid: int = 1, block: int = limits.LANES, memory=None,
-               budget: int = limits.DEFAULT_BLOCK_BUDGET) -> LaunchResult:
+               budget: int = limits.DEFAULT_BLOCK_BUDGET) -> InterpRun:
     """Run one launch of `prog` to the end on the reference interpreter."""
     return Machine(prog, grid, block, memory, budget).run()

@@ -1,6 +1,9 @@
 """isa: the machine definition, the single source of truth for constants, the native
 instruction set, the block format, programs, limits and the assembly text format.
-docs/isa.md is the written spec; tests check it against these tables."""
+docs/isa.md is the written spec; tests check it against these tables.
+
+Owns: the machine's definition. May import: errors only. Imported by every stage.
+"""
 
 from qgpu.isa import limits
 from qgpu.isa.ops import OPS, SPECIAL_REGS, TERMINATORS, OpSpec

@@ -1,8 +1,10 @@
 """isa.limits: the machine's constants, the single source of truth for every limit.
 
 Every other stage (interpreter, front end, protocol, circuit) imports these; docs/isa.md
-is checked against them by tests/isa/test_docs.py.
+is checked against them by tests/docgen/test_isa_doc.py.
 """
+
+from qgpu.errors import LaunchError
 
 WORD_BITS = 32
 WORD_MASK = (1 << WORD_BITS) - 1
@@ -34,6 +36,30 @@ def flat_address(space: str, word: int, cta: int) -> int:
 
 
 FLAT_WORDS = GLOBAL_WORDS + MAX_CTAS * SHARED_WORDS
+
+
+def warps_per_cta(block: int) -> int:
+    """Warps of a CTA of `block` threads (the last one partly filled)."""
+    return -(-block // LANES)
+
+
+def launch_warps(grid: int, block: int) -> int:
+    """Warps of a launch of `grid` CTAs of `block` threads, all CTAs together."""
+    return grid * warps_per_cta(block)
+
+
+def check_launch_shape(grid: int, block: int) -> None:
+    """LaunchError unless the machine runs `grid` CTAs of `block` threads (its CTA, thread
+    and warp limits; what the compiled model runs is checked by circuit.machine.spec)."""
+    if not 1 <= grid <= MAX_CTAS:
+        raise LaunchError(f"grid of {grid} CTAs; the machine runs 1..{MAX_CTAS}")
+    if not 1 <= block <= MAX_THREADS_PER_CTA:
+        raise LaunchError(f"block of {block} threads; the machine runs "
+                          f"1..{MAX_THREADS_PER_CTA} per CTA")
+    warps = launch_warps(grid, block)
+    if warps > MAX_WARPS:
+        raise LaunchError(f"grid {grid} x block {block} needs {warps} warps; the machine "
+                          f"runs at most {MAX_WARPS}")
 
 
 def u32(x: int) -> int:

@@ -1,4 +1,4 @@
-"""merge: one checkpoint that both chats and runs the compiled GPU (DESIGN.md section 6).
+"""merge: one checkpoint that both chats and runs the compiled GPU (docs/design.md, "Merging").
 
 A base Qwen3.5 checkpoint and a circuit compiled at the base's per-layer shapes become
 one `Qwen3_5ForCausalLM` checkpoint: the residual stream widened by the circuit's dims,
@@ -17,6 +17,9 @@ Modules:
 - `circuits.py`: the circuits `qgpu merge --circuit` knows, compiled at a base's shape;
 - `merge.py`: `merge_weights` (in memory) and `merge_checkpoint` (directory to directory);
 - `size.py`: parameters, bytes and peak memory of a merge, computed from shapes.
+
+Owns: merged checkpoints. May import: examples, circuit, primitives, model, protocol,
+isa, errors.
 """
 
 from qgpu.merge.layout import MergeError, MergeLayout, circuit_part

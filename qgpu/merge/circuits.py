@@ -14,9 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from qgpu.circuit.compile import compile_circuit
+from qgpu.circuit.ir import Table
+from qgpu.circuit.machine.build import _source_digest, compile_machine
+from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.schedule import LayerShape
 from qgpu.examples.demos import DEMOS
+from qgpu.isa import limits
 from qgpu.merge.layout import CircuitPart, MergeError, circuit_part
+from qgpu.protocol import vocab
 
 MACHINE = "machine"
 MEMORY_TABLE = "mem.stage0"  # the copy of the memory table read back (machine.memory)
@@ -34,8 +39,6 @@ def demo_part(name: str, shape: LayerShape, progress: bool = False,
 def check_machine_shape(shape: LayerShape) -> None:
     """The machine's memory table has one row per global word in a key head and 2 columns
     per bit in a value head; its register file wants heads as wide."""
-    from qgpu.isa import limits
-
     need = limits.GLOBAL_WORDS
     bad = [f"{what} {got}" for what, got in (("linear_key_head_dim", shape.key_dim),
                                              ("linear_value_head_dim", shape.value_dim))
@@ -48,9 +51,6 @@ def check_machine_shape(shape: LayerShape) -> None:
 
 def memory_table_location(compiled) -> dict:
     """Layer and value head of the memory table the runtime reads results from."""
-    from qgpu.circuit.ir import Table
-    from qgpu.isa import limits
-
     plan = compiled.plan
     table = next(n for n in plan.order if isinstance(n, Table) and n.name == MEMORY_TABLE)
     head = plan.heads[table][0] * compiled.weights.config.value_heads_per_key_head
@@ -59,8 +59,6 @@ def memory_table_location(compiled) -> dict:
 
 
 def machine_info(compiled, spec) -> dict:
-    from qgpu.circuit.machine.build import _source_digest
-
     return {"spec": spec.describe(), "source_digest": _source_digest(),
             "compile_key": compiled.key, "shape": compiled.shape.describe(),
             "memory": memory_table_location(compiled)}
@@ -68,14 +66,10 @@ def machine_info(compiled, spec) -> dict:
 
 def machine_part(shape: LayerShape, progress: bool = False, spec=None) -> CircuitPart:
     """The machine compiled at `shape`, its tokens named by the protocol (`V(5)`, ...)."""
-    from qgpu.circuit.machine.build import compile_machine
-    from qgpu.circuit.machine.spec import MachineSpec
-    from qgpu.protocol.vocab import VOCAB_SIZE, name
-
     check_machine_shape(shape)
     spec = spec or MachineSpec(slots=1)
     compiled = compile_machine(shape, spec, progress=progress)
-    part = circuit_part(compiled, [name(t) for t in range(VOCAB_SIZE)])
+    part = circuit_part(compiled, [vocab.name(t) for t in range(vocab.VOCAB_SIZE)])
     part.name = MACHINE
     part.info = machine_info(compiled, spec)
     return part

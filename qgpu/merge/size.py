@@ -18,6 +18,7 @@ from qgpu.merge.layout import MergeLayout
 from qgpu.merge.writer import BLOCK_BYTES
 from qgpu.model.config import FULL, LINEAR, QwenConfig
 from qgpu.model.weights import expected_shapes
+from qgpu.protocol.vocab import VOCAB_SIZE
 
 F32 = 4
 
@@ -125,8 +126,6 @@ def machine_size(base: QwenConfig | None = None, hidden: int = MACHINE_HIDDEN,
                  ) -> SizeReport:
     """A merge of the machine circuit (protocol vocabulary) into `base` (default
     Qwen3.5-2B's text model)."""
-    from qgpu.protocol.vocab import VOCAB_SIZE
-
     return merge_size(base or QwenConfig(), hidden, layers, VOCAB_SIZE,
                       circuit_nonzeros=nonzeros)
 
@@ -136,9 +135,9 @@ if __name__ == "__main__":
 
     hidden, layers, nonzeros = MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS
     if "--compile" in sys.argv:
-        from qgpu.runtime.compiled import load_machine
+        from qgpu.circuit.machine.build import compile_machine
 
-        compiled = load_machine(progress=True).compiled
+        compiled = compile_machine(progress=True)   # the default machine (or the cache's)
         hidden, layers = compiled.plan.hidden, compiled.plan.n_layers
         nonzeros = compiled.weights.nonzero_count()
     print(f"machine circuit: hidden {hidden}, {layers} layers, {nonzeros:,} nonzeros, "

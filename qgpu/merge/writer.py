@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from qgpu.model.checkpoint import INDEX_FILE, WEIGHTS_FILE
+from qgpu.progress import progress as progress_bar
 
 BLOCK_BYTES = 32 << 20
 DEFAULT_SHARD_BYTES = 4 << 30
@@ -55,7 +54,8 @@ def write_checkpoint_tensors(directory: Path, shapes: dict[str, tuple[int, ...]]
     shards = plan_shards(shapes, shard_bytes)
     files = [shard_file(i, len(shards)) for i in range(len(shards))]
     total = sum(4 * int(np.prod(s, dtype=np.int64)) for s in shapes.values())
-    done, start_time, last = 0, time.perf_counter(), 0.0
+    bar = progress_bar(total=total, desc="qgpu merge: writing", unit="B", unit_scale=True,
+                       unit_divisor=1024, enabled=progress, leave=True)
     for file, names in zip(files, shards, strict=True):
         header: dict = {"__metadata__": {"format": "pt"}}
         offset = 0
@@ -78,13 +78,9 @@ def write_checkpoint_tensors(directory: Path, shapes: dict[str, tuple[int, ...]]
                     if block.shape != (b - a, *shape[1:]):
                         raise ValueError(f"{name} rows {a}:{b} came back as {block.shape}")
                     f.write(block.tobytes())
-                    done += block.nbytes
-                now = time.perf_counter()
-                if progress and (now - last > 2.0 or done == total):
-                    last = now
-                    print(f"qgpu merge: {done / 2**20:,.0f} / {total / 2**20:,.0f} MiB "
-                          f"written ({now - start_time:.0f} s), {name}",
-                          file=sys.stderr, flush=True)
+                    bar.update(block.nbytes)
+                bar.set_postfix_str(f"{file}: {name}", refresh=False)
+    bar.close()
     if len(files) > 1:
         weight_map = {name: file for file, names in zip(files, shards, strict=True)
                       for name in names}

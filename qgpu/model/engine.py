@@ -1,4 +1,5 @@
-"""model.engine: the interface both engines share (step, prefill, greedy generate).
+"""model.engine: the interface every engine shares (step, prefill, consume, greedy
+generation, teacher forcing).
 
 A runtime drives an engine token by token:
     state = engine.new_state()
@@ -59,6 +60,16 @@ class Engine:
         """Consume one token; returns the greedy next token. Engines that can find the
         argmax without every logit (FastEngine) override it."""
         return self.greedy(self.step(state, token))
+
+    def consume(self, state: ModelState, tokens: Sequence[int]) -> None:
+        """Feed tokens whose logits are not read (a prompt), on the recurrent path.
+        FastEngine skips the output head for them."""
+        self.prefill(state, tokens, mode="recurrent")
+
+    def forced_greedy(self, state: ModelState, tokens: Sequence[int]) -> list[int]:
+        """Teacher forcing: feed the given tokens; the greedy token after each (what
+        `step_greedy` returns token by token). FastEngine runs them layer by layer."""
+        return [self.step_greedy(state, t) for t in tokens]
 
     @staticmethod
     def greedy(logits: np.ndarray) -> int:

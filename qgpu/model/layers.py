@@ -188,6 +188,3 @@ def attention(q, k_all, v_all, query_positions, scale):
     probs = scores / scores.sum(-1, keepdims=True)
     return np.einsum("hts,shd->thd", probs, v_rep)
 
-
-def swiglu(u: np.ndarray, gate_w, up_w, down_w) -> np.ndarray:
-    return (silu(u @ gate_w.T) * (u @ up_w.T)) @ down_w.T

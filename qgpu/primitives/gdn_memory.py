@@ -1,6 +1,6 @@
 """primitives.gdn_memory: Gated DeltaNet heads used as storage.
 
-`row_memory` turns GDN value heads into a table of rows (DESIGN.md section 1):
+`row_memory` turns GDN value heads into a table of rows (docs/design.md section 1):
 - stores: row i of the state of each head = 32 * (b0, 1-b0, b1, 1-b1, ...) for the data
   bits written at address i, and BALLAST = 2^22 in the last column; unwritten rows are
   0. Up to dk rows of dv/2 - 1 bits.
@@ -15,21 +15,25 @@
 - uses: value heads `heads` (copies of one table, written together, each with its own
   read address and output dims); their key heads' q and k channels, the v channels
   (2 per bit), z, b, a, A_log/dt_bias of those heads, out_proj columns of those heads.
-- write: k = 32 * (one-hot write address) - l2norm makes it exactly e_i - with beta = 1
+- write: k = KEY * (one-hot write address), KEY = 48 - l2norm makes it exactly e_i, in
+  transformers (x * rsqrt(sum x^2 + 1e-6)) and in llama.cpp (rms_norm(x, eps / dk) then
+  a scale by 1/sqrt(dk): with KEY = 32 that gives (1 - 2^-24) e_i for dk = 32 or 128, so
+  every stored value came back off by 2^-24 relative, the ballast by 0.25) - with beta = 1
   (b = 32 >= 16.64 so sigmoid(b) = 1 exactly): the delta rule computes
   row + 1 * (v - row), exactly v for these small integers: a write, or an overwrite. A
   token whose address group is all 0 has k = 0 and leaves the state bit-unchanged.
-- read (after the write, in the same step): q = 32 * e_j gives row j * 2^-3.5 per
+- read (after the write, in the same step): q = KEY * e_j gives row j * 2^-3.5 per
   element; RMSNormGated erases the magnitude, so data has a constant norm per head (each
   bit is a pair (b, 1-b)) and the read of any written row is the same float pattern.
   `read_gain` picks the out_proj gain that lands each bit in its output dim as exactly +-1
   in float32 on both transformers paths (prefill's multiply by dk^-0.5 and decode's divide
-  by sqrt(dk)). An unwritten row (or a query of all 0) reads as 0.
+  by sqrt(dk); llama.cpp scales the read S^T q by dk^-0.5, the prefill path's product).
+  An unwritten row (or a query of all 0) reads as 0.
 - clear: with `clear` (a 0/1 dim), decay is exp(-exp(0) * softplus(a)) with
   a = 128 * (2 clear - 1): exactly 0 (the whole head cleared before the write) when
   clear = 1, exactly 1 otherwise. Without it A_log = -110 makes the decay exactly 1.
 - all q/k/v channels pass the conv untouched (tap [0,0,0,1]) and SiLU unchanged: their
-  values are 0 or 32 (silu(x) = x for x >= 16.64); `token_history` uses other taps.
+  values are 0, 32 or KEY (silu(x) = x for x >= 16.64); `token_history` uses other taps.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from qgpu.model.config import QwenConfig
 from qgpu.model.weights import QwenWeights
 from qgpu.primitives import CircuitError
 
-KEY = 32.0  # 2^5: l2norm(32 e_i) == e_i exactly, and silu(32) == 32
+KEY = 48.0  # l2norm(48 e_i) == e_i exactly in transformers and llama.cpp; silu(48) == 48
 VALUE = 32.0
 BALLAST = 2.0 ** 22  # in the last value column of every written row (see above)
 GATE = 32.0  # silu(32) == 32 exactly: z is a constant power-of-two gain

@@ -1,4 +1,4 @@
-"""primitives.mlp: exact SwiGLU units (DESIGN.md section 3).
+"""primitives.mlp: exact SwiGLU units (docs/design.md section 3).
 
 Every function adds units through an `MlpWriter`, reads `Form`s of the residual and adds
 its result to output dimensions (fresh dimensions hold 0, so adding writes them).

@@ -1,6 +1,6 @@
-"""primitives.norm: norm bookkeeping and the margin report.
+"""primitives.norm: norm bookkeeping.
 
-Norm bookkeeping (DESIGN.md section 3): when every residual slot holds a value of fixed
+Norm bookkeeping (docs/design.md section 3): when every residual slot holds a value of fixed
 magnitude (+-1 bits, the constant 1, ballast), the sum of squares of the residual does not
 depend on the data. `NormLedger` pads it with four ballast dimensions (Lagrange: any
 integer is a sum of four squares) so that mean(h^2) is exactly `mean` (a power of 4,
@@ -8,10 +8,6 @@ integer is a sum of four squares) so that mean(h^2) is exactly `mean` (a power o
 sqrt(mean) - 1 each RMSNorm is then the exact identity, so weights read raw values.
 When a layer adds or removes slots, `rebalance` emits constant MLP units that move the
 ballast to a new decomposition, keeping the mean exact for the next layer.
-
-Margin report: an instrumented reference run records every step's gate input and reports
-the smallest ratio of the step's tolerance (how far its input may stray from the ideal
-integer with the "off" side still exactly 0) to the deviation actually seen.
 """
 
 from __future__ import annotations
@@ -22,9 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qgpu.model import layers
-from qgpu.model.reference import ReferenceEngine
 from qgpu.model.weights import FINAL_NORM, QwenWeights
-from qgpu.primitives import CircuitError, MlpWriter, Threshold
+from qgpu.primitives import CircuitError, MlpWriter
 
 
 def four_squares(n: int) -> tuple[int, int, int, int]:
@@ -111,43 +106,3 @@ class NormLedger:
         """Does rms_norm leave these residual rows bit-unchanged?"""
         w = np.full(self.hidden, self.norm_weight, np.float32)
         return bool(np.array_equal(layers.rms_norm(h, w, 1e-6), h))
-
-
-@dataclass
-class MarginReport:
-    evaluations: int
-    min_ratio: float  # tolerance / deviation, inf when every input was an exact integer
-    max_deviation: float
-    worst: Threshold | None
-
-    def __str__(self) -> str:
-        where = f" at {self.worst.name} (layer {self.worst.layer})" if self.worst else ""
-        return (f"{self.evaluations} threshold evaluations, max deviation "
-                f"{self.max_deviation:.3g}, min margin ratio {self.min_ratio:.3g}{where}")
-
-
-def margin_report(weights: QwenWeights, thresholds: list[Threshold], tokens,
-                  mode: str = "recurrent") -> MarginReport:
-    """Run `tokens` through the reference engine and measure every step in `thresholds`."""
-    gates: dict[int, list[np.ndarray]] = {}
-
-    def observe(layer, site, value):
-        if site == "mlp_gate":
-            gates.setdefault(layer, []).append(value)
-
-    engine = ReferenceEngine(weights, observer=observe)
-    engine.prefill(engine.new_state(), tokens, mode=mode)
-    count, worst, min_ratio, max_dev = 0, None, math.inf, 0.0
-    for th in thresholds:
-        pre = np.concatenate(gates.get(th.layer, []))[:, th.unit].astype(np.float64)
-        form = pre / th.gain + th.threshold - th.offset
-        dev = np.abs(form - np.round(form))
-        tolerance = 0.25 - 88.73 / th.gain
-        count += dev.size
-        top = float(dev.max(initial=0.0))
-        ratio = tolerance / top if top > 0 else math.inf
-        if top > max_dev:
-            max_dev = top
-        if ratio < min_ratio:
-            min_ratio, worst = ratio, th
-    return MarginReport(count, min_ratio, max_dev, worst)

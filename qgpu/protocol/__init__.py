@@ -5,6 +5,8 @@ decoder that prints any token stream as readable records.
     encode_prompt(program, grid, block, memory) -> prompt tokens
     expected_trace(events)                      -> trace tokens (first EXEC .. HALT)
     decode_prompt(tokens) -> Launch ; decode_trace(launch, tokens) -> [Record]
+
+Owns: tokens. May import: interp (events), isa, errors.
 """
 
 from qgpu.protocol.decode import Launch, Record, decode_prompt, decode_trace

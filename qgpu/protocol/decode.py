@@ -165,7 +165,7 @@ class _Lanes:
     """Lane PCs and statuses, updated from the trace's records alone (docs/isa.md)."""
 
     def __init__(self, launch: Launch):
-        self.per_cta = -(-launch.block // limits.LANES)
+        self.per_cta = limits.warps_per_cta(launch.block)
         self.nwarps = launch.grid * self.per_cta
         self.pc = [[0] * limits.LANES for _ in range(self.nwarps)]
         self.status = [["run" if (w % self.per_cta) * limits.LANES + ln < launch.block

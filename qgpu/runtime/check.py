@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 
-from qgpu.circuit.machine.spec import check_launch
 from qgpu.errors import CheckMismatch, ProtocolError
 from qgpu.interp import run_launch
 from qgpu.isa import limits
@@ -90,13 +89,20 @@ def check_trace(program: Program, grid: int, block: int, memory, prompt: list[in
         b = trace[i] if i < len(trace) else None
         if a != b:
             got_rec = _tokens_of_record(trace, i)
-            raise CheckMismatch(
+            raise _with_traces(CheckMismatch(
                 f"--check: token {i} of the trace differs: interpreter "
                 f"{_name(a)}, model {_name(b)}; expected record: "
-                f"{_record_at(launch, want, i)}; model's record: {got_rec}")
+                f"{_record_at(launch, want, i)}; model's record: {got_rec}"), want, trace)
     if model_memory is not None:
         check_memory(list(res.memory), list(model_memory))
     return want
+
+
+def _with_traces(err: CheckMismatch, expected: list[int], written: list[int]) -> CheckMismatch:
+    """The mismatch with both token streams attached (`expected`, `written`: qgpu.view
+    draws them)."""
+    err.expected, err.written = list(expected), list(written)
+    return err
 
 
 def check_memory(want: list[int], got: list[int], what: str = "--check") -> None:
@@ -109,33 +115,22 @@ def check_memory(want: list[int], got: list[int], what: str = "--check") -> None
                                 f"is {b}, the interpreter's {a}")
 
 
-def _forced_greedy(engine):
-    """engine.forced_greedy, or a token-by-token teacher-forced loop for engines without it."""
-    forced = getattr(engine, "forced_greedy", None)
-    if forced is not None:
-        return forced
-    return lambda state, tokens: [engine.step_greedy(state, t) for t in tokens]
-
-
 def forced_launch(machine, program: Program, grid: int, block: int, memory=(),
                   max_blocks: int = limits.DEFAULT_BLOCK_BUDGET, expected: list[int] | None = None,
                   chunk: int = FORCED_CHUNK) -> ModelRun:
     """Check one launch on the model by teacher forcing (see the module docstring).
-    machine: a runtime.compiled.ModelMachine or a runtime.checkpoint.CheckpointMachine.
+    machine: a runtime.compiled.LaunchMachine (compiled here, or a checkpoint's).
     expected: the trace to force (default: the interpreter's; a test passes a corrupted
     one). Raises CheckMismatch at the first position whose greedy token differs from the
     trace, and when the memory read from the model's state differs from the
     interpreter's. Returns a ModelRun whose trace is the checked trace."""
-    if hasattr(machine, "check"):
-        machine.check(program, grid, block)
-    else:
-        check_launch(machine.spec, program, grid, block)
+    machine.check(program, grid, block)
     memory = list(memory)
     res = run_launch(program, grid=grid, block=block, memory=memory or None, budget=max_blocks)
     want = expected_trace(res.events) if expected is None else list(expected)
     prompt = encode_prompt(program, grid, block, memory)
     engine = machine.engine
-    forced = _forced_greedy(engine)
+    forced = engine.forced_greedy
     state = engine.new_state()
     start = time.perf_counter()
     for a in range(0, len(prompt) - 1, chunk):  # the prompt, also layer by layer
@@ -145,8 +140,9 @@ def forced_launch(machine, program: Program, grid: int, block: int, memory=(),
         got = forced(state, feed[a:a + chunk])
         for j, token in enumerate(got):
             if token != want[a + j]:
-                raise CheckMismatch(_forced_mismatch(prompt, want, a + j, token,
-                                                     expected is not None))
+                raise _with_traces(CheckMismatch(_forced_mismatch(
+                    prompt, want, a + j, token, expected is not None)), want,
+                    want[:a + j] + [token])
     seconds = time.perf_counter() - start
     run = ModelRun(prompt, want, state, seconds, machine.read_memory(state))
     if expected is None:

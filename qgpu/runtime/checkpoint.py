@@ -23,15 +23,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.memory import decode_memory_rows
 from qgpu.circuit.machine.spec import SUPPORTED_OPS, MachineSpec, check_launch
+from qgpu.circuit.schedule import LayerShape
+from qgpu.cuda.api import ENGINES
 from qgpu.errors import LaunchError, ProgramError, QgpuError
+from qgpu.merge.circuits import machine_info
+from qgpu.merge.merge import LAYOUT_FILE
+from qgpu.model.checkpoint import load_checkpoint, save_checkpoint
 from qgpu.model.engine import Engine
 from qgpu.model.fast import FastEngine
 from qgpu.model.state import ModelState
 from qgpu.model.weights import QwenWeights
-
-LAYOUT_FILE = "qgpu_merge.json"  # = merge.merge.LAYOUT_FILE
+from qgpu.runtime.compiled import LaunchMachine
+from qgpu.runtime.model_engines import run_model
 
 
 class CheckpointMachineError(QgpuError):
@@ -55,11 +61,7 @@ class OffsetEngine:
         return local
 
     def consume(self, state: ModelState, tokens: Sequence[int]) -> None:
-        ids = [self.offset + int(t) for t in tokens]
-        if hasattr(self.inner, "consume"):
-            self.inner.consume(state, ids)
-        else:
-            self.inner.prefill(state, ids, mode="recurrent")
+        self.inner.consume(state, [self.offset + int(t) for t in tokens])
 
     def step_greedy(self, state: ModelState, token: int) -> int:
         return self._out(self.inner.step_greedy(state, self.offset + int(token)))
@@ -67,14 +69,12 @@ class OffsetEngine:
     def forced_greedy(self, state: ModelState, tokens: Sequence[int]) -> list[int]:
         """Teacher forcing (FastEngine.forced_greedy); a greedy id outside the GPU tokens
         comes back as -1 - id (no GPU token: the check reports it as a mismatch)."""
-        ids = [self.offset + int(t) for t in tokens]
-        inner = getattr(self.inner, "forced_greedy", None)
-        out = inner(state, ids) if inner else [self.inner.step_greedy(state, t) for t in ids]
+        out = self.inner.forced_greedy(state, [self.offset + int(t) for t in tokens])
         return [t - self.offset if 0 <= t - self.offset < self.tokens else -1 - t for t in out]
 
 
 @dataclass
-class CheckpointMachine:
+class CheckpointMachine(LaunchMachine):
     weights: QwenWeights
     info: dict  # qgpu_merge.json
     engine: OffsetEngine
@@ -142,8 +142,6 @@ def read_info(directory: str | Path) -> dict:
 def load_machine_checkpoint(directory: str | Path, backend: str = "auto"
                             ) -> CheckpointMachine:
     """The machine of a merged or exported checkpoint directory on the fast engine."""
-    from qgpu.model.checkpoint import load_checkpoint
-
     info = read_info(directory)
     if info.get("circuit") != "machine":
         raise CheckpointMachineError(f"{directory}: its circuit is {info.get('circuit')!r}, "
@@ -162,11 +160,6 @@ def standalone_info(config, circuit_info: dict) -> dict:
 
 def export_machine(out: str | Path, shape=None, spec=None, progress: bool = False) -> dict:
     """Write the compiled machine as a checkpoint (save_checkpoint) plus its json."""
-    from qgpu.circuit.machine.build import compile_machine
-    from qgpu.circuit.schedule import LayerShape
-    from qgpu.merge.circuits import machine_info
-    from qgpu.model.checkpoint import save_checkpoint
-
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise CheckpointMachineError(f"{out} exists and is not empty")
@@ -182,9 +175,6 @@ def engine_name(machine: CheckpointMachine, check: bool = False, forced: bool = 
     """Register this machine as a launch engine of the CUDA API (qgpu.cuda.ENGINES) and
     return its name: `kernel(grid, block, args, engine=engine_name(machine))`. forced:
     the check by teacher forcing (runtime.check.forced_launch)."""
-    from qgpu.cuda.api import ENGINES
-    from qgpu.runtime.model_engines import run_model
-
     kind = "model-forced" if forced else "model-check" if check else "model"
     name = f"{kind}:{machine.directory or id(machine)}"
     # a weak reference: the registry must not keep a machine (a few GiB) alive after its

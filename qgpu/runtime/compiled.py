@@ -4,29 +4,52 @@ goes to stderr), with the engine that runs it."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from qgpu.circuit.compile import Compiled
 from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.memory import read_memory
-from qgpu.circuit.machine.spec import MachineSpec
+from qgpu.circuit.machine.spec import MachineSpec, check_launch
 from qgpu.circuit.schedule import LayerShape
+from qgpu.isa.program import Program
 from qgpu.model.engine import Engine
 from qgpu.model.fast import FastEngine
+from qgpu.model.state import ModelState
 
 DEFAULT_SPEC = MachineSpec(slots=1)
 # The fast engine's native kernel where a C compiler is available (its numpy backend,
-# about 27x slower on this machine, otherwise). 2991b42..9fedd6f broke the native kernel
-# on this model (a GDN layer's z/b/a slots leaked into the next layer's conv inputs);
-# tests/model/test_fast_conv.py guards it.
+# much slower, otherwise). tests/model/test_fast_conv.py guards the native kernel on this
+# model (a GDN layer's z/b/a slots must not leak into the next layer's conv inputs).
 DEFAULT_BACKEND = "auto"
 
 
+class LaunchMachine(ABC):
+    """What a launch runs on, in either kind: a ModelMachine (compiled in this process)
+    or a runtime.checkpoint.CheckpointMachine (a merged or exported checkpoint's). Both
+    have the spec they were compiled for and an engine over their weights (token ids the
+    protocol's), refuse a launch they cannot run, and read global memory from a state."""
+
+    spec: MachineSpec
+    engine: Engine  # (a CheckpointMachine's: an OffsetEngine over one)
+
+    @abstractmethod
+    def check(self, program: Program, grid: int, block: int) -> None:
+        """ProgramError / LaunchError when this machine cannot run the launch."""
+
+    @abstractmethod
+    def read_memory(self, state: ModelState) -> list[int]:
+        """Global memory, read from the model's recurrent state."""
+
+
 @dataclass
-class ModelMachine:
+class ModelMachine(LaunchMachine):
     compiled: Compiled
     spec: MachineSpec
     engine: Engine
+
+    def check(self, program: Program, grid: int, block: int) -> None:
+        check_launch(self.spec, program, grid, block)
 
     def read_memory(self, state) -> list[int]:
         """Global memory from the state (the memory table's rows: machine.memory)."""

@@ -7,6 +7,8 @@ memory read from the model's state."""
 from __future__ import annotations
 
 from qgpu.circuit.machine.spec import check_launch
+from qgpu.cuda.api import ENGINES, EngineRun
+from qgpu.errors import CheckMismatch
 from qgpu.isa import limits
 from qgpu.protocol import Launch, decode_trace
 from qgpu.runtime.check import check_trace, forced_launch
@@ -19,21 +21,27 @@ def run_model(program, grid: int, block: int, memory, budget: int = limits.DEFAU
     """machine: None (the machine compiled in this process) or a loaded checkpoint's
     (runtime.checkpoint.CheckpointMachine). check: generate, then compare with the
     interpreter; forced: check by teacher forcing instead of generating."""
-    from qgpu.cuda.api import EngineRun
-
     if machine is None:
         check_launch(DEFAULT_SPEC, program, grid, block)  # a clear error before compiling
         machine = load_machine()
     else:
         machine.check(program, grid, block)
+    expected = None
     if forced:
         run = forced_launch(machine, program, grid, block, memory, max_blocks=budget)
+        expected = run.trace
     else:
         run = generate_launch(machine, program, grid, block, memory, max_blocks=budget)
         if check:
-            check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
+            try:
+                expected = check_trace(program, grid, block, memory, run.prompt, run.trace,
+                                       run.memory)
+            except CheckMismatch as err:   # qgpu.view draws the mismatch with the margins
+                err.margins = run.margins
+                raise
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
-    return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace)
+    return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace,
+                     run.margins, expected)
 
 
 def run_model_checked(program, grid: int, block: int, memory,
@@ -44,3 +52,7 @@ def run_model_checked(program, grid: int, block: int, memory,
 def run_model_forced(program, grid: int, block: int, memory,
                      budget: int = limits.DEFAULT_BLOCK_BUDGET):
     return run_model(program, grid, block, memory, budget, forced=True)
+
+
+ENGINES.update({"model": run_model, "model-check": run_model_checked,
+                "model-forced": run_model_forced})

@@ -30,8 +30,8 @@ token equals the trace token that was fed at its position. (Generation itself, o
 token per forward pass, would read the 22 GB checkpoint once per token.)
 
 The chunked path is exact here: the machine's signals are values float32 holds exactly
-through either order of operations. `check_launch` shows it twice: layer 0, rebuilt on
-its own, gives bit-identical outputs on transformers' chunked path (whole sequence) and
+through either order of operations. `check_in_transformers` shows it twice: layer 0,
+rebuilt on its own, gives bit-identical outputs on transformers' chunked path (whole sequence) and
 its recurrent path (one token at a time through a DynamicCache: the first token takes the
 chunked path, as transformers does for a one-token prompt; the rest the recurrent rule),
 both equal to the full pass; and every layer's output and the logits are compared with
@@ -56,7 +56,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from qgpu.cuda import compile as compile_cuda
 from qgpu.model.checkpoint import WEIGHTS_FILE
+from qgpu.suite import DEMO_KERNEL, kernel_source
 
 # Largest difference allowed between a layer's output in transformers and in qgpu's
 # ReferenceEngine: the machine's signals are exact in both, but a few sub-1e-6 residues
@@ -277,12 +279,11 @@ class LaunchCheck:
 def dot_launch():
     """The dot-product launch of benchmarks/bench_machine.py: (program, grid, block,
     memory, prompt tokens, interpreter trace, interpreter final memory)."""
-    import qgpu
-    from qgpu.cli.demo import DOT_CU
     from qgpu.interp import run_launch
     from qgpu.protocol import encode_prompt, expected_trace
 
-    kernel = qgpu.compile(DOT_CU, filename="dot.cu").get_function("dot")
+    source = kernel_source(DEMO_KERNEL)
+    kernel = compile_cuda(source, filename=f"{DEMO_KERNEL}.cu").get_function("dot")
     a, b = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32)
     program, memory, _, _ = kernel.link(1, 3, (a, b, np.zeros(1, np.int32), 3))
     prompt = [int(x) for x in encode_prompt(program, 1, 3, memory)]
@@ -290,9 +291,10 @@ def dot_launch():
     return program, 1, 3, memory, prompt, expected_trace(result.events), list(result.memory)
 
 
-def check_launch(compiled, directory: str | Path, prompt: list[int], trace: list[int],
-                 want_memory: list[int], *, export: bool = True,
-                 reference_layers: int | None = None, paths: bool = True) -> LaunchCheck:
+def check_in_transformers(compiled, directory: str | Path, prompt: list[int],
+                          trace: list[int], want_memory: list[int], *, export: bool = True,
+                          reference_layers: int | None = None,
+                          paths: bool = True) -> LaunchCheck:
     """Export `compiled` (unless export=False: the checkpoint is there), run transformers
     streamed over prompt + trace[:-1] and compare (see the module's docstring); the
     first `reference_layers` layers (default all, then the logits too) against qgpu's
@@ -364,7 +366,7 @@ def main() -> int:
                                    MachineSpec.for_programs([program]))
     compile_s = time.perf_counter() - t
     export = not (Path(sys.argv[1]) / WEIGHTS_FILE).is_file()
-    check = check_launch(compiled, sys.argv[1], prompt, trace, final, export=export,
+    check = check_in_transformers(compiled, sys.argv[1], prompt, trace, final, export=export,
                          reference_layers=int(sys.argv[2]) if len(sys.argv) > 2 else None)
     figures = check.figures()
     figures["seconds"]["compile"] = round(compile_s, 1)

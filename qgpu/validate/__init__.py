@@ -6,5 +6,8 @@ Modules: reference (the interpreter side: case inputs, interpreter and oracle ou
 JSON file that travels to a GPU machine without clang), gpu (the GPU side: NVRTC prelude,
 argument marshalling, launches), compare (array comparison, mismatch details), report
 (JSON + markdown report), and the CLI `qgpu validate-gpu` / `python -m qgpu.validate`
-(qgpu/cli/validate_gpu.py).
+(validate.command).
+
+Owns: the real-GPU comparison. May import: runtime (its engines, for --engine model),
+suite, cuda, interp, isa, errors; CuPy only when a GPU run starts.
 """

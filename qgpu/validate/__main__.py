@@ -3,9 +3,9 @@
 import argparse
 import sys
 
-from qgpu.cli import validate_gpu
+from qgpu.validate import command
 
 parser = argparse.ArgumentParser(prog="python -m qgpu.validate",
-                                 description=validate_gpu.__doc__.splitlines()[0])
-validate_gpu.add_arguments(parser)
-sys.exit(validate_gpu.main(parser.parse_args()))
+                                 description=command.__doc__.splitlines()[0])
+command.add_arguments(parser)
+sys.exit(command.main(parser.parse_args()))

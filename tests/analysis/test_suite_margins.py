@@ -1,4 +1,4 @@
-"""No drift, measured (DESIGN.md section 3): launches teacher-forced through the
+"""No drift, measured (docs/design.md section 3): launches teacher-forced through the
 instrumented numpy engine (analysis.suite_margins) write their trace, keep every norm the
 identity, and every threshold's margin at least 1e3 times the largest deviation of any
 threshold input from its ideal value; table reads (registers, result queue, memory
@@ -10,6 +10,7 @@ import pytest
 
 from qgpu import suite
 from qgpu.analysis.suite_margins import launch_margins, load_margin_machine, suite_margins
+from qgpu.isa import limits
 from qgpu.isa.asm import assemble
 from tests.runtime.programs import MEMORY_PROGRAMS
 
@@ -57,7 +58,7 @@ def test_suite_launches(machine, name):
 
 def test_refused_launches_are_reported_not_measured(machine):
     spec = next((s for s in suite.load_suite()
-                 if any(suite.launch_warps(x["grid"], x["block"]) > machine.spec.warps
+                 if any(limits.launch_warps(x["grid"], x["block"]) > machine.spec.warps
                         for x in s.launches)), None)
     if spec is None:
         pytest.skip("the machine accepts every suite launch")

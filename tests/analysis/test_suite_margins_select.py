@@ -1,11 +1,12 @@
 """analysis.suite_margins.suite_margins' selection of launches (the margin reports themselves
-are tests/runtime/test_margins.py): per kernel its shortest multi-warp launch, and the
+are tests/analysis/test_suite_margins.py): per kernel its shortest multi-warp launch, and the
 position limit."""
 
 from types import SimpleNamespace
 
 from qgpu import suite
 from qgpu.analysis import suite_margins
+from qgpu.isa import limits
 from qgpu.runtime.compiled import DEFAULT_SPEC
 
 KERNELS = ["vec_add", "dot", "reduce_sum_shared"]
@@ -37,10 +38,10 @@ def test_per_kernel_takes_the_shortest_multi_warp_launch(monkeypatch):
     all_cases, everything = _selected(monkeypatch)
     assert sorted(c.split("[")[0] for c in cases) == sorted(KERNELS)
     for (grid, block, positions), case in zip(seen, cases, strict=True):
-        assert suite.launch_warps(grid, block) >= 2, case
+        assert limits.launch_warps(grid, block) >= 2, case
         kernel = case.split("[")[0]
         rivals = [n for (g, b, n), c in zip(everything, all_cases, strict=True)
-                  if c.split("[")[0] == kernel and suite.launch_warps(g, b) >= 2]
+                  if c.split("[")[0] == kernel and limits.launch_warps(g, b) >= 2]
         assert positions == min(rivals), case
 
 

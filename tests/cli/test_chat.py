@@ -3,6 +3,8 @@ ChatSession on the machine merged into a random base (fast engine) with the scri
 language stand-in: normal mode text and /run launches, advanced mode kernels with one
 retry after a compile error or an operation the machine does not run."""
 
+import json
+
 import pytest
 
 from qgpu.chat import ChatSession
@@ -12,7 +14,7 @@ from qgpu.chat.kernels import (
     request_from_command,
     request_from_reply,
 )
-from qgpu.chat.prompts import advanced_system, chat_prompt
+from qgpu.chat.prompts import ChatTemplate, ChatTemplateError, advanced_system, chat_prompt
 from tests.merge.machine_helpers import ScriptedLanguage, merged_machine
 
 # merged machines hold a few GiB each: one xdist worker takes every test that builds them
@@ -68,6 +70,54 @@ def test_prompts_name_the_machines_operations():
     prompt = chat_prompt([("user", "hi")])
     assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     assert "<|im_start|>user\nhi<|im_end|>" in prompt
+
+
+# Qwen3's chat template, cut to what a text chat uses (system, user and assistant turns, the
+# generation prompt with the thinking switch)
+QWEN_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}"
+    "{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}")
+
+
+def test_the_checkpoints_own_chat_template_renders_with_thinking_off(tmp_path):
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"chat_template": QWEN_TEMPLATE, "eos_token": "<|im_end|>"}))
+    turns = [("user", "hi"), ("assistant", "hello"), ("user", "sum 1 2")]
+    template = ChatTemplate.from_directory(tmp_path)
+    assert template.template == QWEN_TEMPLATE
+    assert template.render(turns, "S") == chat_prompt(turns, "S")  # Qwen's = our ChatML
+    (tmp_path / "chat_template.jinja").write_text(
+        "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
+        "{% if enable_thinking is false %}(no thinking){% endif %}")
+    assert ChatTemplate.from_directory(tmp_path).render([("user", "hi")], "S") == \
+        "[system] S\n[user] hi\n(no thinking)"
+    (tmp_path / "chat_template.jinja").write_text("{{ raise_exception('no system role') }}")
+    with pytest.raises(ChatTemplateError, match="no system role"):
+        ChatTemplate.from_directory(tmp_path).render([("user", "hi")])
+
+
+def test_chatml_when_the_checkpoint_has_no_template(tmp_path):
+    template = ChatTemplate.from_directory(tmp_path)
+    assert template.template is None
+    assert template.render([("user", "hi")], "S") == chat_prompt([("user", "hi")], "S")
+
+
+def test_a_session_prompts_with_its_template():
+    class Language:
+        prompts: list[str] = []
+
+        def generate(self, prompt):
+            self.prompts.append(prompt)
+            return "ok"
+
+    language = Language()
+    template = ChatTemplate("{% for m in messages %}<{{ m.content }}>{% endfor %}")
+    assert ChatSession(None, language, template=template).handle("hi").text == "ok"
+    assert language.prompts == ["<You are a helpful assistant.><hi>"]
 
 
 @pytest.fixture(scope="module")

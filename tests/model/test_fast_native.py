@@ -4,8 +4,6 @@ circuits, the reference's values to float32 rounding on dense random GDN models,
 argmax over the output head's bounds equal to np.argmax of the full logits, and the
 fallbacks."""
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,8 +82,7 @@ def test_table_machine_states_bit_identical_to_reference():
 def test_exact_stack_bit_identical():
     """The benchmark's register machine (benchmarks/bench_model.py, one GDN layer at 2B
     shapes, exact everywhere): logits and states equal bit for bit, answers right."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from bench_model import answers, build_bench_model
+    from benchmarks.bench_model import answers, build_bench_model
 
     weights = build_bench_model(gdn_layers=1, extra=512)
     ref, fast = ReferenceEngine(weights), FastEngine(weights)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import settings
+from hypothesis import strategies as hs
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from qgpu.model import sparse_tensor as st
 from qgpu.model.sparse_tensor import SparseTensor
@@ -13,57 +16,83 @@ def bits(a) -> np.ndarray:
     return np.asarray(a, np.float32).view(np.uint32)
 
 
-def random_index(rng, n, m):
-    kind = rng.integers(0, 10)
-    if kind == 0:
-        return (int(rng.integers(-n, n)), int(rng.integers(-m, m)))
-    if kind == 1:
-        return (slice(int(rng.integers(0, n)), int(rng.integers(0, n + 1))),
-                int(rng.integers(0, m)))
-    if kind == 2:
-        return (int(rng.integers(0, n)), [int(x) for x in rng.integers(0, m, 3)])
-    if kind == 3:
-        return (slice(None), slice(int(rng.integers(0, m)), None, 2))
-    if kind == 4:
-        return (rng.integers(0, n, 4), rng.integers(0, m, 4))  # paired, duplicates
-    if kind == 5:
-        return (slice(None, None, -1), rng.random(m) < 0.5)
-    if kind == 6:
-        return int(rng.integers(-n, n))
-    if kind == 7:
-        return (slice(None), rng.integers(-m, m, 5))
-    if kind == 8:
-        return (rng.random(n) < 0.3,)
-    return Ellipsis
+SCALARS = [0.0, -0.0, 1.5, -2.0, 1 / 3, 7.0]
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_random_reads_and_writes_match_numpy(seed):
+@hs.composite
+def indexes(draw, n: int, m: int):
+    """Every kind of numpy index of an n x m matrix: integers (negative too), slices with
+    steps, integer lists and arrays (paired, with duplicates), boolean masks, Ellipsis."""
+    def ints(lo, hi, size):
+        return np.array(draw(hs.lists(hs.integers(lo, hi - 1), min_size=size, max_size=size)))
+
+    def mask(size):
+        return np.array(draw(hs.lists(hs.booleans(), min_size=size, max_size=size)))
+
+    kind = draw(hs.integers(0, 9))
+    i, j = draw(hs.integers(-n, n - 1)), draw(hs.integers(-m, m - 1))
+    start, stop = draw(hs.integers(0, n - 1)), draw(hs.integers(0, n))
+    return [
+        (i, j),
+        (slice(start, stop), j % m),
+        (i % n, [int(x) for x in ints(0, m, 3)]),
+        (slice(None), slice(j % m, None, 2)),
+        (ints(0, n, 4), ints(0, m, 4)),  # paired, duplicates
+        (slice(None, None, -1), mask(m)),
+        i,
+        (slice(None), ints(-m, m, 5)),
+        (mask(n),),
+        Ellipsis,
+    ][kind]
+
+
+class SparseTensorAsNumpy(RuleBasedStateMachine):
     """Interleaved scalar, region and in-place writes (values incl. -0.0 and non-float32
     numbers) leave the same bits as in a numpy array, and every read returns them."""
-    rng = np.random.default_rng(seed)
-    for _ in range(60):
-        n, m = int(rng.integers(1, 30)), int(rng.integers(1, 30))
-        dense, sparse = np.zeros((n, m), np.float32), SparseTensor.zeros((n, m))
-        for _ in range(25):
-            index = random_index(rng, n, m)
-            scalar = float(rng.choice([0.0, -0.0, 1.5, -2.0, 1 / 3, 7.0]))
-            op = rng.integers(0, 3)
-            if op == 0:
-                dense[index] = scalar
-                sparse[index] = scalar
-            elif op == 1:
-                value = rng.normal(size=np.shape(dense[index]))
-                dense[index] = value
-                sparse[index] = value
-            else:
-                dense[index] *= np.float32(3.0)
-                sparse[index] *= np.float32(3.0)
-            got = sparse[index]
-            assert np.shape(got) == np.shape(dense[index])
-            assert np.array_equal(bits(got), bits(dense[index]))
-        assert np.array_equal(bits(np.asarray(sparse)), bits(dense))
-        assert np.array_equal(sparse.csr().todense(), dense)
+
+    @initialize(n=hs.integers(1, 29), m=hs.integers(1, 29))
+    def matrices(self, n, m):
+        self.dense, self.sparse = np.zeros((n, m), np.float32), SparseTensor.zeros((n, m))
+
+    def index(self, data):
+        return data.draw(indexes(*self.dense.shape))
+
+    def reads_agree(self, index):
+        got = self.sparse[index]
+        assert np.shape(got) == np.shape(self.dense[index])
+        assert np.array_equal(bits(got), bits(self.dense[index]))
+
+    @rule(data=hs.data(), scalar=hs.sampled_from(SCALARS))
+    def write_a_scalar(self, data, scalar):
+        index = self.index(data)
+        self.dense[index] = scalar
+        self.sparse[index] = scalar
+        self.reads_agree(index)
+
+    @rule(data=hs.data(), seed=hs.integers(0, 2**32 - 1))
+    def write_values(self, data, seed):
+        index = self.index(data)
+        value = np.random.default_rng(seed).normal(size=np.shape(self.dense[index]))
+        self.dense[index] = value
+        self.sparse[index] = value
+        self.reads_agree(index)
+
+    @rule(data=hs.data())
+    def scale_in_place(self, data):
+        index = self.index(data)
+        self.dense[index] *= np.float32(3.0)
+        self.sparse[index] *= np.float32(3.0)
+        self.reads_agree(index)
+
+    @invariant()
+    def the_same_matrix(self):
+        assert np.array_equal(bits(np.asarray(self.sparse)), bits(self.dense))
+        assert np.array_equal(self.sparse.csr().todense(), self.dense)
+
+
+TestSparseTensorAsNumpy = SparseTensorAsNumpy.TestCase
+TestSparseTensorAsNumpy.settings = settings(max_examples=240, stateful_step_count=25,
+                                            deadline=None, database=None)
 
 
 def test_scalar_reads_see_pending_writes_and_read_modify_write():

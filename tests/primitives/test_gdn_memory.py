@@ -5,13 +5,14 @@ checkpoint. Results are checked as exact tokens and exact state values."""
 import numpy as np
 import pytest
 
+from qgpu.analysis.circuit_report import threshold_report
 from qgpu.examples.table_machine import build_table_machine
 from qgpu.model.config import FULL, LINEAR, QwenConfig
 from qgpu.model.fast import FastEngine
 from qgpu.model.reference import ReferenceEngine
 from qgpu.model.weights import EMBED, QwenWeights
 from qgpu.primitives.gdn_memory import BALLAST, VALUE, latch, token_history
-from qgpu.primitives.norm import NormLedger, margin_report
+from qgpu.primitives.norm import NormLedger
 
 
 def workload(machine, n, seed):
@@ -59,7 +60,7 @@ def test_table_in_reference_and_fast_engines_long_run():
         got = engine.prefill(state, tokens, mode=mode).argmax(1)
         assert got.tolist() == want, (type(engine).__name__, mode)
         np.testing.assert_array_equal(state.recurrent[0], expected_state(machine, table))
-    report = margin_report(machine.weights, machine.thresholds, tokens[:400])
+    report = threshold_report(machine.weights, machine.thresholds, tokens[:400])
     assert report.min_ratio > 100, str(report)
 
 

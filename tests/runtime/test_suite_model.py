@@ -11,6 +11,7 @@ import pytest
 from qgpu import suite
 from qgpu.circuit.machine.spec import SUPPORTED_OPS
 from qgpu.errors import ProgramError
+from qgpu.isa import limits
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,7 @@ CASES = list(_cases())
 
 
 def test_the_suite_has_multi_warp_launches():
-    warps = [suite.launch_warps(p.values[0].launches[p.values[1]]["grid"],
+    warps = [limits.launch_warps(p.values[0].launches[p.values[1]]["grid"],
                                 p.values[0].launches[p.values[1]]["block"]) for p in CASES]
     assert len(CASES) >= 200 and max(warps) == 4 and warps.count(1) >= 28
 

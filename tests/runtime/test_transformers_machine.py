@@ -11,7 +11,12 @@ from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.schedule import LayerShape
 from qgpu.model.checkpoint import WEIGHTS_FILE
-from qgpu.runtime.transformers_check import REFERENCE_TOLERANCE, PeakRss, check_launch, dot_launch
+from qgpu.runtime.transformers_check import (
+    REFERENCE_TOLERANCE,
+    PeakRss,
+    check_in_transformers,
+    dot_launch,
+)
 from tests.memory import release_memory
 
 GIB = 2**30
@@ -37,7 +42,7 @@ def test_dot_launch_in_transformers_streamed(tmp_path):
     assert free > 23 * GIB, (f"the checkpoint needs ~22.1 GiB on disk, {free / GIB:.1f} GiB "
                              f"free under {tmp_path}")
     try:
-        check = check_launch(compiled, tmp_path, prompt, trace, final)
+        check = check_in_transformers(compiled, tmp_path, prompt, trace, final)
     finally:   # pytest keeps the last runs' tmp_path: do not leave 22 GiB behind
         (tmp_path / WEIGHTS_FILE).unlink(missing_ok=True)
     figures = check.figures()

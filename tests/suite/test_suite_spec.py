@@ -4,12 +4,12 @@ shapes, and the loader's errors on broken specs."""
 import numpy as np
 import pytest
 
+from qgpu.isa.limits import launch_warps
 from qgpu.suite import (
     SuiteError,
     c_div,
     c_rem,
     kernel_params,
-    launch_warps,
     load_kernel,
     load_suite,
     wrap_to_dtype,

@@ -27,9 +27,15 @@ from qgpu.isa import limits
 from qgpu.primitives import plus, scaled
 
 LO = 16
-READY = 38  # alu_low's always-on bit
 OPERANDS_READY = 96  # operands' always-on bit
-CLZ = 39  # alu_low's bits [top n bits of a are 0], n = 1..32
+# alu_low's output bits, which alu_high reads
+ADD_LO, ADD_CARRY = 0, 16  # add: bits 0..15 of a + b, the carry out of bit 15
+SUB_LO, SUB_CARRY = 17, 33  # sub: bits 0..15 of a - b, the carry out of bit 15
+GE_LO, LE_LO, EQ_LO = 34, 35, 36  # the low halves of a and b compared (unsigned)
+C_NONZERO = 37  # selp: c != 0
+READY = 38  # always on
+CLZ = 39  # [the top n bits of a are 0], n = 1..32
+LOW_BITS = CLZ + 32
 WORD_ADDRESS_BITS = 7  # the word signal: the word's 7 bits, then valid (a memory op in range)
 
 
@@ -101,20 +107,20 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
     def body(ctx, outs):
         o, word = outs
         if ins.has("add"):
-            _adder_low(ctx, a, lambda i: ctx.v01(b, i), 0, o[0:16], o[16],
-                       ctx.v01(ins.op("add")))
+            _adder_low(ctx, a, lambda i: ctx.v01(b, i), 0, o[ADD_LO:ADD_LO + LO],
+                       o[ADD_CARRY], ctx.v01(ins.op("add")))
         if ins.has("sub"):
             _adder_low(ctx, a, lambda i: plus(ctx.const(1), scaled(ctx.v01(b, i), -1)), 1,
-                       o[17:33], o[33], ctx.v01(ins.op("sub")))
+                       o[SUB_LO:SUB_LO + LO], o[SUB_CARRY], ctx.v01(ins.op("sub")))
         if ins.has(*SET_OPS):
             d = plus(ctx.num(a, 0, LO), scaled(ctx.num(b, 0, LO), -1))
-            ctx.step(d, 0, {o[34]: 2.0}, big=WIDE)
-            ctx.step(scaled(d, -1), 0, {o[35]: 2.0}, big=WIDE)
-            ctx.step(d, 0, {o[36]: 2.0})
-            ctx.step(d, 1, {o[36]: -2.0})
+            ctx.step(d, 0, {o[GE_LO]: 2.0}, big=WIDE)
+            ctx.step(scaled(d, -1), 0, {o[LE_LO]: 2.0}, big=WIDE)
+            ctx.step(d, 0, {o[EQ_LO]: 2.0})
+            ctx.step(d, 1, {o[EQ_LO]: -2.0})
         if ins.has("selp"):
-            ctx.step(ctx.sum01(cc), 1, {o[37]: 2.0})
-        ctx.constant({o[38]: 2.0})
+            ctx.step(ctx.sum01(cc), 1, {o[C_NONZERO]: 2.0})
+        ctx.constant({o[READY]: 2.0})
         if ins.has("clz"):
             for n in range(1, 33):  # clz: the top n bits of a are all 0
                 ctx.step(scaled(ctx.sum01(a, range(32 - n, 32)), -1), 0,
@@ -143,7 +149,7 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
 
     out, word = unit(c, f"alu_low.{ins.position}.{lane}",
                      [opnd, ins.ops, ins.offset, *([cta_base] if cta_base is not None else [])],
-                     [(f"alu_low.{ins.position}.{lane}", BITS, 39 + 32),
+                     [(f"alu_low.{ins.position}.{lane}", BITS, LOW_BITS),
                       (f"word.{ins.position}.{lane}", BITS, WORD_ADDRESS_BITS + 1)], body)
     return out, word
 
@@ -178,12 +184,13 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
             return ctx.v01(ins.op(name))
 
         for i in range(LO):  # add / sub low halves (0 when their op is off)
-            parts = [ctx.v01(low, k + i) for k, n in ((0, "add"), (17, "sub")) if ins.has(n)]
+            parts = [ctx.v01(low, k + i) for k, n in ((ADD_LO, "add"), (SUB_LO, "sub"))
+                     if ins.has(n)]
             if parts:
                 ctx.linear(plus(*parts), {r[i]: 2.0})
         for name, carry, b_form in (
-                ("add", 16, lambda i: ctx.v01(b, i)),
-                ("sub", 33, lambda i: plus(ctx.const(1), scaled(ctx.v01(b, i), -1)))):
+                ("add", ADD_CARRY, lambda i: ctx.v01(b, i)),
+                ("sub", SUB_CARRY, lambda i: plus(ctx.const(1), scaled(ctx.v01(b, i), -1)))):
             if not ins.has(name):
                 continue
             for j in range(LO, 32):
@@ -205,10 +212,10 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
             if ins.has("mov"):
                 gated(ctx, en("mov"), 1, ai, {r[i]: 2.0})
             if ins.has("selp"):  # c != 0 picks a, else b
-                gated(ctx, plus(en("selp"), ctx.v01(low, 37)), 2, ai, {r[i]: 2.0})
-                gated(ctx, plus(en("selp"), one, scaled(ctx.v01(low, 37), -1)), 2, bi,
+                gated(ctx, plus(en("selp"), ctx.v01(low, C_NONZERO)), 2, ai, {r[i]: 2.0})
+                gated(ctx, plus(en("selp"), one, scaled(ctx.v01(low, C_NONZERO), -1)), 2, bi,
                       {r[i]: 2.0})
-        ge_lo, le_lo, eq_lo = ctx.v01(low, 34), ctx.v01(low, 35), ctx.v01(low, 36)
+        ge_lo, le_lo, eq_lo = ctx.v01(low, GE_LO), ctx.v01(low, LE_LO), ctx.v01(low, EQ_LO)
         for name, (signed, kind) in SET_OPS.items():
             if not ins.has(name):
                 continue

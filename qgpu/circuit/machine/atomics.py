@@ -33,12 +33,11 @@ alu_low's, machine.memory's and machine.shared's, for every addressed operation)
 
 from __future__ import annotations
 
-from qgpu.circuit.ir import BITS, READ_SCALE
+from qgpu.circuit.ir import BITS
 from qgpu.circuit.machine import atomics_order as order
 from qgpu.circuit.machine.bookkeeping import LANES
 from qgpu.circuit.machine.families import Extension, StageView
 from qgpu.circuit.machine.logic import WIDE, gated, true_bit, unit
-from qgpu.circuit.machine.shared import tables
 from qgpu.circuit.machine.spec import ATOMIC_OPS
 from qgpu.primitives import plus, scaled
 
@@ -79,21 +78,6 @@ def pairs(view: StageView):
     return view.extra[key]
 
 
-def m_bit(ctx, raws, i: int):
-    """Bit i of M, linear: the sum over the two spaces' reads of (raw_i + presence) / 2 (an
-    unwritten word, and the other space's gated read, read 0 and 0)."""
-    out = {}
-    for raw in raws:
-        ds = ctx.d(raw)
-        out = plus(out, {ds[i]: 0.5 / READ_SCALE, ds[32]: 0.5 / READ_SCALE})
-    return out
-
-
-def reads(view: StageView, lane: int) -> list:
-    """The raw reads whose sum is lane's word M: global memory's and shared memory's."""
-    return [view.loaded[lane], tables(view).load(view, lane)]
-
-
 class Word:
     """Forms over one lane's inputs: M's bits, the lower lanes' e and g, the lane's b."""
 
@@ -101,7 +85,7 @@ class Word:
         self.ctx, self.lane, self.raws, self.e, self.g, self.b = ctx, lane, raws, e, g, b
 
     def m(self, i: int):
-        return m_bit(self.ctx, self.raws, i)
+        return order.m_bit(self.ctx, self.raws, i)
 
     def same(self, h: int):
         return self.ctx.v01(self.e, _pair(self.lane, h))
@@ -178,7 +162,7 @@ def low_unit(view: StageView, lane: int, e, g):
     """After the memory read: old's bits (add: the high half without the low half's carry,
     which is `carry`; min/max/cas: M, which alu_high's order steps correct), and new's low
     half and carry (for atom.new)."""
-    ins, raws = view.ins, reads(view, lane)
+    ins, raws = view.ins, order.reads(view, lane)
     b = view.operands[lane][32:64]
     lower_b = {h: view.operands[h][32:64] for h in range(lane)}
 
@@ -221,7 +205,7 @@ def finish(ctx, r, value, carry, n: int) -> None:
 def build(view: StageView, lane: int) -> Extension | None:
     if not view.ins.has(*ATOMIC_OPS):
         return None
-    ins, raws = view.ins, reads(view, lane)
+    ins, raws = view.ins, order.reads(view, lane)
     e, g = pairs(view)
     old, carry, new_lo, new_carry = low_unit(view, lane, e, g)
     b = view.operands[lane][32:64]

@@ -3,7 +3,7 @@ min.u, max.s, max.u, cas) of one warp, in the layers the other atomics take.
 
 Lanes apply the operation in lane order; lane L's result (old) is the word as the lower
 active lanes with its word left it. With M the word before the operation (the sum of the
-two spaces' gated reads, machine.atomics.m_bit) and "x beats y" = x > y (max) or x < y
+two spaces' gated reads, m_bit) and "x beats y" = x > y (max) or x < y
 (min), signed or unsigned:
 - min / max: old_L = M unless a lower same-word lane's b beats M and every other one: then
   the first of the best b's (M first among equals);
@@ -38,15 +38,13 @@ P2), x == y = T and EL. Units per position p:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from qgpu.circuit.ir import BITS
+from qgpu.circuit.ir import BITS, READ_SCALE
 from qgpu.circuit.machine.bookkeeping import LANES
+from qgpu.circuit.machine.families import StageView
 from qgpu.circuit.machine.logic import WIDE, gated, true_bit, unit
+from qgpu.circuit.machine.shared import tables
 from qgpu.primitives import plus, scaled
-
-if TYPE_CHECKING:  # families imports atomics at its end, which imports this module
-    from qgpu.circuit.machine.families import StageView
 
 LO = 16
 SPACES = ("global", "shared")
@@ -55,6 +53,23 @@ MM = {"min.s": (True, -1.0), "max.s": (True, 1.0), "min.u": (False, -1.0),
 SELECT = (*MM, "cas")  # the ops whose old atom.low sets to M
 P1, T, P2, EL = range(4)  # level-1 bits of a comparison
 PAIRS = [(lane, h) for lane in range(LANES) for h in range(lane)]  # machine.atomics' e
+
+
+def m_bit(ctx, raws, i: int):
+    """Bit i of M, linear: the sum over the two spaces' reads of (raw_i + presence) / 2 (an
+    unwritten word, and the other space's gated read, read 0 and 0)."""
+    out = {}
+    for raw in raws:
+        ds = ctx.d(raw)
+        out = plus(out, {ds[i]: 0.5 / READ_SCALE, ds[32]: 0.5 / READ_SCALE})
+    return out
+
+
+def reads(view: StageView, lane: int) -> list:
+    """The raw reads whose sum is lane's word M: global memory's and shared memory's."""
+    return [view.loaded[lane], tables(view).load(view, lane)]
+
+
 BB = 6  # bb bits per pair: P1, T, P2, EL (b_h vs b_k), then T, EL of c_k vs b_h
 CT, CEL = 4, 5
 B_WINS, CAS_OK = 0, 1  # atom.next's bits
@@ -111,8 +126,6 @@ def _bits(ctx, ref, offset=0):
 
 
 def _m_num(ctx, raws):
-    from qgpu.circuit.machine.atomics import m_bit
-
     def num(lo, hi, signed):
         form = {}
         for k, i in enumerate(range(lo, hi)):
@@ -278,8 +291,6 @@ class Order:
 
 def build(view: StageView, lane: int, e, raws) -> Order:
     """The family's units for lane and what alu_high adds (atom.low's old holds M)."""
-    from qgpu.circuit.machine.atomics import m_bit, reads
-
     obs = {"early": order_bits(view, e, "early")} if lane else {}
     cmps = [cmp(view, h, reads(view, h)) for h in range(lane)]
     opnd = view.operands

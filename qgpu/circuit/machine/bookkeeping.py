@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from qgpu.circuit import units
 from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Signal
 from qgpu.circuit.machine.logic import true_bit, true_member, unit
 from qgpu.circuit.machine.spec import MAX_RECORDS
@@ -34,15 +33,11 @@ def _parsed() -> list[tuple[str, tuple[int, ...]]]:
 
 
 class TokenTable:
-    """Builds embedding inputs from the parsed vocabulary with numpy (73k tokens)."""
+    """Builds embedding inputs (token flags and fields) from the parsed vocabulary."""
 
     def __init__(self, c: Circuit):
         self.c = c
         self.parsed = _parsed()
-        self.kinds = np.array([k for k, _ in self.parsed])
-
-    def _ids(self, kind: str) -> np.ndarray:
-        return np.flatnonzero(self.kinds == kind)
 
     def flag(self, name: str, *kinds: str) -> Signal:
         on = set(kinds)
@@ -138,8 +133,6 @@ class Bookkeeping:
 
 
 def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
-    from qgpu.circuit import units
-
     is_v = tt.flag("is_v", "V")
     is_nonv = tt.not_flag("is_nonv", "V")
     is_exec = tt.flag("is_exec", "EXEC")

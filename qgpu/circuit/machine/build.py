@@ -17,10 +17,11 @@ from pathlib import Path
 
 from qgpu.circuit.compile import Compiled, compile_circuit
 from qgpu.circuit.ir import Circuit
+from qgpu.circuit.machine import atomics, minmax, multiply, shared, shift, warp
 from qgpu.circuit.machine.alu import alu_high, alu_low, operands, shared_base
 from qgpu.circuit.machine.bookkeeping import LANES, TokenTable, bookkeeping, value_slots
 from qgpu.circuit.machine.emission import emission
-from qgpu.circuit.machine.families import FAMILIES, StageView
+from qgpu.circuit.machine.families import Builder, StageView
 from qgpu.circuit.machine.memory import MemoryTables, store_records
 from qgpu.circuit.machine.registers import RegisterFile
 from qgpu.circuit.machine.rom import block_row, immediates, rom
@@ -31,9 +32,14 @@ from qgpu.circuit.outputs import default_token, output_member, output_token, out
 from qgpu.circuit.schedule import LayerShape
 from qgpu.protocol.vocab import VOCAB_SIZE, base, count, tok
 
+# every operation family's builder, in the order their steps join the ALU's high MLP
+FAMILIES: list[Builder] = [multiply.build, shared.build, atomics.build, shift.build,
+                           minmax.build, warp.build]
+
 
 def _source_digest() -> str:
-    """The machine's own sources (the compiler's cache key covers qgpu/circuit/*.py only)."""
+    """The machine's own sources (the compiler's cache key covers qgpu/circuit/*.py and
+    qgpu/primitives/*.py only)."""
     h = hashlib.sha256()
     for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
         h.update(path.name.encode() + path.read_bytes())

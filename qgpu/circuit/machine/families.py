@@ -2,7 +2,7 @@
 
 The ALU's own units (`alu`: operands, low, high) compute the basic families. Every other
 family (multiply, shifts, min/max, warp operations, atomics, ...) lives in its own module
-and is listed in `FAMILIES`: a builder gets a `StageView` of the position (every lane's
+and is listed in `build.FAMILIES`: a builder gets a `StageView` of the position (every lane's
 operands, low outputs, memory words and loaded reads) and returns an `Extension`: the
 signals its part of the high MLP reads (built by the family's own earlier units, which
 the scheduler places by dependency) and a body that adds the family's steps to the
@@ -45,31 +45,4 @@ class Extension:
     high: HighBody
 
 
-Builder = Callable[[StageView, int], "Extension | None"]  # (view, lane)
-
-FAMILIES: list[Builder] = []  # each family module's builder, appended below
-
-
-from qgpu.circuit.machine.multiply import build as _multiply  # noqa: E402
-
-FAMILIES.append(_multiply)
-
-from qgpu.circuit.machine.shared import build as _shared  # noqa: E402
-
-FAMILIES.append(_shared)
-
-from qgpu.circuit.machine.atomics import build as _atomics  # noqa: E402
-
-FAMILIES.append(_atomics)
-
-from qgpu.circuit.machine.shift import build as _shift  # noqa: E402
-
-FAMILIES.append(_shift)
-
-from qgpu.circuit.machine.minmax import build as _minmax  # noqa: E402
-
-FAMILIES.append(_minmax)
-
-from qgpu.circuit.machine.warp import build as _warp  # noqa: E402
-
-FAMILIES.append(_warp)
+Builder = Callable[[StageView, int], "Extension | None"]  # (view, lane); build.FAMILIES

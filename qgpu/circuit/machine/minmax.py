@@ -12,15 +12,11 @@ A 32-bit difference is not exact in fp32, so the comparison takes two MLPs:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from qgpu.circuit.ir import BITS
+from qgpu.circuit.machine.families import Extension, StageView
 from qgpu.circuit.machine.logic import WIDE, Ctx, true_bit, unit
 from qgpu.circuit.machine.shift import gated
 from qgpu.primitives import plus, scaled
-
-if TYPE_CHECKING:  # families imports this module at its end (build imports it late)
-    from qgpu.circuit.machine.families import Extension, StageView
 
 MINMAX = {"min.s": (True, -1.0), "max.s": (True, 1.0), "min.u": (False, -1.0),
           "max.u": (False, 1.0)}  # name: (signed, +1 for max / -1 for min)
@@ -52,7 +48,6 @@ def level1(view: StageView, lane: int):
 
 
 def build(view: StageView, lane: int) -> Extension | None:
-    from qgpu.circuit.machine.families import Extension  # families imports this module
 
     if not view.ins.has(*MINMAX):  # not compiled into this machine (MachineSpec.ops)
         return None

@@ -33,14 +33,10 @@ sawtooth or thermometer too large for one dim is split over several (groups of w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from qgpu.circuit.ir import BITS, RAW, Signal
+from qgpu.circuit.machine.families import Extension, StageView
 from qgpu.circuit.machine.logic import true_bit, unit
 from qgpu.primitives import CircuitError, Form, plus, scaled
-
-if TYPE_CHECKING:  # families imports this module at its end
-    from qgpu.circuit.machine.families import Extension, StageView
 
 LO = 16
 UNIT = 2.0 ** -44  # the RAW value of the integer 1
@@ -174,7 +170,6 @@ def mid(view: StageView, lane: int, cols: Signal) -> tuple[Signal, Signal]:
 
 
 def build(view: StageView, lane: int) -> Extension | None:
-    from qgpu.circuit.machine.families import Extension
 
     if not view.ins.has("mul"):  # not compiled into this machine (MachineSpec.ops)
         return None

@@ -17,14 +17,10 @@ of b), half the units of a step.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from qgpu.circuit.ir import BITS
+from qgpu.circuit.machine.families import Extension, StageView
 from qgpu.circuit.machine.logic import Ctx, gated, unit
 from qgpu.primitives import Form, plus, scaled
-
-if TYPE_CHECKING:  # families imports this module at its end (build imports it late)
-    from qgpu.circuit.machine.families import Extension, StageView
 
 SHIFT = ("shl", "shr.u", "shr.s")
 LO_BITS = 2  # level 1 shifts by b mod 4
@@ -71,7 +67,6 @@ def level1(view: StageView, lane: int):
 
 
 def build(view: StageView, lane: int) -> Extension | None:
-    from qgpu.circuit.machine.families import Extension  # families imports this module
 
     if not view.ins.has("shl"):  # not compiled into this machine (MachineSpec.ops)
         return None

@@ -101,7 +101,7 @@ class MachineSpec:
 
 def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> None:
     """Raise ProgramError / LaunchError when the circuit cannot run this launch."""
-    warps = grid * -(-block // limits.LANES)
+    warps = limits.launch_warps(grid, block)
     if warps > spec.warps:
         raise LaunchError(f"the model machine runs {spec.warps} warp(s); grid {grid} x "
                           f"block {block} needs {warps}")

@@ -30,15 +30,11 @@ bits (the flags by construction), so a disabled family adds exactly 0.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from qgpu.circuit.ir import BITS
 from qgpu.circuit.machine.bookkeeping import LANES
+from qgpu.circuit.machine.families import Extension, HighBody, StageView
 from qgpu.circuit.machine.logic import true_bit, unit
 from qgpu.primitives import Form, plus, scaled
-
-if TYPE_CHECKING:  # families imports this module at its end (FAMILIES.append)
-    from qgpu.circuit.machine.families import Extension, HighBody, StageView
 
 SHFL = ("shfl.up", "shfl.down", "shfl.bfly", "shfl.idx")
 G_LE, G_UP, HB, X, Y, Z, BALLOT = 0, 1, 2, 3, 3 + LANES, 3 + 2 * LANES, 3 + 3 * LANES
@@ -174,7 +170,6 @@ def high(view: StageView, lane: int, fl) -> HighBody:
 
 
 def build(view: StageView, lane: int) -> Extension | None:
-    from qgpu.circuit.machine.families import Extension
 
     if not view.ins.has("ballot"):  # not compiled into this machine (MachineSpec.ops)
         return None

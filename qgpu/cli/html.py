@@ -1,0 +1,62 @@
+"""cli.html: `--html PATH` for `qgpu run`, `qgpu demo` and `qgpu trace`: the launch as one
+self-contained page (qgpu.view). Model launches record every written token's logit margin
+for it (runtime.generate.record_margins: every logit is computed, about 3x a greedy
+step); a `--check` that finds a mismatch still writes the page, with the first differing
+token, before the error is reported."""
+
+from __future__ import annotations
+
+import sys
+
+from qgpu.errors import CheckMismatch
+
+
+def add_html_argument(parser) -> None:
+    parser.add_argument("--html", metavar="PATH",
+                        help="also write the launch as one self-contained HTML page (timeline, "
+                             "step inspector, margins on the model)")
+
+
+def write_page(path: str, data: dict) -> None:
+    from qgpu.view import write_html
+
+    size = write_html(path, data)
+    print(f"qgpu: wrote {path} ({size:,} bytes)", file=sys.stderr)
+
+
+def launch(kernel, grid: int, block: int, args, engine: str, html: str | None):
+    """kernel(grid, block, args, engine=engine), and the page at `html` when given."""
+    if not html:
+        return kernel(grid, block, args, engine=engine)
+    from qgpu.view import result_data
+
+    margins = engine.startswith("model") and not engine.startswith("model-forced")
+    try:
+        if margins:
+            from qgpu.runtime.generate import record_margins
+            with record_margins():
+                res = kernel(grid, block, args, engine=engine)
+        else:
+            res = kernel(grid, block, args, engine=engine)
+    except CheckMismatch as err:
+        if getattr(err, "written", None) is not None:
+            _mismatch_page(kernel, grid, block, args, engine, html, err)
+        raise
+    write_page(html, result_data(res))
+    return res
+
+
+def _mismatch_page(kernel, grid, block, args, engine, html, err) -> None:
+    from qgpu.cuda.api import LaunchResult, args_list
+    from qgpu.view import result_data
+
+    program, memory, layout, _ = kernel.link(grid, block, args)
+    params = kernel.signature.params
+    res = LaunchResult(kernel.name, engine, grid, block, program, None, [], err.written, 0.0,
+                       layout, initial=memory,
+                       signed={p.name: p.signed for p in params if p.pointer},
+                       scalars={p.name: int(a) for p, a in zip(params, args_list(params, args),
+                                                                strict=True) if not p.pointer},
+                       sources=kernel.sources, margins=getattr(err, "margins", None),
+                       expected=err.expected)
+    write_page(html, result_data(res))

@@ -1,0 +1,82 @@
+"""validate.command: `qgpu validate-gpu` and `python -m qgpu.validate`: run the kernel
+suite on a real NVIDIA GPU and compare it with the reference interpreter (issue 8).
+
+Two halves, which may run on two machines:
+  qgpu validate-gpu --prepare ref.json          (needs clang-19: interpreter + oracle side)
+  qgpu validate-gpu --reference ref.json --out DIR   (needs a GPU and CuPy)
+Without --reference, one machine with both does everything. --rebuild JOURNAL makes the
+report of a run that was cut short.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import qgpu.runtime  # noqa: F401 - registers the model's engines (--engine model)
+from qgpu.progress import progress
+from qgpu.suite import load_suite
+from qgpu.validate.gpu import CupyBackend
+from qgpu.validate.reference import build_reference, load_reference, save_reference
+from qgpu.validate.report import markdown, write_report
+from qgpu.validate.run import report_from_journal, validate
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--prepare", metavar="FILE",
+                        help="only compute the reference side and write it to FILE")
+    parser.add_argument("--reference", metavar="FILE",
+                        help="a reference file made by --prepare (no clang needed)")
+    parser.add_argument("--out", metavar="DIR", default="validation-report",
+                        help="where report.json, report.md and journal.jsonl go")
+    parser.add_argument("--kernels", metavar="NAMES",
+                        help="comma-separated suite kernel names (default: all)")
+    parser.add_argument("--engine", default="interp",
+                        help="engine that computes the reference outputs (default interp)")
+    parser.add_argument("--rebuild", metavar="JOURNAL",
+                        help="write the report of an interrupted run from its journal")
+
+
+def main(args) -> int:
+    names = set(args.kernels.split(",")) if args.kernels else None
+    if args.rebuild:
+        report = report_from_journal(args.rebuild)
+        write_report(report, args.out)
+        print(markdown(report), end="")
+        return 0 if report["cases_matched"] == report["cases_run"] else 1
+    if args.reference:
+        reference = load_reference(args.reference)
+    else:
+        specs = [s for s in load_suite() if not names or s.name in names]
+        reference = build_reference(specs, engine=args.engine, progress=_progress(
+            "ref", sum(len(s.launches) for s in specs)))
+        if args.prepare:
+            save_reference(reference, args.prepare)
+            failed = sum(c.get("interp") is None for c in reference["cases"])
+            print(f"{args.prepare}: {len(reference['cases'])} cases of "
+                  f"{len(reference['kernels'])} kernels, {failed} without interpreter "
+                  "outputs")
+            return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = validate(reference, CupyBackend(), journal=out / "journal.jsonl",
+                      kernels=names, progress=_progress("gpu", sum(
+                          not names or c["kernel"] in names for c in reference["cases"])))
+    write_report(report, out)
+    print(markdown(report), end="")
+    return 0 if report["cases_matched"] == report["cases_run"] else 1
+
+
+def _progress(tag, total: int):
+    """A bar over the cases (on a terminal); a case that fails is also printed as a line."""
+    bar = progress(total=total, desc=f"validate-gpu {tag}", unit="case", leave=True)
+
+    def show(case):
+        status = case.get("status") or ("ok" if case.get("interp") is not None else "error")
+        bar.set_postfix_str(f"{case['id']}: {status}", refresh=False)
+        bar.update()
+        if status not in ("ok", "match"):
+            bar.write(f"[{tag}] {case['id']}: {status}", file=sys.stderr)
+        if bar.n == total:
+            bar.close()
+    return show
