@@ -118,7 +118,7 @@ def merge_size(base: QwenConfig, circuit_hidden: int, circuit_layers: int,
 
 # the machine circuit (slots=1) at the 2B layer shape, measured (compiled.plan.hidden,
 # n_layers) when the merge was written; `--compile` measures the current sources
-MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS = 2386, 43, 22605805
+MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS = 2386, 43, 22_605_805
 
 
 def machine_size(base: QwenConfig | None = None, hidden: int = MACHINE_HIDDEN,
