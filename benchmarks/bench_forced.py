@@ -11,6 +11,7 @@ prompt's tokens are not counted) and whole-launch wall times through the public 
 (the machine is shared). Runs alternate to even out the load.
 
     python benchmarks/bench_forced.py [--names conv2d_3x3 modpow] [--repeats 2] [--chunk 256]
+        [--all] [--no-engines]
 """
 
 from __future__ import annotations
@@ -36,18 +37,20 @@ def load() -> str:
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
-def launches(names):
+def launches(names, every: bool = False):
     for spec in suite.load_suite():
         if names and spec.name not in names:
             continue
         for i, launch in enumerate(spec.launches):
-            if limits.launch_warps(launch["grid"], launch["block"]) == 1:
+            if every or limits.launch_warps(launch["grid"], launch["block"]) == 1:
                 yield spec, i, launch
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--names", nargs="*", default=[])
+    parser.add_argument("--all", action="store_true",
+                        help="every suite launch (multi-warp ones too), not only one-warp ones")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--chunk", type=int, default=256)
     parser.add_argument("--no-engines", action="store_true",
@@ -58,7 +61,7 @@ def main(argv=None) -> int:
     totals = {"tokens": 0, "generate": 0.0, "forced": 0.0, "check": 0.0, "model-forced": 0.0}
     print(f"{'launch':34s} {'trace':>6s} {'gen tok/s':>10s} {'forced tok/s':>13s} "
           f"{'check s':>8s} {'forced s':>9s}")
-    for spec, index, launch in launches(args.names):
+    for spec, index, launch in launches(args.names, args.all):
         function = suite.compiled_module(spec.source).get_function(spec.kernel)
         grid, block = launch["grid"], launch["block"]
         program, memory, _layout, _arrays = function.link(

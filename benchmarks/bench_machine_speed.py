@@ -3,13 +3,15 @@ reference launch: a loop of loads, adds, xors and stores (--iterations) on one w
 
 Prints the machine's layers, hidden size and nonzeros, the launch's prompt and trace
 tokens, tokens/s of the fast engine's native backend (wall and per CPU second: the
-machine is shared, the load average is printed with every figure) and of its numpy
-backend (on the first --numpy-tokens tokens), and the native kernel's time per token
-split by layer into mixer and MLP (plus the final norm and output head). Every run's
-tokens are checked against the interpreter's trace.
+machine is shared, the load average is printed with every figure), the native kernel's
+time per token split by layer into mixer and MLP (plus the final norm and output head),
+the work per token (the kernel's counters: entries of each sparse product, state rows,
+head rows) with the bytes it reads and the limit those bytes set at the measured memory
+bandwidth, and (with --numpy-tokens N) the numpy backend on the first N tokens. Every
+run's tokens are checked against the interpreter's trace.
 
     .venv/bin/python benchmarks/bench_machine_speed.py [--iterations 150] [--repeats 3]
-        [--numpy-tokens 300]
+        [--numpy-tokens 0]
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qgpu.interp import run_launch  # noqa: E402
 from qgpu.isa.asm import assemble  # noqa: E402
 from qgpu.model.fast import FastEngine  # noqa: E402
+from qgpu.model.fast_native import COUNTERS  # noqa: E402
 from qgpu.protocol import encode_prompt, expected_trace  # noqa: E402
 from qgpu.runtime.compiled import load_machine  # noqa: E402
 from qgpu.runtime.generate import generate_launch  # noqa: E402
@@ -62,16 +65,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iterations", type=int, default=150)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--numpy-tokens", type=int, default=300)
+    ap.add_argument("--numpy-tokens", type=int, default=0)
     args = ap.parse_args()
 
     start = time.perf_counter()
     machine = load_machine(progress=False)
-    weights, engine = machine.compiled.weights, machine.engine
-    c = weights.config
+    engine = machine.engine
+    c = engine.config
     print(f"machine: {c.num_hidden_layers} layers, hidden {c.hidden_size}, vocabulary "
-          f"{c.vocab_size:,}, {weights.nonzero_count():,} nonzeros; loaded in "
-          f"{time.perf_counter() - start:.1f} s; backend {engine.backend}", flush=True)
+          f"{c.vocab_size:,}; loaded in {time.perf_counter() - start:.2f} s "
+          f"({'plan store' if machine._compiled is None else 'compiled'}); backend "
+          f"{engine.backend}", flush=True)
 
     program = assemble(LOOP.format(n=args.iterations))
     want = expected_trace(run_launch(program, 1, 4, memory=MEMORY).events)
@@ -79,12 +83,14 @@ def main() -> None:
     print(f"launch: loop of {args.iterations} iterations, block 4: {len(prompt)} prompt "
           f"tokens, {len(want)} trace tokens", flush=True)
 
+    min_seconds = np.inf
     for rep in range(args.repeats):
         before = load()
         cpu = time.process_time()
         run = generate_launch(machine, program, 1, 4, MEMORY, max_tokens=len(want) + 8)
         cpu = time.process_time() - cpu
         assert run.trace == want, "the model's trace differs from the interpreter's"
+        min_seconds = min(min_seconds, run.seconds)
         n = len(prompt) + len(run.trace)
         print(f"native generate_launch #{rep + 1}: {run.tokens_per_second:,.0f} trace tok/s "
               f"wall ({n / run.seconds:,.0f} tok/s counting the prompt), "
@@ -92,9 +98,14 @@ def main() -> None:
 
     if engine.backend == "native":
         profile(engine, prompt + want)
+        limit(engine, prompt + want, len(want) / min_seconds)
+    if args.numpy_tokens:
+        numpy_backend(machine, prompt, want, args.numpy_tokens)
 
-    tokens = (prompt + want)[:args.numpy_tokens + 1]
-    numpy_engine = FastEngine(weights, backend="numpy")
+
+def numpy_backend(machine, prompt, want, n_tokens) -> None:
+    tokens = (prompt + want)[:n_tokens + 1]
+    numpy_engine = FastEngine(machine.compiled.weights, backend="numpy")
     state = numpy_engine.new_state()
     before = load()
     wall, cpu = time.perf_counter(), time.process_time()
@@ -127,6 +138,46 @@ def profile(engine: FastEngine, tokens: list[int]) -> None:
           f"MLPs {us[1:2 * n:2].sum():.0f}, final norm + head {us[-1]:.0f}; by layer "
           "(mixer/MLP us):")
     print("  " + "  ".join(f"{i}:{us[2 * i]:.0f}/{us[2 * i + 1]:.0f}" for i in range(n)))
+
+
+def bandwidth() -> float:
+    """Bytes/s one core reads from memory (a 512 MiB float32 array, summed; best of 3)."""
+    a = np.ones(128 << 20, np.float32)
+    best = np.inf
+    for _ in range(3):
+        t = time.perf_counter()
+        a.sum()
+        best = min(best, time.perf_counter() - t)
+    return a.nbytes / best
+
+
+def limit(engine: FastEngine, tokens: list[int], reached: float) -> None:
+    """Work per token from the kernel's counters, the bytes it reads (a sparse entry is a
+    4-byte value and a 4-byte index; a state row dv floats; a conv channel its window and
+    weights; an MLP unit 16 bytes of unit tables; every layer reads h and two norm
+    weight vectors), and the time those bytes take at the measured bandwidth."""
+    counts = np.zeros(len(COUNTERS), np.int64)
+    lib, c = engine.plan.lib, engine.config
+    state = engine.new_state()
+    lib.qgpu_set_counts(counts.ctypes.data)
+    try:
+        for t in tokens:
+            engine.step_greedy(state, t)
+    finally:
+        lib.qgpu_set_counts(None)
+    per = dict(zip(COUNTERS, counts / max(counts[COUNTERS.index("tokens")], 1), strict=True))
+    head_nnz = engine.plan.fields["head.val"].size / max(engine.plan.fields["head.n_rows"], 1)
+    nbytes = (8 * (per["gate"] + per["proj"] + per["down"] + per["up"] + per["out"])
+              + 8 * per["gate_cols"] + 16 * per["units"] + 8 * per["acts"]
+              + 4 * c.linear_value_head_dim * per["state_rows"] * 2 + 32 * per["conv"]
+              + 8 * head_nnz * per["head_rows"] + 3 * 4 * c.hidden_size * c.num_hidden_layers)
+    bw = bandwidth()
+    print("work per token: " + ", ".join(f"{k} {v:,.0f}" for k, v in per.items()
+                                         if k != "tokens"))
+    print(f"bytes read per token ~{nbytes / 1e6:.2f} MB; memory bandwidth (one core, "
+          f"{load()}) {bw / 1e9:.1f} GB/s: limit {bw / nbytes:,.0f} tokens/s if every byte "
+          f"came from memory; reached {reached:,.0f} trace tokens/s "
+          f"({reached * nbytes / bw:.2f} of it)")
 
 
 if __name__ == "__main__":

@@ -5,11 +5,15 @@ circuit, measured on the numpy reference engine (recurrent path) in float32.
     norm compensation and for the weaker ones (ratio: 1 + w scaled by sqrt(Hb/H) only;
     none: norm weights left alone), next to the float32 floor: the KL between the base's
     own recurrent and chunked paths (same model, other summation order);
-(b) a launch inside text: KL(base(P + C) || merged(P + G + C)) over the continuation C,
-    split into its first 3 tokens (the base's conv windows still hold GPU positions) and
-    the rest, with and without neutralising GPU tokens in the base's GDN layers; a control
-    that only shifts C's positions by |G| (the RoPE part, no launch); the same for a base
-    without full-attention layers (no dilution of attention by GPU positions).
+(b) a launch inside text: KL(base(P + C) || merged(P + pads + G + C)) over the
+    continuation C (3 pads open the launch: the circuit's conv windows), split into its
+    first 3 tokens (the base's conv windows still hold GPU positions) and the rest; with 3
+    closing pads too (the base's conv windows then hold exact zeros); without
+    neutralising GPU tokens in the base's layers; a control that only shifts C's
+    positions by the launch's length (the RoPE part, no launch); bases without
+    full-attention layers (no dilution of attention by GPU positions); and the launch
+    put aside (runtime.aside: base conv windows, attention lengths and position restored
+    after it).
 
     .venv/bin/python benchmarks/bench_merge.py [--quick]
 """
@@ -24,10 +28,11 @@ import numpy as np
 from qgpu.circuit.compile import compile_circuit
 from qgpu.examples.demos import DEMOS
 from qgpu.merge import circuit_part, merge_weights
-from qgpu.merge.layout import layer_shape_of
+from qgpu.merge.layout import CONV_PAD, layer_shape_of
 from qgpu.model.config import FULL, LINEAR, QwenConfig
 from qgpu.model.reference import ReferenceEngine
 from qgpu.model.weights import EMBED, QwenWeights
+from qgpu.runtime.aside import Aside
 
 BASES = [  # name, hidden, layer types, tied, slow decay
     ("h64", 64, [LINEAR, LINEAR, LINEAR, FULL], True, False),
@@ -102,25 +107,36 @@ def text_kl_table(part, seqs, length, embed_stds):
 
 
 def launch_table(part, demo, gpu, seqs, prefix, cont, launch_len):
-    print(f"\n(b) KL(base(P + C) || merged(P + G + C)) over C; |P| = {prefix}, "
+    print(f"\n(b) KL(base(P + C) || merged(P + pads + G + C)) over C; |P| = {prefix}, "
           f"|G| = {launch_len}, |C| = {cont}; mean over C[0:3] / C[3:]")
-    print("| base | neutralised | not neutralised | RoPE shift only (no launch) |")
-    print("|---|---|---|---|")
+    print("| base | 3 pads + G | 3 pads + G + 3 pads | not neutralised | "
+          "RoPE shift only (no launch) | launch aside (runtime.aside) |")
+    print("|---|---|---|---|---|---|")
     for name, hidden, types, tied, slow in BASES:
         base = make_base(hidden, types, tied, slow, 1, 0.02)
-        merged = {n: merge_weights(base, part, neutralise=n)[0] for n in (True, False)}
+        merged = {n: merge_weights(base, part, neutralise=n) for n in (True, False)}
         rng = np.random.default_rng(3)
-        cells = {k: [] for k in ("on", "off", "shift")}
+        pad = [merged[True][1].pad_token] * CONV_PAD
+        cells = {k: [] for k in ("on", "closed", "off", "shift", "aside")}
         for s in range(seqs):
             p = rng.integers(0, base.config.vocab_size, prefix).tolist()
             c = rng.integers(0, base.config.vocab_size, cont).tolist()
-            g = [gpu(t) for t in demo.stream(launch_len, seed=s)][:launch_len]
+            g = pad + [gpu(t) for t in demo.stream(launch_len, seed=s)][:launch_len]
             original = run(base, p + c)[prefix:]
-            for key, flag in (("on", True), ("off", False)):
-                logits = run(merged[flag], p + g + c)[prefix + len(g):]
+            for key, flag, gg in (("on", True, g), ("closed", True, g + pad),
+                                  ("off", False, g)):
+                logits = run(merged[flag][0], p + gg + c)[prefix + len(gg):]
                 cells[key].append(kl(original, logits))
             cells["shift"].append(kl(original, run(base, p + c, position_gap=len(g),
                                                    split=prefix)[prefix:]))
+            weights, lay = merged[True]
+            engine = ReferenceEngine(weights)
+            state = engine.new_state()
+            engine.prefill(state, p)
+            aside = Aside.before(state, lay.circuit_layers)
+            engine.prefill(state, g)
+            aside.after(state)
+            cells["aside"].append(kl(original, engine.prefill(state, c)))
         out = []
         for v in cells.values():
             v = np.stack(v)

@@ -1,5 +1,6 @@
 """Measure qgpu's import graph: cycles between modules, imports against the pipeline's
-direction, imports inside functions, file count and the largest files.
+direction, imports inside functions, file count, the largest files and the file names
+that repeat across packages.
 
     python benchmarks/import_graph.py [--edges] [--json] [--root CHECKOUT]
 
@@ -160,6 +161,10 @@ def measure() -> dict:
                    if layer(a) >= 0 and layer(b) >= 0 and layer(b) > layer(a)})
     unknown = sorted({m.split(".")[1] for m in known if "." in m and layer(m) < 0})
     lines = {m: len(p.read_text().splitlines()) for m, p in known.items()}
+    names: dict[str, list[str]] = {}
+    for m, p in known.items():
+        if p.name not in ("__init__.py", "__main__.py"):
+            names.setdefault(p.name, []).append(m)
     return {
         "files": len(known),
         "lines": sum(lines.values()),
@@ -168,6 +173,7 @@ def measure() -> dict:
         "back_arrows": [f"{a} -> {b} (line {line})" for a, b, line in back],
         "function_level_imports": sum(1 for *_, f in found if f),
         "unplaced_packages": unknown,
+        "repeated_file_names": sorted(n for n, ms in names.items() if len(ms) > 1),
     }
 
 
@@ -199,6 +205,8 @@ def main(argv=None) -> int:
     for b in m["back_arrows"]:
         print("  ", b)
     print(f"imports inside functions {m['function_level_imports']}")
+    print(f"file names in more than one package {len(m['repeated_file_names'])}: "
+          + ", ".join(m["repeated_file_names"]))
     if m["unplaced_packages"]:
         print("not in the pipeline order:", ", ".join(m["unplaced_packages"]))
     return 0

@@ -1,11 +1,9 @@
 """qgpu: a 4-lane SIMT GPU compiled into the weights of Qwen3.5 decoder layers.
 
-Pipeline stages, one subpackage each, each importing only those before it (README.md,
-"Architecture"; `lint-imports` checks it): isa (machine definition) -> interp (reference
-interpreter) -> protocol (tokens) -> cuda (clang front end and launch API) -> model
-(layer math, engines, checkpoints) -> primitives (exact weight primitives) -> circuit
-(weight compiler, the machine circuit) -> examples -> merge -> runtime (launches on the
-model, --check) -> suite -> analysis -> validate -> fuzz -> chat -> docgen -> cli.
+Pipeline stages, one subpackage each, each importing only the stages below it: the order
+is the layers contract in pyproject.toml ([tool.importlinter], which `lint-imports`
+checks in ./dev test) and the README's architecture table, from isa (the machine's
+definition) up to cli.
 """
 
 __version__ = "0.1.0"

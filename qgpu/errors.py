@@ -31,5 +31,18 @@ class ProtocolError(QgpuError):
     """A token stream that does not follow the launch protocol."""
 
 
+class TokenError(ProtocolError, ValueError):
+    """A token id outside the protocol's vocabulary (also a ValueError, as before)."""
+
+
 class CheckMismatch(QgpuError):
     """--check: the model's token differs from the interpreter's expected token."""
+
+
+class UsageError(QgpuError):
+    """A command line that does not parse (argparse's complaint, as one line); `prog` is
+    the command it belongs to ("qgpu run")."""
+
+    def __init__(self, message: str, prog: str = "qgpu"):
+        super().__init__(message)
+        self.prog = prog

@@ -30,8 +30,8 @@ positions, measuring what exactness rests on at every position and layer.
 The numpy backend computes the native kernel's function with the same float32 formulas
 (bit-identical where every sum is exact; summation order may differ elsewhere), so what
 it measures is the deviation of the arithmetic that the model runs, not of a float64
-shadow; `accelerate` gives its sparse products the native kernel's sequential order in C
-(model.csr_native), which makes a 12,000-token launch take minutes. ReferenceEngine +
+shadow; its sparse products are scipy's CSR products, the native kernel's sequential
+order (model.sparse.SparseRows), which makes a 12,000-token launch take minutes. ReferenceEngine +
 report.circuit_report measures the same on dense weights (slow).
 """
 
@@ -45,7 +45,6 @@ import numpy as np
 
 from qgpu.circuit.ir import BITS, CONST, ONEHOT, RAW, Counter, Table
 from qgpu.model import layers
-from qgpu.model.csr_native import sequential
 from qgpu.model.fast_numpy import NumpyFastEngine
 
 F32 = np.float32
@@ -344,18 +343,6 @@ class _Observer:
         r.wrong += int(np.sum(np.argmax(logits[check], axis=1) != next_tokens[check]))
 
 
-def accelerate(engine: NumpyFastEngine) -> NumpyFastEngine:
-    """Give the engine's CSR products the C sequential product (model.csr_native: the
-    native kernel's summation order, ~10x faster than reduceat over many positions)."""
-    mats = [engine.head] + [m for g in engine.gdn.values() for m in (g.proj, g.out)] + \
-        [m for mlp in engine.mlp for m in (mlp.gate_up, mlp.down)]
-    for m in mats:
-        fast = sequential(m)
-        if fast is not None:
-            m.matmat = fast
-    return engine
-
-
 def margin_report(compiled, tokens: Sequence[int], forced_from: int | None = None, *,
                   engine: NumpyFastEngine | None = None, chunk: int = CHUNK,
                   raw_grid: Callable[[str], float | None] = lambda name: None,
@@ -366,7 +353,7 @@ def margin_report(compiled, tokens: Sequence[int], forced_from: int | None = Non
     starts at forced_from); None checks nothing. engine: a NumpyFastEngine over
     compiled.weights to reuse (its observer is replaced). progress(done, total) is called
     after every chunk."""
-    engine = engine or accelerate(NumpyFastEngine(compiled.weights))
+    engine = engine or NumpyFastEngine(compiled.weights)
     obs = _Observer(compiled, engine, raw_grid)
     engine.observer = obs
     tokens = np.asarray(tokens, np.int64)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from qgpu import suite
-from qgpu.analysis.margins import MarginReport, accelerate, margin_report
+from qgpu.analysis.margins import MarginReport, margin_report
 from qgpu.circuit.compile import Compiled
 from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.multiply import UNIT
@@ -72,7 +72,7 @@ def numpy_engine(machine) -> NumpyFastEngine:
     """A numpy fast engine over the machine's weights (one per machine)."""
     key = id(machine.compiled.weights)
     if key not in _engines:
-        _engines[key] = accelerate(NumpyFastEngine(machine.compiled.weights))
+        _engines[key] = NumpyFastEngine(machine.compiled.weights)
     return _engines[key]
 
 

@@ -27,6 +27,7 @@ weights.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -152,8 +153,11 @@ class TokenInput(Node):
 
     def describe(self) -> dict:
         sig = self.outputs[0]
+        values = np.ascontiguousarray(self.values, np.float32)  # by digest: a [vocab,
+        # width] list made the cache key cost ~40 s (tolist and JSON) on the machine
         return {"name": self.name, "type": "token", "kind": sig.kind, "width": sig.width,
-                "values": self.values.tolist()}
+                "values": [list(values.shape),
+                           hashlib.sha256(values.tobytes()).hexdigest()]}
 
 
 @dataclass(frozen=True, eq=False)

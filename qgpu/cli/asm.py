@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from qgpu.errors import LaunchError
 from qgpu.interp import run_launch
 from qgpu.isa import limits
 from qgpu.isa.asm import assemble, disassemble
@@ -12,7 +13,19 @@ from qgpu.protocol import decode_prompt, decode_trace, encode_prompt, expected_t
 
 
 def _ints(text: str) -> list[int]:
-    return [int(x, 0) for x in text.split(",") if x.strip()] if text else []
+    """--mem's words: integers (decimal or 0x) that fit 32 bits, signed or unsigned."""
+    out = []
+    for i, item in enumerate(x.strip() for x in text.split(",") if x.strip()):
+        try:
+            v = int(item, 0)
+        except ValueError:
+            raise LaunchError(f"--mem: word {i} '{item}' is not an integer") from None
+        if not -(1 << 31) <= v < 1 << 32:
+            raise LaunchError(f"--mem: word {i} = {v} does not fit 32 bits")
+        out.append(v)
+    if len(out) > limits.GLOBAL_WORDS:
+        raise LaunchError(f"--mem: {len(out)} words; global memory has {limits.GLOBAL_WORDS}")
+    return out
 
 
 def add_arguments(parser) -> None:

@@ -20,12 +20,30 @@ def add_arguments(parser) -> None:
                         help="do not replay launches on the interpreter")
 
 
+def _need_chat_extra() -> None:
+    """The chat's text half needs the `chat` extra (tokenizers, transformers' template
+    renderer, jinja2); say so up front, before the checkpoint is loaded."""
+    import importlib.util
+
+    from qgpu.errors import QgpuError
+
+    missing = [m for m in ("tokenizers", "transformers", "jinja2")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        raise QgpuError(f"qgpu chat needs the chat extra (missing: {', '.join(missing)}): "
+                        f"pip install 'qgpu[chat]'")
+
+
 def open_session(model: str, advanced: bool = False, max_new_tokens: int = 512,
                  check: bool = True):
     from qgpu.chat import ChatSession
     from qgpu.chat.prompts import ChatTemplate
     from qgpu.chat.text import TextModel, TextModelError
-    from qgpu.runtime.checkpoint import load_machine_checkpoint
+    from qgpu.runtime.checkpoint import load_machine_checkpoint, read_info
+
+    info = read_info(model)
+    if info.get("gpu_token_offset", 0) or info.get("base_layers", 0):
+        _need_chat_extra()   # a merged model: its text half needs a tokenizer
 
     machine = load_machine_checkpoint(model)
     try:

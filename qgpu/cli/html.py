@@ -24,10 +24,12 @@ def write_page(path: str, data: dict) -> None:
     print(f"qgpu: wrote {path} ({size:,} bytes)", file=sys.stderr)
 
 
-def launch(kernel, grid: int, block: int, args, engine: str, html: str | None):
-    """kernel(grid, block, args, engine=engine), and the page at `html` when given."""
+def launch(kernel, grid: int, block: int, args, engine: str, html: str | None,
+           budget: int | None = None):
+    """kernel(grid, block, args, engine=engine, budget=budget), and the page at `html`
+    when given."""
     if not html:
-        return kernel(grid, block, args, engine=engine)
+        return kernel(grid, block, args, engine=engine, budget=budget)
     from qgpu.view import result_data
 
     margins = engine.startswith("model") and not engine.startswith("model-forced")
@@ -35,9 +37,9 @@ def launch(kernel, grid: int, block: int, args, engine: str, html: str | None):
         if margins:
             from qgpu.runtime.generate import record_margins
             with record_margins():
-                res = kernel(grid, block, args, engine=engine)
+                res = kernel(grid, block, args, engine=engine, budget=budget)
         else:
-            res = kernel(grid, block, args, engine=engine)
+            res = kernel(grid, block, args, engine=engine, budget=budget)
     except CheckMismatch as err:
         if getattr(err, "written", None) is not None:
             _mismatch_page(kernel, grid, block, args, engine, html, err)

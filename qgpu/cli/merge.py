@@ -46,8 +46,9 @@ def main(args) -> int:
     layout = merge_checkpoint(args.base, part, args.out, shard_bytes=int(args.shard_gb * 2**30),
                               progress=not args.quiet, norm_mode=args.norm_mode,
                               neutralise=not args.no_neutralise)
-    print(f"{args.out}: hidden {layout.hidden} ({layout.base_hidden} base + "
-          f"{layout.circuit_hidden} circuit + {layout.hidden - layout.flag_dim} merge), "
-          f"{layout.circuit_layers} + {layout.base.num_hidden_layers} layers, GPU tokens "
-          f"{layout.gpu_token_offset}..{layout.vocab_size - 1}")
+    print(f"{args.out}: hidden {layout.hidden} ({layout.shared} shared by the "
+          f"{layout.base_hidden} base and {layout.circuit_hidden} circuit dims + "
+          f"{layout.hidden - layout.shared} flags), {layout.circuit_layers} + "
+          f"{layout.base.num_hidden_layers} layers, GPU tokens {layout.gpu_token_offset}.."
+          f"{layout.pad_token - 1}, pad {layout.pad_token}")
     return 0

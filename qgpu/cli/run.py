@@ -1,9 +1,12 @@
 """qgpu run: compile a CUDA file and launch one kernel.
 
-    qgpu run FILE.cu --grid G --block B [--kernel NAME] [--engine interp|model] [--check]
-             [--forced] [--model DIR] [--json] --arg NAME=VALUE ...
+    qgpu run FILE.cu --grid G --block B [--kernel NAME]
+             [--engine model|interp|llama.cpp|transformers] [--check] [--forced]
+             [--model DIR] [--device cpu|cuda|mps] [--json] --arg NAME=VALUE ...
 
---check (with --engine model) generates the trace on the model, then replays the launch
+The launch runs on the compiled model by default (its engine plan is memory-mapped from
+the plan store: runtime.compiled); --engine interp runs the reference interpreter.
+--check (with the model) generates the trace on the model, then replays the launch
 on the interpreter and compares token by token (and the final memory). --forced checks by
 teacher forcing instead (implies --engine model --check): the prompt and the
 interpreter's trace go through the model in one pass, and the model's greedy token at
@@ -17,6 +20,9 @@ read from the model's state after the pass (runtime.check.forced_launch).
 --model DIR runs the launch on a checkpoint's machine (a merged checkpoint from `qgpu merge`
 or one from `qgpu export-machine`; implies --engine model): GPU tokens offset into its
 vocabulary, results read from its recurrent state (qgpu.runtime.checkpoint).
+--engine transformers --model DIR [--device D]: transformers' own from_pretrained and
+greedy generate() write the launch, results read from its cache
+(qgpu.runtime.transformers_engine); --check compares with the interpreter.
 
 NAME is a parameter's name in the kernel's source; every parameter needs one --arg. A
 pointer parameter takes comma-separated integers (the array's initial contents) or
@@ -37,7 +43,10 @@ from qgpu.cli.html import add_html_argument, launch
 from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.launch_args import parse_args, pick_kernel
 from qgpu.errors import QgpuError
+from qgpu.isa import limits
 from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
+from qgpu.runtime.transformers_engine import TransformersMachine
+from qgpu.runtime.transformers_engine import engine_name as transformers_engine
 
 
 class RunError(QgpuError):
@@ -49,9 +58,13 @@ def add_arguments(p) -> None:
     p.add_argument("--grid", type=int, required=True, help="CTAs in the launch (gridDim.x)")
     p.add_argument("--block", type=int, required=True, help="threads per CTA (blockDim.x)")
     p.add_argument("--kernel", help="the __global__ function (when the file has several)")
-    p.add_argument("--engine", choices=("interp", "model", "llama.cpp"), default="interp",
-                   help="run on the reference interpreter (default), the compiled model, or "
-                        "llama.cpp (with --model FILE.gguf from qgpu export-gguf)")
+    p.add_argument("--engine", choices=("model", "interp", "llama.cpp", "transformers"),
+                   default="model",
+                   help="run on the compiled model (default), the reference interpreter, "
+                        "llama.cpp (with --model FILE.gguf from qgpu export-gguf) or, with "
+                        "--model DIR, transformers' own generate()")
+    p.add_argument("--device", choices=("cpu", "cuda", "mps"),
+                   help="torch device of --engine transformers (default cpu)")
     p.add_argument("--check", action="store_true",
                    help="replay the launch on the interpreter and compare token by token")
     p.add_argument("--forced", action="store_true",
@@ -61,6 +74,10 @@ def add_arguments(p) -> None:
     p.add_argument("--model", metavar="DIR",
                    help="run on this merged or exported machine checkpoint (--engine model)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--budget", type=int, metavar="N",
+                   help="end the launch with an error after N executed blocks (default: "
+                        f"{limits.DEFAULT_BLOCK_BUDGET} on the interpreter, "
+                        "runtime.generate.DEFAULT_MODEL_BUDGET on the model)")
     add_html_argument(p)
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers, "
@@ -73,12 +90,28 @@ def _values(a: np.ndarray) -> list[int]:
 
 def run(args) -> dict:
     forced = getattr(args, "forced", False)
+    if args.check and args.engine == "interp" and not getattr(args, "model", None) \
+            and not forced:
+        raise RunError("--check compares the model's tokens with the interpreter's, so it "
+                       "needs --engine model (or --model DIR); on the interpreter there is "
+                       "nothing to compare with")
+    transformers = getattr(args, "engine", None) == "transformers"
+    if transformers and not getattr(args, "model", None):
+        raise RunError("--engine transformers needs --model DIR (a merged or exported "
+                       "machine checkpoint)")
+    if transformers and forced:
+        raise RunError("--forced checks on qgpu's engine; with --engine transformers use "
+                       "--check (generate(), then the interpreter's replay)")
+    if getattr(args, "device", None) and not transformers:
+        raise RunError("--device applies to --engine transformers")
     gguf = str(getattr(args, "model", None) or "").endswith(".gguf")
     if args.engine == "llama.cpp" and not gguf:
         raise RunError("--engine llama.cpp needs --model FILE.gguf (qgpu export-gguf)")
+    if gguf and transformers:
+        raise RunError("--engine transformers needs a checkpoint directory, not a GGUF file")
     if gguf:
         args.engine = "llama.cpp"
-    elif getattr(args, "model", None) or forced:
+    elif (getattr(args, "model", None) or forced) and not transformers:
         args.engine = "model"
     args.check = args.check or forced
     engine = "model-forced" if forced else \
@@ -91,7 +124,10 @@ def run(args) -> dict:
     module = compile_cuda(source, filename=args.file)
     kernel = pick_kernel(module, args.kernel)
     values = parse_args(kernel, args.arg)
-    if gguf:
+    if transformers:
+        machine = TransformersMachine(args.model, args.device)  # held: weakly registered
+        engine = transformers_engine(machine, check=args.check)
+    elif gguf:
         from qgpu.runtime.llama_cpp import load_gguf_machine
 
         machine = load_gguf_machine(args.model)   # held: the registry refers weakly
@@ -100,7 +136,11 @@ def run(args) -> dict:
         machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
         engine = engine_name(machine, check=args.check, forced=forced)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
-    result = launch(kernel, args.grid, args.block, values, engine, getattr(args, "html", None))
+    budget = getattr(args, "budget", None)
+    if budget is not None and budget < 1:
+        raise RunError(f"--budget {budget}: give at least 1 block")
+    result = launch(kernel, args.grid, args.block, values, engine, getattr(args, "html", None),
+                    budget)
     return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,
             "block": args.block, "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},

@@ -45,14 +45,17 @@ class EngineRun:
 
 
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
-                budget: int) -> EngineRun:
-    res = run_launch(program, grid=grid, block=block, memory=memory, budget=budget)
+                budget: int | None) -> EngineRun:
+    res = run_launch(program, grid=grid, block=block, memory=memory,
+                     budget=limits.DEFAULT_BLOCK_BUDGET if budget is None else budget)
     return EngineRun(list(res.memory), list(res.events), expected_trace(res.events))
 
 
 # name -> runner(program, grid, block, memory, budget) -> EngineRun. The front end knows
 # only the interpreter; the runtime registers the model's engines ("model", "model-check",
-# "model-forced", and one per loaded checkpoint) when it is imported.
+# "model-forced", and one per loaded checkpoint) when it is imported. budget: the most
+# blocks the launch may execute, None for the engine's default (the interpreter's
+# DEFAULT_BLOCK_BUDGET; the model's runtime.generate.DEFAULT_MODEL_BUDGET, ~25 s).
 ENGINES: dict[str, Callable[..., EngineRun]] = {"interp": _run_interp}
 
 
@@ -155,10 +158,8 @@ class Kernel:
         for k, (p, a) in enumerate(zip(params, args, strict=True)):
             if p.pointer:
                 arr = self._array(p, a)
-                base = next((w for other, w in placed if other is arr), None)
-                if arr.size == 0:
-                    base = 0     # any valid address: guarded loads may read it (ifconvert)
-                elif base is None:
+                base = self._alias(p, arr, placed, params, args)
+                if base is None:
                     base = next_word
                     next_word += arr.size
                     if next_word > limits.GLOBAL_WORDS:
@@ -175,6 +176,22 @@ class Kernel:
         program = self.template.bind(values)
         return program, memory, layout, [a if p.pointer else None
                                          for p, a in zip(params, args, strict=True)]
+
+    def _alias(self, p, arr: np.ndarray, placed, params, args) -> int | None:
+        """The word where `arr` already lives (the same array, or another view of exactly
+        its bytes: an alias, as on a GPU), or None for a new array. Arrays that overlap
+        only partly cannot be placed as they are in host memory: a LaunchError."""
+        for other, w in placed:
+            if other is arr or (other.ctypes.data == arr.ctypes.data
+                                and other.nbytes == arr.nbytes):
+                return w
+            if np.shares_memory(other, arr):
+                name = next(q.name for q, a in zip(params, args, strict=True)
+                            if q.pointer and a is other)
+                raise LaunchError(f"{self.name}: arguments {name} and {p.name} overlap in "
+                                  f"memory without being the same array; pass one array "
+                                  f"for aliases, or separate arrays")
+        return None
 
     def _words(self, params, args) -> int:
         return sum(np.asarray(a).size for p, a in zip(params, args, strict=True) if p.pointer)
@@ -203,6 +220,10 @@ class Kernel:
                               f"array, got {a.ndim}-D {a.dtype}")
         if not a.flags.c_contiguous:
             raise LaunchError(f"{self.name}: argument {p.name} must be contiguous")
+        if a.size == 0:
+            raise LaunchError(f"{self.name}: argument {p.name} is an empty array; every array "
+                              f"gets words of the machine's global memory, so pass at least "
+                              f"one element")
         return a
 
     def _scalar(self, p, a) -> int:
@@ -216,7 +237,7 @@ class Kernel:
         return limits.u32(v)
 
     def __call__(self, grid, block, args, engine: str = "interp",
-                 budget: int = limits.DEFAULT_BLOCK_BUDGET) -> LaunchResult:
+                 budget: int | None = None) -> LaunchResult:
         grid, block = _dim(grid, "grid"), _dim(block, "block")
         runner = ENGINES.get(engine)
         if runner is None:
@@ -228,10 +249,7 @@ class Kernel:
         t0 = time.perf_counter()
         run = runner(program, grid, block, memory, budget)
         seconds = time.perf_counter() - t0
-        for p, a in zip(self.signature.params, arrays, strict=True):
-            if a is not None:
-                base, n = layout[p.name]
-                a[...] = np.array(run.memory[base:base + n], dtype=np.uint32).view(a.dtype)
+        self._copy_back(arrays, layout, run.memory)
         params = self.signature.params
         return LaunchResult(self.name, engine, grid, block, program, run.memory, run.events,
                             run.trace, seconds, layout, initial=initial,
@@ -239,6 +257,27 @@ class Kernel:
                             scalars={p.name: int(a) for p, a in zip(params, args_list(
                                 params, args), strict=True) if not p.pointer},
                             sources=self.sources, margins=run.margins, expected=run.expected)
+
+
+    def _copy_back(self, arrays, layout, memory) -> None:
+        """Final memory into each array the kernel may write (one that is, or aliases, a
+        non-const pointer parameter); a read-only numpy array is left alone unless the
+        kernel changed it, which is a LaunchError after every writable array has its
+        results."""
+        params = [(p, a) for p, a in zip(self.signature.params, arrays, strict=True)
+                  if a is not None]
+        may_write = {layout[p.name][0] for p, _ in params if not p.const}
+        finals = {}
+        for p, a in params:
+            base, n = layout[p.name]
+            finals[p.name] = np.array(memory[base:base + n], dtype=np.uint32).view(a.dtype)
+            if base in may_write and a.flags.writeable:
+                a[...] = finals[p.name]
+        refused = [p.name for p, a in params if not np.array_equal(finals[p.name], a)]
+        if refused:
+            raise LaunchError(f"{self.name}: the kernel wrote to {', '.join(refused)}, passed "
+                              f"as read-only (const parameter or non-writeable array); the "
+                              f"other arrays hold their results")
 
 
 class Module:

@@ -225,6 +225,12 @@ class Lowering:
         for v in variables:
             if v.space != "shared":
                 continue
+            if v.dynamic:
+                raise CompileError(
+                    f"PTX line {v.line}: kernel {self.kname} uses '{v.name}', a dynamic "
+                    f"shared array (extern __shared__ {v.name}[], sized at launch): qgpu "
+                    f"launches take no shared-memory size; declare it with a fixed size, "
+                    f"e.g. __shared__ int {v.name}[{limits.SHARED_WORDS}]")
             offset = -(-offset // max(v.align, 4)) * max(v.align, 4)
             self.shared[v.name] = offset
             offset += v.size

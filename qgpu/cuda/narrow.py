@@ -47,13 +47,30 @@ def narrow(lw, ins: ptx.PInstr) -> None:
     bits = _bits(t)
     signed = t.startswith("s") and op in _SIGN_MATTERS
     wide = "wide" in parts
-    if op == "mul" and wide:
-        a = extend(lw, ins, ops[1], bits, t.startswith("s"))
-        c = extend(lw, ins, ops[2], bits, t.startswith("s"))
-        b.emit("mul", lw.dst(ops[0], ins), a, c)
+    if op in ("mul", "mad") and (wide or "hi" in parts):
+        # the 2*bits-bit product of two extended narrow values fits 32 bits exactly
+        if bits > 16:
+            raise fail(ins, f"{ins.opcode} is not supported")
+        sgn = t.startswith("s")
+        a = extend(lw, ins, ops[1], bits, sgn)
+        c = extend(lw, ins, ops[2], bits, sgn)
+        prod = b.tmp()
+        b.emit("mul", prod, a, c)
+        dst = lw.dst(ops[0], ins)
+        if wide:                                    # 2*bits-bit result (+ c for mad)
+            if op == "mad":
+                b.emit("add", dst, prod, lw.value(ops[3], ins))
+            else:
+                b.emit("mov", dst, prod)
+            return
+        hi = b.tmp()
+        b.emit("shr.s" if sgn else "shr.u", hi, prod, Imm(bits))
+        if op == "mad":                             # mad.hi: high half + c, bits wide
+            h2 = b.tmp()
+            b.emit("add", h2, hi, lw.value(ops[3], ins))
+            hi = h2
+        b.emit("and", dst, hi, Imm((1 << bits) - 1))
         return
-    if op == "mul" and "hi" in parts:
-        raise fail(ins, f"{ins.opcode} is not supported")
     shift_amount = 2 if op in ("shl", "shr") else None
     srcs = []
     for k, o in enumerate(ops[1:], 1):

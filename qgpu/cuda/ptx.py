@@ -91,6 +91,7 @@ class PVar:
     init: list[int] | None = None   # element values (of elem_bytes each)
     elem_bytes: int = 1
     line: int = 0
+    dynamic: bool = False            # `extern __shared__ T s[]`: sized at launch time
 
 
 @dataclass
@@ -258,7 +259,8 @@ def _parse_var(space: str, rest: str, line: int) -> PVar:
             values.append(v)
         if count == "":
             n = len(values)
-    return PVar(name, space, n * eb, int(align) if align else eb, values, eb, line)
+    return PVar(name, space, n * eb, int(align) if align else eb, values, eb, line,
+                dynamic=count == "" and init is None)
 
 
 def _parse_params(header: str, line: int) -> tuple[str, list[tuple[str, str]]]:

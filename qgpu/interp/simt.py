@@ -62,6 +62,13 @@ class Warp:
         return [lane for lane in range(limits.LANES) if self.status[lane] == RUNNING]
 
 
+def budget_error(blocks: int) -> MachineError:
+    """The error of a launch that would run more than its budget of `blocks` blocks (the
+    interpreter's and the model's, word for word)."""
+    return MachineError(f"instruction budget exceeded: {blocks} blocks executed without "
+                        f"finishing (runaway loop?)")
+
+
 class Machine:
     """One launch of a program. `run()` executes it to the end."""
 
@@ -91,8 +98,7 @@ class Machine:
             if warp is None:
                 break
             if len(self.events) >= self.budget:
-                raise MachineError(f"instruction budget exceeded: {self.budget} blocks "
-                                   f"executed without finishing (runaway loop?)")
+                raise budget_error(self.budget)
             pc = min(warp.pc[lane] for lane in warp.running())
             active = tuple(lane for lane in warp.running() if warp.pc[lane] == pc)
             event = self.execute(warp, pc, active)

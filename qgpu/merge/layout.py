@@ -1,26 +1,39 @@
-"""merge.layout: where everything goes in a merged model, and the constants that keep
-text and GPU tokens apart (docs/merge.md has the derivations).
+"""merge.layout: where everything goes in a merged model that shares the base's dims, and
+the constants that keep text and GPU tokens apart (docs/merge.md has the reasons).
 
-Residual dims of the merged model (hidden H = Hb + Hc + 1 + k):
-    [0, Hb)            the base's dims        text: s * base embedding   GPU: 0
-    [Hb, Hb + Hc)      the circuit's dims     text: 0                    GPU: circuit embedding
-    Hb + Hc            the text flag          text: c                    GPU: 0
-    the k dims after   merge ballast          text: 0                    GPU: constants
-Layers: the circuit's Lc layers, then the base's Lb. Tokens: text ids unchanged, GPU
-token t is id Vb + t. The output head is untied.
+Residual dims of the merged model (hidden H = W + 1 + m, W = max(Hb, Hc), m <= 3):
+    [0, W)            shared        text: s * base embedding (dims < Hb)
+                                    GPU: the circuit's residual (dims < Hc)
+    W                 text flag T   text: c        GPU: 0        pad: c
+    W + 1             GPU flag K    text: 0        GPU: b0, then ~2^50 after the circuit
+    W + 2 ...         ballast       text: 0        GPU: b1, b2   (norm ballast)
+Layers: the circuit's Lc layers, then the base's Lb. Tokens: text ids unchanged, GPU token
+t is id Vb + t, then one pad token (id Vb + Vc). The output head is untied.
 
-- Merge ballast: the circuit keeps mean(h^2) over its own Hc dims at its ledger's power
-  of 4 (`mean`); the k ballast dims make that hold over all H dims for GPU tokens, so
-  every RMSNorm stays an exact identity for them (k <= 4 by Lagrange's theorem).
-- Text scale s = 2^j and flag value c: a base RMSNorm over H dims sees text exactly as the
-  original did over Hb dims when (1 + w') = (1 + w) sqrt(Hb / H), every residual write of
-  the base is scaled by s and c^2 = eps (s^2 Hb - H) (then mean'(h) + eps =
-  (s^2 Hb / H) (mean(h) + eps) exactly in real arithmetic). s a power of two keeps the
-  scaled weights bit-exact.
-- The flag tells text from GPU tokens where a projection must: circuit layers' `b` and `a`
-  read it with -FLAG_GAIN (text tokens never write the circuit's state, decay exactly 1),
-  the GPU rows of the head read it with -FLAG_GAIN (GPU tokens get probability 0 at text
-  positions).
+- Text in circuit layers: every circuit gate (GDN z, b, a; MLP gate; attention output
+  gate) reads T with -FLAG_GAIN: silu/sigmoid give exact zeros, softplus 0 (decay exactly
+  1), so a text token leaves the circuit layers bit-unchanged and never writes or decays
+  the circuit's state.
+- GPU tokens in circuit layers: the circuit's weights sit in dims [0, Hc) and its norms
+  see mean(h^2) = the ledger's `mean` over all H dims (the ballast b0, b1, b2 carries
+  mean * (H - Hc) in squares), so each circuit layer computes what it computes alone.
+- The kill: a free MLP unit of the last circuit layer (or, when it has none, of one more
+  layer after the circuit's, all zero but that unit) adds KILL (~2^50) to K for GPU
+  tokens. In every later norm K then dominates mean(h^2): the GPU token's shared dims
+  reach the base's projections scaled by ~sqrt(H) / 2^50 (its keys, values and conv
+  entries in the base are ~1e-13 of a text token's), while K itself reaches them as
+  ~sqrt(H): the base's gates read K with -NEUTRAL_GAIN (a GPU token leaves the base's
+  layers bit-unchanged and their GDN states untouched).
+- The pad token (T = c, K = 1, nothing else): gated off in both kinds of layers and with
+  exact zero projections in both, it fills conv windows with zeros: a launch after text
+  opens with CONV_PAD pads so the circuit's conv windows see what they see at a
+  sequence's start.
+- Text norms in base layers: as in a merge of disjoint dims (text scale s = 2^j, flag
+  c^2 = eps (s^2 Hb - H), norm weights (1 + w) sqrt(Hb / H)): the base's arithmetic over
+  H dims equals its own over Hb dims in real arithmetic.
+- Head: text rows the base's head plus -NEUTRAL_GAIN on K; GPU rows the circuit's head
+  (its final norm folded in, divided by the merged final norm's weights on shared dims,
+  times the gain that undoes the kill's scale) plus -HEAD_FLAG_GAIN on T.
 """
 
 from __future__ import annotations
@@ -32,14 +45,18 @@ import numpy as np
 
 from qgpu.circuit.schedule import LayerShape
 from qgpu.errors import QgpuError
-from qgpu.model.config import QwenConfig
+from qgpu.model.config import LINEAR, QwenConfig
 from qgpu.model.weights import QwenWeights
 from qgpu.primitives.norm import four_squares
 
-GPU_LOGIT_GAIN = 1024.0  # GPU head rows x 2^10: exact, margins 2 -> 2048 logits
-FLAG_GAIN = 2.0 ** 64  # how hard the text flag switches a projection off
-NEUTRAL_GATE = -1024.0  # sigmoid(-1024) == 0: beta / attention gate of GPU tokens in base
-NEUTRAL_DECAY = -(2.0 ** 20)  # a + dt_bias <= -104: softplus == 0, decay exactly 1
+GPU_LOGIT_GAIN = 1024.0  # GPU logits ~ circuit logits x 2^10: margins 2 -> ~2048
+FLAG_GAIN = 2.0 ** 64  # T switches circuit gates off for text (and pad) tokens
+HEAD_FLAG_GAIN = 2.0 ** 100  # T keeps GPU logits far below text logits at text positions
+NEUTRAL_GAIN = 2.0 ** 20  # K switches the base's gates off for GPU and pad tokens
+KILL = 2.0 ** 50  # what the kill unit adds to K
+KILL_GATE = 32.0  # the kill unit's gate weight on K: silu(32 b0) = 32 b0 exactly (b0 >= 1)
+PAD_GPU_FLAG = 1.0  # the pad token's K
+CONV_PAD = 3  # pads before a launch that follows text (conv kernel 4 - 1)
 NORM_MODES = ("exact", "ratio", "none")
 
 
@@ -118,6 +135,30 @@ def squares(n: int, k: int) -> tuple[int, ...] | None:
     return None
 
 
+def gpu_ballast(n: int, k: int) -> tuple[int, ...] | None:
+    """k integers, the first >= 1, the rest >= 0, whose squares sum to n (or None)."""
+    for a in range(math.isqrt(n), 0, -1):
+        rest = n - a * a
+        if k == 1:
+            if rest == 0:
+                return (a,)
+            continue
+        for m in range(1, k):  # the rest as m positive squares and zeros
+            found = squares(rest, m) if rest else ()
+            if found is not None:
+                return (a, *found, *([0] * (k - 1 - len(found))))
+    return None
+
+
+def free_unit(circuit: QwenWeights, layer: int) -> int | None:
+    """An MLP unit of `layer` the circuit leaves unused (gate, up and down all zero)."""
+    gate = circuit.layer_csr(layer, "mlp.gate_proj.weight").counts
+    up = circuit.layer_csr(layer, "mlp.up_proj.weight").counts
+    down = circuit.layer_csr(layer, "mlp.down_proj.weight").col_counts()
+    free = np.flatnonzero((gate == 0) & (up == 0) & (down == 0))
+    return int(free[-1]) if free.size else None
+
+
 @dataclass
 class MergeLayout:
     base: QwenConfig
@@ -125,8 +166,9 @@ class MergeLayout:
     one: int  # circuit-local dim of the constant 1
     mean: int
     norm_mode: str = "exact"  # "ratio" / "none": weaker compensations, for measurements
-    neutralise: bool = True  # GPU tokens neither write nor decay the base's GDN state
-    ballast: tuple[int, ...] = field(init=False)
+    neutralise: bool = True  # GPU tokens leave the base's layers and states untouched
+    kill_layer: bool = False  # the circuit's last layer has no free MLP unit: add a layer
+    ballast: tuple[int, ...] = field(init=False)  # GPU tokens' K, then further ballast
     text_scale: float = field(init=False)
     flag_value: float = field(init=False)
 
@@ -139,13 +181,15 @@ class MergeLayout:
                 1 / math.sqrt(self.mean)):
             raise MergeError(f"rms_norm_eps {self.base.rms_norm_eps} is too large for the "
                              f"circuit's exact norms (mean square {self.mean})")
-        hb = self.base.hidden_size
-        for k in range(1, 5):
-            found = squares(self.mean * (hb + 1 + k), k)
+        hc = self.circuit.hidden_size
+        for m in range(1, 4):
+            found = gpu_ballast(self.mean * (self.shared + 1 + m - hc), m)
             if found is not None:
                 self.ballast = found
                 break
-        h = self.hidden
+        else:  # pragma: no cover - m = 3 fails only for n = 4^a (8b + 7)
+            raise MergeError(f"no ballast of <= 3 squares for {self.shared} shared dims")
+        h, hb = self.hidden, self.base_hidden
         if self.norm_mode == "exact":
             scale = 2.0
             while scale * scale * hb <= h:
@@ -165,34 +209,66 @@ class MergeLayout:
         return self.circuit.hidden_size
 
     @property
-    def circuit_offset(self) -> int:
-        return self.base_hidden
+    def shared(self) -> int:
+        """W: the dims base and circuit share (the wider of the two)."""
+        return max(self.base.hidden_size, self.circuit.hidden_size)
+
+    circuit_offset = 0  # the circuit's dims start at 0 (shared with the base's)
 
     @property
     def flag_dim(self) -> int:
-        return self.base_hidden + self.circuit_hidden
+        """T: the text flag."""
+        return self.shared
+
+    @property
+    def gpu_flag_dim(self) -> int:
+        """K: the GPU flag (ballast b0, then the kill)."""
+        return self.shared + 1
 
     @property
     def ballast_dims(self) -> list[int]:
-        return [self.flag_dim + 1 + i for i in range(len(self.ballast))]
-
-    @property
-    def one_dim(self) -> int:
-        return self.circuit_offset + self.one
+        """K and the further ballast dims, in the order of `ballast`."""
+        return [self.gpu_flag_dim + i for i in range(len(self.ballast))]
 
     @property
     def hidden(self) -> int:
-        return self.flag_dim + 1 + len(self.ballast)
+        return self.shared + 1 + len(self.ballast)
 
     @property
     def norm_factor(self) -> float:
         """(1 + w) of a base norm is multiplied by this."""
         return 1.0 if self.norm_mode == "none" else math.sqrt(self.base_hidden / self.hidden)
 
+    @property
+    def kill_down(self) -> float:
+        """The kill unit's down weight, a power of two (stored exactly in bf16):
+        KILL_GATE b0 * b0 * kill_down is KILL within a factor sqrt(2)."""
+        b0 = self.ballast[0]
+        return 2.0 ** round(math.log2(KILL / (KILL_GATE * b0 * b0)))
+
+    @property
+    def gpu_flag_final(self) -> float:
+        """K of a GPU token after the kill (float32, as the layers compute it)."""
+        b0 = np.float32(self.ballast[0])
+        add = np.float32(np.float32(KILL_GATE) * b0) * b0 * np.float32(self.kill_down)
+        return float(np.float32(b0 + np.float32(add)))
+
+    def gpu_final_scale(self) -> float:
+        """rsqrt(mean(h^2) + eps) of a GPU token at the final norm (float64 estimate:
+        K dominates; only the logits' common scale depends on it)."""
+        k, b0 = self.gpu_flag_final, self.ballast[0]
+        total = self.mean * self.hidden - b0 * b0 + k * k
+        return 1.0 / math.sqrt(total / self.hidden + float(self.base.rms_norm_eps))
+
     # -- layers and tokens --
     @property
     def circuit_layers(self) -> int:
-        return self.circuit.num_hidden_layers
+        """The circuit's layers, plus the kill layer when there is one."""
+        return self.circuit.num_hidden_layers + int(self.kill_layer)
+
+    @property
+    def circuit_layer_types(self) -> list[str]:
+        return list(self.circuit.layer_types) + ([LINEAR] if self.kill_layer else [])
 
     @property
     def gpu_token_offset(self) -> int:
@@ -202,15 +278,19 @@ class MergeLayout:
         return self.gpu_token_offset + int(token)
 
     @property
-    def vocab_size(self) -> int:
+    def pad_token(self) -> int:
         return self.base.vocab_size + self.circuit.vocab_size
+
+    @property
+    def vocab_size(self) -> int:
+        return self.base.vocab_size + self.circuit.vocab_size + 1
 
     def merged_config(self) -> QwenConfig:
         b = self.base
         return QwenConfig(
             hidden_size=self.hidden,
             num_hidden_layers=self.circuit_layers + b.num_hidden_layers,
-            layer_types=list(self.circuit.layer_types) + list(b.layer_types),
+            layer_types=self.circuit_layer_types + list(b.layer_types),
             vocab_size=self.vocab_size, intermediate_size=b.intermediate_size,
             linear_num_key_heads=b.linear_num_key_heads,
             linear_num_value_heads=b.linear_num_value_heads,
@@ -225,19 +305,25 @@ class MergeLayout:
     def describe(self) -> dict:
         """What a runtime needs to drive the merged model (written as qgpu_merge.json)."""
         return {
-            "base_hidden": self.base_hidden, "circuit_hidden": self.circuit_hidden,
+            "layout": "shared", "base_hidden": self.base_hidden,
+            "circuit_hidden": self.circuit_hidden, "shared_dims": self.shared,
             "circuit_offset": self.circuit_offset, "flag_dim": self.flag_dim,
-            "ballast_dims": self.ballast_dims, "ballast": list(self.ballast),
-            "hidden": self.hidden, "circuit_layers": self.circuit_layers,
-            "base_layers": self.base.num_hidden_layers,
+            "gpu_flag_dim": self.gpu_flag_dim, "ballast_dims": self.ballast_dims,
+            "ballast": list(self.ballast), "hidden": self.hidden,
+            "circuit_layers": self.circuit_layers, "base_layers": self.base.num_hidden_layers,
             "gpu_token_offset": self.gpu_token_offset, "gpu_tokens": self.circuit.vocab_size,
+            "pad_token": self.pad_token, "conv_pad": CONV_PAD,
             "vocab_size": self.vocab_size, "text_scale": self.text_scale,
             "flag_value": self.flag_value, "norm_factor": self.norm_factor,
             "norm_mode": self.norm_mode, "neutralise": self.neutralise,
-            "gpu_logit_gain": GPU_LOGIT_GAIN,
-            "circuit_layer_types": list(self.circuit.layer_types),
+            "gpu_logit_gain": GPU_LOGIT_GAIN, "kill": KILL,
+            "circuit_layer_types": self.circuit_layer_types, "kill_layer": self.kill_layer,
         }
 
 
 def make_layout(base: QwenConfig, part: CircuitPart, **options) -> MergeLayout:
+    """The layout of `part` merged into `base`: with a kill layer of its own when the
+    circuit's last layer leaves no MLP unit free for the kill."""
+    last = part.config.num_hidden_layers - 1
+    options.setdefault("kill_layer", free_unit(part.weights, last) is None)
     return MergeLayout(base, part.config, part.one, part.mean, **options)

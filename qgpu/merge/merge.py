@@ -7,11 +7,14 @@
 merge streams: each merged tensor is computed and written in row blocks from memory-mapped
 rows of the base, so it never holds a copy of the base or of the merged model; memory is
 the compiled circuit plus one block (merge.size estimates both for a 2B merge). The output
-is a text-only `Qwen3_5ForCausalLM` checkpoint in float32 (the circuit is exact only in
-float32): a release's vision tower and multi-token-prediction weights are not carried
-over (both read the base's hidden size). Also written: the tokenizer with the GPU tokens
-(merge.tokenizer), the base's generation/chat-template files, and `qgpu_merge.json` (the
-layout a runtime needs: GPU token offset, circuit layers and dims).
+is a text-only `Qwen3_5ForCausalLM` checkpoint, each tensor in float32 or, where all its
+values are bfloat16 numbers (a bf16 release's weights, many circuit matrices), in bf16:
+transformers and qgpu widen it to the same float32 values on load (the circuit is exact
+only in float32 arithmetic). A release's vision tower and multi-token-prediction weights
+are not carried over (both read the base's hidden size). Also written: the tokenizer with
+the GPU tokens and the pad (merge.tokenizer), the base's generation/chat-template files, and
+`qgpu_merge.json` (the layout a runtime needs: GPU token offset, pad, circuit layers and
+dims).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.weights import SPARSE_MAX_FILL, QwenWeights, expected_shapes, sparse_shape
 
 LAYOUT_FILE = "qgpu_merge.json"
+PAD_NAME = "qgpu.pad"  # the pad token's name in the tokenizer: <|gpu:qgpu.pad|>
 COPIED_FILES = ("generation_config.json", "chat_template.jinja", "chat_template.json",
                 "special_tokens_map.json")
 
@@ -95,13 +99,15 @@ def merge_checkpoint(base_dir: str | Path, part: CircuitPart, out_dir: str | Pat
     body = config.to_hf_dict()
     body.update(source.extra_config)
     (out / "config.json").write_text(json.dumps(body, indent=2) + "\n")
-    write_checkpoint_tensors(out, expected_shapes(config), tensors.rows,
-                             shard_bytes=shard_bytes, block_bytes=block_bytes,
-                             progress=progress)
+    shapes = expected_shapes(config)
+    write_checkpoint_tensors(out, shapes, tensors.rows, shard_bytes=shard_bytes,
+                             block_bytes=block_bytes, progress=progress,
+                             dtypes={name: tensors.dtype(name) for name in shapes})
     for name in COPIED_FILES:
         if (base_dir / name).is_file():
             shutil.copyfile(base_dir / name, out / name)
     names = part.token_names or [f"{part.name}:{t}" for t in range(part.vocab_size)]
+    names = [*names, PAD_NAME]
     has_tokenizer = add_gpu_tokens(base_dir, out, layout.gpu_token_offset, names)
     info = {"circuit": part.name, **layout.describe(), "tokenizer": has_tokenizer,
             "circuit_info": part.info}

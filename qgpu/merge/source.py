@@ -12,7 +12,6 @@ block from the matching rows of one base tensor. Two sources give the same inter
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +20,10 @@ from qgpu.model.checkpoint import (
     _DTYPES,
     CheckpointError,
     checkpoint_files,
+    read_config,
     read_safetensors_header,
     text_name,
 )
-from qgpu.model.config import QwenConfig
 from qgpu.model.weights import EMBED, LM_HEAD, QwenWeights, expected_shapes
 
 CARRIED_CONFIG_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
@@ -42,6 +41,10 @@ class WeightsSource:
     def shape(self, name: str) -> tuple[int, ...]:
         return self.weights[self._name(name)].shape
 
+    def dtype(self, name: str) -> str:
+        """How the base stores the tensor (safetensors' name: "F32", "BF16", ...)."""
+        return "F32"
+
     def rows(self, name: str, start: int, stop: int) -> np.ndarray:
         return self.weights[self._name(name)][start:stop]
 
@@ -49,12 +52,9 @@ class WeightsSource:
 class CheckpointSource(WeightsSource):
     def __init__(self, directory: str | Path):
         src = Path(directory)
-        config_path = src / "config.json"
-        if not config_path.is_file():
-            raise CheckpointError(f"{src} has no config.json")
-        body = json.loads(config_path.read_text())
-        self.config = QwenConfig.from_hf_dict(body)
+        self.config, body = read_config(src)
         text = body.get("text_config", {}) if body.get("model_type") != "qwen3_5_text" else {}
+        text = text if isinstance(text, dict) else {}
         self.extra_config = {k: body.get(k, text.get(k)) for k in CARRIED_CONFIG_KEYS
                              if body.get(k, text.get(k)) is not None}
         files = checkpoint_files(src)
@@ -81,6 +81,9 @@ class CheckpointSource(WeightsSource):
 
     def shape(self, name: str) -> tuple[int, ...]:
         return tuple(self.entries[self._name(name)][1]["shape"])
+
+    def dtype(self, name: str) -> str:
+        return self.entries[self._name(name)][1]["dtype"]
 
     def rows(self, name: str, start: int, stop: int) -> np.ndarray:
         path, entry, data_start = self.entries[self._name(name)]

@@ -1,10 +1,13 @@
-"""merge.writer: a float32 safetensors checkpoint written tensor by tensor, block by block.
+"""merge.writer: a safetensors checkpoint written tensor by tensor, block by block.
 
 The names and shapes are known before any data is computed, so every shard's header
 (byte offsets included) is written first and the data streamed after it: memory holds one
 block of rows at a time (`block_rows` keeps a block under BLOCK_BYTES), never a whole
 tensor. Shards are cut at `shard_bytes`; with more than one, `model.safetensors.index.json`
-maps each tensor to its file, as Hugging Face checkpoints do.
+maps each tensor to its file, as Hugging Face checkpoints do. Each tensor is stored as
+F32 or, where `dtypes` says so, BF16: a BF16 tensor's values must be bfloat16 numbers
+(the writer checks every block: a value that would round is an error, never a silent
+loss), so widening it on load gives back the float32 values bit for bit.
 """
 
 from __future__ import annotations
@@ -23,16 +26,37 @@ BLOCK_BYTES = 32 << 20
 DEFAULT_SHARD_BYTES = 4 << 30
 
 
+ITEM_BYTES = {"F32": 4, "BF16": 2}
+
+
+def to_bf16(block: np.ndarray, name: str) -> np.ndarray:
+    """float32 values that are bfloat16 numbers, as their upper 16 bits."""
+    bits = np.ascontiguousarray(block, "<f4").view("<u4")
+    if (bits & 0xFFFF).any():
+        raise ValueError(f"{name}: a value is not a bfloat16 number (stored as BF16)")
+    return (bits >> 16).astype("<u2")
+
+
+def is_bf16(values: np.ndarray) -> bool:
+    """True when every float32 value is a bfloat16 number (stored in BF16 exactly)."""
+    return not (np.ascontiguousarray(values, "<f4").view("<u4") & 0xFFFF).any()
+
+
+def tensor_bytes(shape: tuple[int, ...], dtype: str = "F32") -> int:
+    return ITEM_BYTES[dtype] * int(np.prod(shape, dtype=np.int64))
+
+
 def block_rows(shape: tuple[int, ...], block_bytes: int = BLOCK_BYTES) -> int:
     row_bytes = 4 * int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 4
     return max(1, block_bytes // max(row_bytes, 1))
 
 
-def plan_shards(shapes: dict[str, tuple[int, ...]], shard_bytes: int) -> list[list[str]]:
+def plan_shards(shapes: dict[str, tuple[int, ...]], shard_bytes: int,
+                dtypes: dict[str, str] | None = None) -> list[list[str]]:
     shards: list[list[str]] = [[]]
     size = 0
     for name, shape in shapes.items():
-        nbytes = 4 * int(np.prod(shape, dtype=np.int64))
+        nbytes = tensor_bytes(shape, (dtypes or {}).get(name, "F32"))
         if shards[-1] and size + nbytes > shard_bytes:
             shards.append([])
             size = 0
@@ -48,20 +72,23 @@ def shard_file(index: int, count: int) -> str:
 def write_checkpoint_tensors(directory: Path, shapes: dict[str, tuple[int, ...]],
                              rows: Callable[[str, int, int], np.ndarray], *,
                              shard_bytes: int = DEFAULT_SHARD_BYTES,
-                             block_bytes: int = BLOCK_BYTES, progress: bool = False) -> list[str]:
-    """Write every tensor of `shapes` (name -> shape), its data from rows(name, a, b).
-    Returns the shard file names."""
-    shards = plan_shards(shapes, shard_bytes)
+                             block_bytes: int = BLOCK_BYTES, progress: bool = False,
+                             dtypes: dict[str, str] | None = None) -> list[str]:
+    """Write every tensor of `shapes` (name -> shape), its data from rows(name, a, b)
+    (float32), stored as dtypes[name] ("F32" by default, or "BF16"). Returns the shard
+    file names."""
+    dtypes = dtypes or {}
+    shards = plan_shards(shapes, shard_bytes, dtypes)
     files = [shard_file(i, len(shards)) for i in range(len(shards))]
-    total = sum(4 * int(np.prod(s, dtype=np.int64)) for s in shapes.values())
+    total = sum(tensor_bytes(s, dtypes.get(n, "F32")) for n, s in shapes.items())
     bar = progress_bar(total=total, desc="qgpu merge: writing", unit="B", unit_scale=True,
                        unit_divisor=1024, enabled=progress, leave=True)
     for file, names in zip(files, shards, strict=True):
         header: dict = {"__metadata__": {"format": "pt"}}
         offset = 0
         for name in names:
-            nbytes = 4 * int(np.prod(shapes[name], dtype=np.int64))
-            header[name] = {"dtype": "F32", "shape": list(shapes[name]),
+            nbytes = tensor_bytes(shapes[name], dtypes.get(name, "F32"))
+            header[name] = {"dtype": dtypes.get(name, "F32"), "shape": list(shapes[name]),
                             "data_offsets": [offset, offset + nbytes]}
             offset += nbytes
         blob = json.dumps(header, separators=(",", ":")).encode()
@@ -77,6 +104,8 @@ def write_checkpoint_tensors(directory: Path, shapes: dict[str, tuple[int, ...]]
                     block = np.ascontiguousarray(rows(name, a, b), dtype="<f4")
                     if block.shape != (b - a, *shape[1:]):
                         raise ValueError(f"{name} rows {a}:{b} came back as {block.shape}")
+                    if dtypes.get(name) == "BF16":
+                        block = to_bf16(block, name)
                     f.write(block.tobytes())
                     bar.update(block.nbytes)
                 bar.set_postfix_str(f"{file}: {name}", refresh=False)

@@ -31,6 +31,7 @@ INDEX_FILE = "model.safetensors.index.json"
 _DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16, "F64": np.float64,
            "I64": np.int64, "I32": np.int32}
 WRITE_BLOCK_BYTES = 16 << 20
+MAX_HEADER_BYTES = 100 << 20   # safetensors' own limit on the JSON header
 
 
 class CheckpointError(QgpuError):
@@ -78,16 +79,87 @@ def write_safetensors(path: Path, tensors: dict) -> None:
                 f.write(np.ascontiguousarray(block, dtype="<f4").data)
 
 
+def read_json(path: Path, what: str = "") -> dict:
+    """A JSON object from a checkpoint file (config.json, an index, qgpu_merge.json); a
+    file that is not one is a CheckpointError naming it."""
+    try:
+        body = json.loads(Path(path).read_bytes())
+    except (ValueError, RecursionError) as exc:
+        raise CheckpointError(f"{path} is not valid JSON "
+                              f"({' '.join(str(exc).split())[:100]})") from None
+    if not isinstance(body, dict):
+        raise CheckpointError(f"{path} holds a JSON {type(body).__name__}, not an object"
+                              f"{' (' + what + ')' if what else ''}")
+    return body
+
+
+def read_config(directory: Path) -> tuple[QwenConfig, dict]:
+    """(config, raw body) of a model directory's config.json, checked."""
+    path = Path(directory) / "config.json"
+    if not path.is_file():
+        raise CheckpointError(f"{directory} has no config.json")
+    body = read_json(path, "a transformers config")
+    try:
+        config = QwenConfig.from_hf_dict(body)
+        for shape in expected_shapes(config).values():   # sizes that are counts
+            if not all(isinstance(d, int) and d > 0 for d in shape):
+                raise CheckpointError(f"it gives a tensor the shape {shape}")
+        return config, body
+    except QgpuError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+    except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError) as exc:
+        raise CheckpointError(f"{path} is not a Qwen3.5 config ({type(exc).__name__}: "
+                              f"{' '.join(str(exc).split())[:100]})") from None
+
+
+def _header_entry(path: Path, name, entry, data_bytes: int) -> None:
+    """Checks one tensor's header entry: dtype, shape, offsets inside the data, and a
+    byte count that matches the shape."""
+    if name == "__metadata__":
+        if not isinstance(entry, dict):
+            raise CheckpointError(f"{path}: __metadata__ is not an object")
+        return
+    if not isinstance(entry, dict):
+        raise CheckpointError(f"{path}: header entry {name!r} is not an object")
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if not isinstance(dtype, str):
+        raise CheckpointError(f"{path}: tensor {name} has no dtype")
+    if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise CheckpointError(f"{path}: tensor {name} has a bad shape {shape!r:.60}")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(
+            isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+            and 0 <= offsets[0] <= offsets[1] <= data_bytes):
+        raise CheckpointError(f"{path}: tensor {name} has data offsets {offsets!r:.60} "
+                              f"outside the file's {data_bytes} data bytes")
+    if dtype in _DTYPES:
+        need = int(np.prod(shape, dtype=object)) * np.dtype(_DTYPES[dtype]).itemsize
+        if offsets[1] - offsets[0] != need:
+            raise CheckpointError(f"{path}: tensor {name} ({dtype}, shape {shape}) needs "
+                                  f"{need} bytes, its offsets span {offsets[1] - offsets[0]}")
+
+
 def read_safetensors_header(path: Path) -> tuple[dict, int]:
+    """(header, offset of the data) of a safetensors file; the header is checked against
+    the file (its length, every tensor's dtype, shape and byte range), so a hostile or
+    truncated file is a CheckpointError, not a read past its end."""
+    size = Path(path).stat().st_size
     with open(path, "rb") as f:
         raw = f.read(8)
         if len(raw) != 8:
             raise CheckpointError(f"{path} is not a safetensors file (too short)")
         (length,) = struct.unpack("<Q", raw)
+        if length > size - 8 or length > MAX_HEADER_BYTES:
+            raise CheckpointError(f"{path}: safetensors header length {length} does not fit "
+                                  f"the file ({size} bytes)")
         try:
             header = json.loads(f.read(length))
-        except ValueError as exc:
-            raise CheckpointError(f"{path} has an unreadable safetensors header") from exc
+        except (ValueError, RecursionError):
+            raise CheckpointError(f"{path} has an unreadable safetensors header") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: the safetensors header is not a JSON object")
+    for name, entry in header.items():
+        _header_entry(path, name, entry, size - 8 - length)
     return header, 8 + length
 
 
@@ -118,7 +190,11 @@ def text_name(name: str) -> str | None:
 def checkpoint_files(src: Path) -> list[Path]:
     """The safetensors files of a checkpoint directory (sharded or not), all present."""
     if (src / INDEX_FILE).is_file():
-        weight_map = json.loads((src / INDEX_FILE).read_text())["weight_map"]
+        weight_map = read_json(src / INDEX_FILE).get("weight_map")
+        if not isinstance(weight_map, dict) or not all(
+                isinstance(f, str) and f and "/" not in f and f not in (".", "..")
+                for f in weight_map.values()):
+            raise CheckpointError(f"{src / INDEX_FILE}: no weight_map of file names")
         files = sorted({src / f for f in weight_map.values()})
     else:
         files = [src / WEIGHTS_FILE]
@@ -131,10 +207,7 @@ def checkpoint_files(src: Path) -> list[Path]:
 def load_checkpoint(directory: str | Path) -> QwenWeights:
     """Read a Qwen3.5 text model from a HF directory (ours, or a real release)."""
     src = Path(directory)
-    config_path = src / "config.json"
-    if not config_path.is_file():
-        raise CheckpointError(f"{src} has no config.json")
-    config = QwenConfig.from_hf_dict(json.loads(config_path.read_text()))
+    config = read_config(src)[0]
     files = checkpoint_files(src)
     wanted = expected_shapes(config)
     tensors: dict[str, np.ndarray] = {}
@@ -148,6 +221,9 @@ def load_checkpoint(directory: str | Path) -> QwenWeights:
                 continue  # tied: the head is the embedding
             if target not in wanted:
                 raise CheckpointError(f"{path.name}: unexpected tensor {name}")
+            if tuple(entry["shape"]) != tuple(wanted[target]):
+                raise CheckpointError(f"{path.name}: {name} has shape {entry['shape']}, "
+                                      f"the config needs {list(wanted[target])}")
             tensors[target] = stored_form(read_tensor(path, entry, data_start))
     missing = sorted(set(wanted) - set(tensors))
     if missing:

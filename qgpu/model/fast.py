@@ -53,7 +53,7 @@ class FastEngine(Engine):
                                "build, QGPU_NATIVE=0, or a live full-attention layer)")
         if lib is not None:
             self.backend = "native"
-            self.plan = NativePlan(lib, weights)
+            self.plan = NativePlan.from_weights(lib, weights)
             self.gdn = self.plan.live
             self._numpy = None
         else:
@@ -61,6 +61,22 @@ class FastEngine(Engine):
             self.plan = None
             self._numpy = NumpyFastEngine(weights)
             self.gdn = self._numpy.gdn
+
+    @classmethod
+    def from_plan(cls, config, fields: dict) -> FastEngine:
+        """The native backend over a plan's fields (`NativePlan`; read back from a plan
+        file, model.plan_file) without the weights they were built from: what a loaded
+        machine runs on. Raises RuntimeError when the kernel is unavailable."""
+        lib = load_kernel()
+        if lib is None:
+            raise RuntimeError("the native backend is unavailable (no C compiler, a failed "
+                               "build or QGPU_NATIVE=0)")
+        engine = cls.__new__(cls)
+        engine.weights, engine.config = None, config
+        engine.attention_layers, engine.backend, engine._numpy = [], "native", None
+        engine.plan = NativePlan(lib, fields, config)
+        engine.gdn = engine.plan.live
+        return engine
 
     def conv_channels(self, layer: int) -> np.ndarray:
         """Which conv channels (rows of the reference's conv state) this engine keeps."""

@@ -23,7 +23,11 @@
  * tails. Timing: qgpu_set_profile(buf) adds each layer's mixer and MLP seconds.
  */
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #ifdef __AVX2__
@@ -216,6 +220,9 @@ typedef struct {
     Csc down;                     /* one column per unit; output: hidden */
     int32_t n_down_rows;
     const int32_t *down_rows;
+    Csc gate_hi, down_hi;         /* the parts for the second thread: forms rows from
+                                     form_split, down (hidden) rows from down_rows[down_row_split] */
+    int32_t form_split, down_row_split, single_split, other_split;
     int32_t n_single;             /* units [0, n_single) have 1 up entry: */
     const int32_t *up1_col;       /* [n_single] */
     const float *up1_val;
@@ -245,7 +252,9 @@ typedef struct {
 typedef struct {
     int32_t hidden, n_layers, conv_k, dk, dv;
     float eps, sqrt_dk;
-    const float *embed;           /* [vocab, H] */
+    const int32_t *embed_ptr;     /* [vocab + 1] CSR rows of the embedding */
+    const int32_t *embed_col;     /* every entry whose bits are not 0 (-0.0 kept) */
+    const float *embed_val;
     const float *final_norm;      /* [H] 1 + w */
     const Layer *layers;
     Head head;
@@ -254,7 +263,59 @@ typedef struct {
     int32_t *nzq, *nzk, *nq, *nk, *nzch, *newc, *proc, *unit_list, *group_order;
     double *group_ub;
     float *conv_out, *acts;
+    float *x2, *acts2;            /* the second thread's norm output and acts */
+    int32_t *unit_list2, *n_acts, *n_first;  /* [2] each */
 } Model;
+
+/* The layout as this compiler lays it out: "Struct=sizeof Struct.field=offset ...",
+   checked against the ctypes Structures at load time (fast_native.check_layout). */
+#include <stddef.h>
+#define SZ(T) #T "=%zu "
+#define OF(T, f) #T "." #f "=%zu "
+const char *qgpu_layout(void) {
+    static char buf[8192];
+    if (buf[0]) return buf;
+    size_t n = 0;
+#define PUT_S(T) n += (size_t)snprintf(buf + n, sizeof buf - n, SZ(T), sizeof(T))
+#define PUT(T, f) n += (size_t)snprintf(buf + n, sizeof buf - n, OF(T, f), offsetof(T, f))
+    PUT_S(Csc); PUT(Csc, n_cols); PUT(Csc, col); PUT(Csc, ptr); PUT(Csc, row); PUT(Csc, val);
+    PUT_S(Layer); PUT(Layer, kind); PUT(Layer, in_norm); PUT(Layer, post_norm);
+    PUT(Layer, n_heads); PUT(Layer, n_key_heads); PUT(Layer, n_slots); PUT(Layer, head_ids);
+    PUT(Layer, key_slot); PUT(Layer, proj); PUT(Layer, n_active); PUT(Layer, active);
+    PUT(Layer, conv_w); PUT(Layer, neg_exp_a_log); PUT(Layer, dt_bias); PUT(Layer, norm_w);
+    PUT(Layer, out); PUT(Layer, n_out_rows); PUT(Layer, out_rows); PUT(Layer, n_units);
+    PUT(Layer, n_forms); PUT(Layer, bias_col); PUT(Layer, gate); PUT(Layer, unit_form);
+    PUT(Layer, unit_bias); PUT(Layer, up_ptr); PUT(Layer, up_col); PUT(Layer, up_val);
+    PUT(Layer, down); PUT(Layer, n_down_rows); PUT(Layer, down_rows); PUT(Layer, gate_hi);
+    PUT(Layer, down_hi); PUT(Layer, form_split); PUT(Layer, down_row_split);
+    PUT(Layer, single_split); PUT(Layer, other_split); PUT(Layer, n_single);
+    PUT(Layer, up1_col); PUT(Layer, up1_val);
+    PUT_S(Head); PUT(Head, n_rows); PUT(Head, row_ids); PUT(Head, ptr); PUT(Head, col);
+    PUT(Head, val); PUT(Head, first_zero_row); PUT(Head, max_row_nnz); PUT(Head, n_head_cols);
+    PUT(Head, head_cols); PUT(Head, group_l1); PUT(Head, block_l1); PUT(Head, n_groups);
+    PUT(Head, block_rows); PUT(Head, group_block); PUT(Head, group_ptr); PUT(Head, group_col);
+    PUT(Head, group_max); PUT(Head, group_min); PUT(Head, block_ptr); PUT(Head, block_col);
+    PUT(Head, block_max); PUT(Head, block_min);
+    PUT_S(Model); PUT(Model, hidden); PUT(Model, n_layers); PUT(Model, conv_k); PUT(Model, dk);
+    PUT(Model, dv); PUT(Model, eps); PUT(Model, sqrt_dk); PUT(Model, embed_ptr);
+    PUT(Model, embed_col); PUT(Model, embed_val); PUT(Model, final_norm); PUT(Model, layers);
+    PUT(Model, head); PUT(Model, h); PUT(Model, x); PUT(Model, mixed); PUT(Model, slots);
+    PUT(Model, qkv); PUT(Model, qn); PUT(Model, kn); PUT(Model, o); PUT(Model, y);
+    PUT(Model, units); PUT(Model, forms); PUT(Model, head_x); PUT(Model, nzq); PUT(Model, nzk);
+    PUT(Model, nq); PUT(Model, nk); PUT(Model, nzch); PUT(Model, newc); PUT(Model, proc);
+    PUT(Model, unit_list); PUT(Model, group_order); PUT(Model, group_ub); PUT(Model, conv_out);
+    PUT(Model, acts); PUT(Model, x2); PUT(Model, acts2); PUT(Model, unit_list2);
+    PUT(Model, n_acts); PUT(Model, n_first);
+#undef PUT
+#undef PUT_S
+    return buf;
+}
+
+static void embed_row(const Model *m, int64_t token, float *h) {
+    memset(h, 0, sizeof(float) * m->hidden);
+    for (int32_t p = m->embed_ptr[token]; p < m->embed_ptr[token + 1]; p++)
+        h[m->embed_col[p]] = m->embed_val[p];
+}
 
 /* --- pieces --- */
 
@@ -283,12 +344,28 @@ static void normalize(const Model *m, const float *h, const float *w, float *out
     for (int32_t i = 0; i < m->hidden; i++) out[i] = (h[i] * r) * w[i];
 }
 
-static void csc_apply(const Csc *a, const float *x, float *acc) {
+/* optional work counters (qgpu_set_counts): entries of each product computed, state rows
+   and head rows touched; what the limit analysis of benchmarks/bench_machine_speed.py
+   turns into bytes per token */
+enum { C_GATE, C_GATE_COLS, C_PROJ, C_UNITS, C_ACTS, C_DOWN, C_UP, C_OUT, C_STATE_ROWS,
+       C_CONV, C_HEAD_ROWS, C_TOKENS, C_N };
+static int64_t *count_buf = NULL;
+
+void qgpu_set_counts(int64_t *buf) { count_buf = buf; }
+
+#define COUNT(k, n) do { if (count_buf) count_buf[k] += (n); } while (0)
+
+static void csc_apply(const Csc *a, const float *x, float *acc, int32_t counter) {
+    int64_t touched = 0, cols = 0;
     for (int32_t c = 0; c < a->n_cols; c++) {
         float xv = x[a->col[c]];
         if (xv == 0.0f) continue;
+        touched += a->ptr[c + 1] - a->ptr[c];
+        cols++;
         for (int32_t p = a->ptr[c]; p < a->ptr[c + 1]; p++) acc[a->row[p]] += a->val[p] * xv;
     }
+    COUNT(counter, touched);
+    if (counter == C_GATE) COUNT(C_GATE_COLS, cols);
 }
 
 /* l2norm of a head's vector v (n nonzeros, at nz ascending), written where nonzero */
@@ -341,7 +418,7 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
     normalize(m, m->h, L->in_norm, m->x);
     /* slots and qkv are all zero on entry (the scratch is shared by every layer, whose
        channel counts differ): each layer clears all it wrote before it returns */
-    csc_apply(&L->proj, m->x, m->slots);
+    csc_apply(&L->proj, m->x, m->slots, C_PROJ);
     const int32_t n_new = nonzero_entries(m->slots, n_ch, m->newc);
     const int32_t n_proc = merge(m->newc, n_new, win, *n_win, m->proc);
     int32_t n_nz = 0, kept = 0;
@@ -385,6 +462,7 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
         win[kept] = c;  /* branch-free append of the channels whose window is not 0 */
         kept += any;
     }
+    COUNT(C_CONV, n_proc);
     silu_array(acc_out, n_proc);
     for (int32_t t = 0; t < n_proc; t++) {
         const int32_t c = m->proc[t];
@@ -464,7 +542,9 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
             int32_t c = s * dv + e;
             for (int32_t p = L->out.ptr[c]; p < L->out.ptr[c + 1]; p++)
                 m->mixed[L->out.row[p]] += L->out.val[p] * ye;
+            COUNT(C_OUT, L->out.ptr[c + 1] - L->out.ptr[c]);
         }
+        COUNT(C_STATE_ROWS, nq + nk);
         any_out = 1;
     }
     if (any_out)
@@ -482,43 +562,41 @@ static inline float unit_silu(float g) {  /* silu(gate) as silu() computes it */
 /* the units [u0, u1) whose up row has 1 entry (silu(gate) * up written directly) or more
    (listed when silu(gate) is not +-0), by scalar code: act list from n_act on, in
    order; returns the new length */
-static int32_t mlp_units_scalar(const Model *m, const Layer *L, float bias_in, int32_t u0,
-                                int32_t u1, int32_t n_act) {
+static int32_t mlp_units_scalar(const Model *m, const Layer *L, const float *x, float bias_in,
+                                int32_t u0, int32_t u1, int32_t *list, float *acts,
+                                int32_t n_act) {
     for (int32_t u = u0; u < u1; u++) {
         const float s = unit_silu(m->forms[L->unit_form[u]] + L->unit_bias[u] * bias_in);
         if (s == 0.0f) continue;  /* +-0 adds +-0 */
         float up = 0.0f;
-        if (u < L->n_single) up += L->up1_val[u] * m->x[L->up1_col[u]];
+        if (u < L->n_single) up += L->up1_val[u] * x[L->up1_col[u]];
         else for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++)
-            up += L->up_val[p] * m->x[L->up_col[p]];
-        m->unit_list[n_act] = u;
-        m->acts[n_act] = s * up;
-        n_act += m->acts[n_act] != 0.0f;
+            up += L->up_val[p] * x[L->up_col[p]];
+        list[n_act] = u;
+        acts[n_act] = s * up;
+        n_act += acts[n_act] != 0.0f;
     }
     return n_act;
 }
 
-static void mlp_layer(const Model *m, const Layer *L) {
-    normalize(m, m->h, L->post_norm, m->x);
-    memset(m->forms, 0, sizeof(float) * L->n_forms);
-    csc_apply(&L->gate, m->x, m->forms);
-    const float bias_in = L->bias_col >= 0 ? m->x[L->bias_col] : 0.0f;
-    const int32_t nu = L->n_units, n1 = L->n_single;
-    int32_t *list = m->unit_list;
-    float *acts = m->acts;
-    /* act = silu(gate) * up of every unit whose act is not +-0 (the others add +-0), in
-       a list: first the units whose up row has one entry (the planner puts them first),
-       8 at a time: silu by select of its saturated sides, up by gathers, the list
-       left-packed; then the others: the units on (silu(gate) not +-0) listed 8 at a
-       time, then their up rows one by one. When a gate is between the saturated sides
-       (exp needed: rare), everything is redone by scalar code. */
-    int32_t n_act = 0, u = 0, between = 0;
+/* act = silu(gate) * up of every unit of [s0, s1) (units whose up row has one entry) and
+   [o0, o1) (the others) whose act is not +-0 (the others add +-0), listed in unit order:
+   the first kind 8 at a time: silu by select of its saturated sides, up by gathers, the
+   list left-packed; then the others: the units on (silu(gate) not +-0) listed 8 at a
+   time, then their up rows one by one. When a gate is between the saturated sides (exp
+   needed: rare), everything is redone by scalar code. *n_first: how many acts come from
+   [s0, s1). Returns the list's length. */
+static int32_t mlp_units(const Model *m, const Layer *L, const float *x, int32_t s0, int32_t s1,
+                         int32_t o0, int32_t o1, int32_t *list, float *acts, int32_t *n_first) {
+    const float bias_in = L->bias_col >= 0 ? x[L->bias_col] : 0.0f;
+    int32_t n_act = 0, between = 0;
 #ifdef __AVX2__
     {
+        int32_t u = s0;
         const __m256 vb = _mm256_set1_ps(bias_in), v17 = _mm256_set1_ps(17.0f),
                      vm89 = _mm256_set1_ps(-89.0f), vzero = _mm256_setzero_ps();
-        const __m256i step = _mm256_set1_epi32(8);
-        __m256i ids = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i step = _mm256_set1_epi32(8), lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        __m256i ids = _mm256_add_epi32(lanes, _mm256_set1_epi32(s0));
         __m256 vbetween = vzero;
 #define GATE_8()                                                                          \
         const __m256 g = _mm256_add_ps(                                                   \
@@ -528,9 +606,9 @@ static void mlp_layer(const Model *m, const Layer *L) {
         vbetween = _mm256_or_ps(vbetween, _mm256_and_ps(                                  \
             _mm256_and_ps(_mm256_cmp_ps(g, vm89, _CMP_GT_OQ), _mm256_cmp_ps(g, v17, _CMP_LT_OQ)), \
             _mm256_cmp_ps(g, vzero, _CMP_NEQ_OQ)))
-        for (; u + 8 <= n1; u += 8, ids = _mm256_add_epi32(ids, step)) {
+        for (; u + 8 <= s1; u += 8, ids = _mm256_add_epi32(ids, step)) {
             GATE_8();
-            const __m256 xv = _mm256_i32gather_ps(m->x, _mm256_loadu_si256((const __m256i *)(L->up1_col + u)), 4);
+            const __m256 xv = _mm256_i32gather_ps(x, _mm256_loadu_si256((const __m256i *)(L->up1_col + u)), 4);
             const __m256 act = _mm256_mul_ps(_mm256_and_ps(g, on),
                                              _mm256_mul_ps(_mm256_loadu_ps(L->up1_val + u), xv));
             const int32_t mask = _mm256_movemask_ps(
@@ -540,11 +618,12 @@ static void mlp_layer(const Model *m, const Layer *L) {
             _mm256_storeu_ps(acts + n_act, _mm256_permutevar8x32_ps(act, compress_lut[mask]));
             n_act += __builtin_popcount(mask);
         }
-        n_act = mlp_units_scalar(m, L, bias_in, u, n1, n_act);  /* no exp: redone if needed */
-        u = n1;
-        ids = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(n1));
+        n_act = mlp_units_scalar(m, L, x, bias_in, u, s1, list, acts, n_act);  /* no exp: redone if needed */
+        *n_first = n_act;
+        u = o0;
+        ids = _mm256_add_epi32(lanes, _mm256_set1_epi32(o0));
         int32_t n_on = n_act;  /* the units on are listed after the acts */
-        for (; u + 8 <= nu; u += 8, ids = _mm256_add_epi32(ids, step)) {
+        for (; u + 8 <= o1; u += 8, ids = _mm256_add_epi32(ids, step)) {
             GATE_8();
             const int32_t mask = _mm256_movemask_ps(on);
             _mm256_storeu_si256((__m256i *)(list + n_on),
@@ -560,30 +639,165 @@ static void mlp_layer(const Model *m, const Layer *L) {
                 const float s = m->forms[L->unit_form[v]] + L->unit_bias[v] * bias_in;
                 float up = 0.0f;
                 for (int32_t p = L->up_ptr[v]; p < L->up_ptr[v + 1]; p++)
-                    up += L->up_val[p] * m->x[L->up_col[p]];
+                    up += L->up_val[p] * x[L->up_col[p]];
                 list[n_act] = v;
                 acts[n_act] = s * up;
                 n_act += acts[n_act] != 0.0f;
             }
-            n_act = mlp_units_scalar(m, L, bias_in, u, nu, n_act);
+            n_act = mlp_units_scalar(m, L, x, bias_in, u, o1, list, acts, n_act);
         }
     }
 #else
-    (void)n1;
-    (void)u;
     between = 1;
 #endif
-    if (between) n_act = mlp_units_scalar(m, L, bias_in, 0, nu, 0);
-    for (int32_t t = 0; t < L->n_down_rows; t++) m->mixed[L->down_rows[t]] = 0.0f;
-    const int32_t *d_ptr = L->down.ptr, *d_row = L->down.row;
-    const float *d_val = L->down.val;
-    float *mixed = m->mixed;
-    for (int32_t t = 0; t < n_act; t++) {
+    if (between) {
+        n_act = mlp_units_scalar(m, L, x, bias_in, s0, s1, list, acts, 0);
+        *n_first = n_act;
+        n_act = mlp_units_scalar(m, L, x, bias_in, o0, o1, list, acts, n_act);
+    }
+    return n_act;
+}
+
+static void down_apply(const Csc *d, const int32_t *list, const float *acts, int32_t a,
+                       int32_t b, float *mixed) {
+    const int32_t *d_ptr = d->ptr, *d_row = d->row;
+    const float *d_val = d->val;
+    for (int32_t t = a; t < b; t++) {
         const int32_t v = list[t];
         const float act = acts[t];
         for (int32_t p = d_ptr[v]; p < d_ptr[v + 1]; p++) mixed[d_row[p]] += d_val[p] * act;
     }
-    for (int32_t t = 0; t < L->n_down_rows; t++) m->h[L->down_rows[t]] += m->mixed[L->down_rows[t]];
+}
+
+/* --- two threads: a persistent worker runs part 1 of each split step while the caller
+   runs part 0 (spin-waiting, then yielding); each part writes only its own outputs and
+   both finish before the step returns, so the result is the one-thread result, bit for
+   bit, whatever the thread count --- */
+
+typedef void (*part_fn)(const Model *m, const Layer *L, int part);
+
+static int n_threads = 1;
+static atomic_int team_epoch, team_done, team_started, team_claimed;
+static part_fn team_fn;
+static const Model *team_m;
+static const Layer *team_L;
+static pthread_t team_thread;
+static pthread_mutex_t team_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline void relax(int64_t *spins) {
+#ifdef __x86_64__
+    __builtin_ia32_pause();
+#endif
+    if (++*spins > 4000) sched_yield();
+}
+
+static void *team_worker(void *arg) {
+    (void)arg;
+    int seen = 0;
+    for (;;) {
+        int64_t spins = 0;
+        while (atomic_load_explicit(&team_epoch, memory_order_acquire) == seen) relax(&spins);
+        seen = atomic_load_explicit(&team_epoch, memory_order_acquire);
+        int expected = seen - 1;  /* part 1 of task `seen` is not claimed yet */
+        if (!atomic_compare_exchange_strong(&team_claimed, &expected, seen)) continue;
+        team_fn(team_m, team_L, 1);
+        atomic_store_explicit(&team_done, seen, memory_order_release);
+    }
+    return NULL;
+}
+
+static void team_after_fork(void) { atomic_store(&team_started, 0); }
+
+void qgpu_set_threads(int n) { n_threads = n > 1 ? 2 : 1; }
+
+/* run fn's two parts (on two threads when they are on and the team is free): part 1 is
+   claimed by whichever thread gets to it first, so a worker that the system has not
+   scheduled is passed by (the caller runs both parts) instead of waited for */
+static void run_parts(const Model *m, const Layer *L, part_fn fn, int parallel) {
+    if (!parallel) { fn(m, L, 0); fn(m, L, 1); return; }
+    team_fn = fn; team_m = m; team_L = L;
+    int e = atomic_load_explicit(&team_epoch, memory_order_relaxed) + 1;
+    atomic_store_explicit(&team_epoch, e, memory_order_release);
+    fn(m, L, 0);
+    int expected = e - 1;
+    if (atomic_compare_exchange_strong(&team_claimed, &expected, e)) { fn(m, L, 1); return; }
+    int64_t spins = 0;
+    while (atomic_load_explicit(&team_done, memory_order_acquire) != e) relax(&spins);
+}
+
+static int team_begin(void) {  /* 1 when this call may use the worker */
+    if (n_threads < 2 || pthread_mutex_trylock(&team_lock) != 0) return 0;
+    if (!atomic_load(&team_started)) {
+        static int registered = 0;
+        if (!registered) { pthread_atfork(NULL, NULL, team_after_fork); registered = 1; }
+        atomic_store(&team_epoch, 0);
+        atomic_store(&team_done, 0);
+        atomic_store(&team_claimed, 0);
+        if (pthread_create(&team_thread, NULL, team_worker, NULL) != 0) {
+            pthread_mutex_unlock(&team_lock);
+            return 0;
+        }
+        pthread_detach(team_thread);
+        atomic_store(&team_started, 1);
+    }
+    return 1;
+}
+
+static void team_end(int used) { if (used) pthread_mutex_unlock(&team_lock); }
+
+/* --- the MLP in three split steps: (1) the norm and each part's rows of the gate
+   forms; (2) each part's units (part 0: the first halves of both unit kinds); (3) each
+   part's rows of the down product, over the acts in unit order (part 0's units of the
+   first kind, part 1's, part 0's others, part 1's), and of the residual --- */
+
+static void mlp_gate_part(const Model *m, const Layer *L, int part) {
+    float *x = part ? m->x2 : m->x;
+    normalize(m, m->h, L->post_norm, x);
+    const int32_t r0 = part ? L->form_split : 0, r1 = part ? L->n_forms : L->form_split;
+    memset(m->forms + r0, 0, sizeof(float) * (r1 - r0));
+    csc_apply(part ? &L->gate_hi : &L->gate, x, m->forms, C_GATE);
+}
+
+static void mlp_units_part(const Model *m, const Layer *L, int part) {
+    const int32_t n1 = L->n_single, nu = L->n_units;
+    const int32_t s0 = part ? L->single_split : 0, s1 = part ? n1 : L->single_split;
+    const int32_t o0 = part ? L->other_split : n1, o1 = part ? nu : L->other_split;
+    m->n_acts[part] = mlp_units(m, L, part ? m->x2 : m->x, s0, s1, o0, o1,
+                                part ? m->unit_list2 : m->unit_list, part ? m->acts2 : m->acts,
+                                &m->n_first[part]);
+}
+
+static void mlp_down_part(const Model *m, const Layer *L, int part) {
+    const Csc *d = part ? &L->down_hi : &L->down;
+    const int32_t a = part ? L->down_row_split : 0, b = part ? L->n_down_rows : L->down_row_split;
+    const int32_t *rows = L->down_rows;
+    for (int32_t t = a; t < b; t++) m->mixed[rows[t]] = 0.0f;
+    down_apply(d, m->unit_list, m->acts, 0, m->n_first[0], m->mixed);
+    down_apply(d, m->unit_list2, m->acts2, 0, m->n_first[1], m->mixed);
+    down_apply(d, m->unit_list, m->acts, m->n_first[0], m->n_acts[0], m->mixed);
+    down_apply(d, m->unit_list2, m->acts2, m->n_first[1], m->n_acts[1], m->mixed);
+    for (int32_t t = a; t < b; t++) m->h[rows[t]] += m->mixed[rows[t]];
+}
+
+static void mlp_layer(const Model *m, const Layer *L) {
+    const int used = team_begin();
+    run_parts(m, L, mlp_gate_part, used);
+    run_parts(m, L, mlp_units_part, used);
+    run_parts(m, L, mlp_down_part, used);
+    team_end(used);
+    if (count_buf) {
+        COUNT(C_UNITS, L->n_units);
+        for (int part = 0; part < 2; part++) {
+            const int32_t *list = part ? m->unit_list2 : m->unit_list;
+            COUNT(C_ACTS, m->n_acts[part]);
+            for (int32_t t = 0; t < m->n_acts[part]; t++) {
+                COUNT(C_DOWN, L->down.ptr[list[t] + 1] - L->down.ptr[list[t]]
+                      + L->down_hi.ptr[list[t] + 1] - L->down_hi.ptr[list[t]]);
+                if (list[t] >= L->n_single)
+                    COUNT(C_UP, L->up_ptr[list[t] + 1] - L->up_ptr[list[t]]);
+            }
+        }
+    }
 }
 
 /* --- output head --- */
@@ -651,6 +865,7 @@ static int32_t head_argmax(const Model *m, const float *x) {
             if (end > hd->n_rows) end = hd->n_rows;
             for (int32_t r = b * hd->block_rows; r < end; r++) {
                 float v = head_row(hd, r, x);
+                COUNT(C_HEAD_ROWS, 1);
                 if (v != v) return -1;  /* NaN: np.argmax picks the first NaN */
                 int32_t id = hd->row_ids[r];
                 if (v > best || (v == best && id < best_id)) { best = v; best_id = id; }
@@ -682,7 +897,8 @@ static inline double now(void) {
 int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
                      int32_t *const *wins, int32_t *win_counts, int64_t token,
                      float *logits, int32_t want_argmax) {
-    memcpy(m->h, m->embed + token * m->hidden, sizeof(float) * m->hidden);
+    embed_row(m, token, m->h);
+    COUNT(C_TOKENS, 1);
     double *prof = prof_buf, t0 = prof ? now() : 0.0, t1;
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
@@ -723,7 +939,7 @@ void qgpu_forward_forced(Model *m, float *const *states, float *const *convs,
     float *const h0 = m->h;
     const int64_t H = m->hidden;
     for (int32_t t = 0; t < n; t++)
-        memcpy(hs + t * H, m->embed + tokens[t] * H, sizeof(float) * H);
+        embed_row(m, tokens[t], hs + t * H);
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
         for (int32_t t = 0; t < n; t++) {

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 SOURCE = Path(__file__).with_name("fast_kernel.c")
-FLAGS = ["-O3", "-g", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared"]
+FLAGS = ["-O3", "-g", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-pthread"]
 F32P = ctypes.POINTER(ctypes.c_float)
 I32P = ctypes.POINTER(ctypes.c_int32)
 F64P = ctypes.POINTER(ctypes.c_double)
@@ -48,6 +48,8 @@ class Layer(ctypes.Structure):
         ("n_units", I32), ("n_forms", I32), ("bias_col", I32), ("gate", Csc),
         ("unit_form", I32P), ("unit_bias", F32P), ("up_ptr", I32P), ("up_col", I32P),
         ("up_val", F32P), ("down", Csc), ("n_down_rows", I32), ("down_rows", I32P),
+        ("gate_hi", Csc), ("down_hi", Csc), ("form_split", I32), ("down_row_split", I32),
+        ("single_split", I32), ("other_split", I32),
         ("n_single", I32), ("up1_col", I32P), ("up1_val", F32P),
     ]
 
@@ -66,7 +68,8 @@ class Head(ctypes.Structure):
 class Model(ctypes.Structure):
     _fields_ = [
         ("hidden", I32), ("n_layers", I32), ("conv_k", I32), ("dk", I32), ("dv", I32),
-        ("eps", F32), ("sqrt_dk", F32), ("embed", F32P), ("final_norm", F32P),
+        ("eps", F32), ("sqrt_dk", F32), ("embed_ptr", I32P), ("embed_col", I32P),
+        ("embed_val", F32P), ("final_norm", F32P),
         ("layers", ctypes.POINTER(Layer)), ("head", Head),
         ("h", F32P), ("x", F32P), ("mixed", F32P), ("slots", F32P), ("qkv", F32P),
         ("qn", F32P), ("kn", F32P), ("o", F32P), ("y", F32P), ("units", F32P),
@@ -75,7 +78,58 @@ class Model(ctypes.Structure):
         ("newc", I32P), ("proc", I32P), ("unit_list", I32P),
         ("group_order", I32P),
         ("group_ub", F64P), ("conv_out", F32P), ("acts", F32P),
+        ("x2", F32P), ("acts2", F32P), ("unit_list2", I32P), ("n_acts", I32P), ("n_first", I32P),
     ]
+
+
+# qgpu_set_counts(buf): buf[k] accumulates, over the tokens run, counter k of fast_kernel.c
+COUNTERS = ("gate", "gate_cols", "proj", "units", "acts", "down", "up", "out", "state_rows",
+            "conv", "head_rows", "tokens")
+POINTER_DTYPES = {F32P: np.float32, I32P: np.int32, F64P: np.float64}
+
+
+def field_type(path: str):
+    """The ctypes type of a `Model` field named by its path ("layers.3.proj.col",
+    "head.n_rows", "hidden")."""
+    parts = path.split(".")
+    struct = Model
+    if parts[0] == "layers":
+        struct, parts = Layer, parts[2:]
+    for part in parts[:-1]:
+        struct = dict(struct._fields_)[part]
+    return dict(struct._fields_)[parts[-1]]
+
+
+def field_owner(model: Model, layers, path: str):
+    """(the struct instance holding the field `path`, the field's name)."""
+    parts = path.split(".")
+    obj = model
+    if parts[0] == "layers":
+        obj, parts = layers[int(parts[1])], parts[2:]
+    for part in parts[:-1]:
+        obj = getattr(obj, part)
+    return obj, parts[-1]
+
+
+def check_layout(lib: ctypes.CDLL) -> None:
+    """The C compiler's struct layout (qgpu_layout: sizeof and every field's offset, as
+    offsetof computes them) must be the ctypes Structures': a drift would make the
+    kernel read the wrong field."""
+    lib.qgpu_layout.restype = ctypes.c_char_p
+    lib.qgpu_layout.argtypes = []
+    c_side = {}
+    for item in lib.qgpu_layout().decode().split():
+        key, value = item.split("=")
+        c_side[key] = int(value)
+    py_side = {}
+    for struct in (Csc, Layer, Head, Model):
+        py_side[f"{struct.__name__}"] = ctypes.sizeof(struct)
+        for name, _ in struct._fields_:
+            py_side[f"{struct.__name__}.{name}"] = getattr(struct, name).offset
+    if c_side != py_side:
+        diff = sorted(set(c_side.items()) ^ set(py_side.items()))
+        raise RuntimeError(f"the native kernel's struct layout differs from fast_native's "
+                      f"ctypes Structures: {diff[:8]}")
 
 
 _kernel: ctypes.CDLL | None = None
@@ -139,6 +193,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_sumsq.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     lib.qgpu_set_profile.restype = None
     lib.qgpu_set_profile.argtypes = [ctypes.c_void_p]
+    lib.qgpu_set_threads.restype = None
+    lib.qgpu_set_threads.argtypes = [ctypes.c_int]
+    lib.qgpu_set_counts.restype = None
+    lib.qgpu_set_counts.argtypes = [ctypes.c_void_p]
     lib.qgpu_set_exp_mode.restype = None
     lib.qgpu_set_exp_mode.argtypes = [ctypes.c_int]
 
@@ -199,6 +257,12 @@ def _check_against_numpy(lib: ctypes.CDLL) -> None:
             break
 
 
+def threads() -> int:
+    """Threads the kernel splits a layer's work over: $QGPU_THREADS (1 or 2), else 1."""
+    value = os.environ.get("QGPU_THREADS", "1")
+    return 2 if value.strip() == "2" else 1
+
+
 def load_kernel() -> ctypes.CDLL | None:
     """The compiled kernel, or None (with a warning) when it cannot be built."""
     global _kernel, _tried
@@ -219,6 +283,8 @@ def load_kernel() -> ctypes.CDLL | None:
                       "numpy, much slower", RuntimeWarning, stacklevel=2)
         return None
     _declare(lib)
+    lib.qgpu_set_threads(threads())
+    check_layout(lib)
     _check_against_numpy(lib)
     _kernel = lib
     return lib

@@ -28,8 +28,8 @@ import weakref
 import numpy as np
 
 from qgpu.model.config import LINEAR
-from qgpu.model.csr import Csr
-from qgpu.model.fast_native import F32P, I32P, Csc, Head, Layer, Model
+from qgpu.model.csr import Csr, indptr_of
+from qgpu.model.fast_native import POINTER_DTYPES, Layer, Model, field_owner, field_type
 from qgpu.model.fast_numpy import LiveHeads, live_gdn_heads, live_mlp_units
 from qgpu.model.state import ModelState
 from qgpu.model.weights import EMBED, FINAL_NORM, QwenWeights
@@ -84,6 +84,20 @@ def _block_max(values: np.ndarray, rows_per: int) -> np.ndarray:
     return np.where(out.astype(np.float64) < top, np.nextafter(out, F32(np.inf)), out)
 
 
+def _half(counts: np.ndarray) -> int:
+    """The index that splits `counts` (work per item) into two parts of equal sums."""
+    total = np.cumsum(counts)
+    return int(np.searchsorted(total, total[-1] / 2)) if total.size else 0
+
+
+def _rows_in(matrix: Csr, r0: int, r1: int) -> Csr:
+    """The matrix with only the entries of rows [r0, r1) (same shape, rows kept in place)."""
+    rows = matrix.row_ids()
+    keep = (rows >= r0) & (rows < r1)
+    return Csr(matrix.shape, indptr_of(rows[keep], matrix.shape[0]), matrix.cols[keep],
+               matrix.vals[keep])
+
+
 def _gate_forms(gate: Csr):
     """Rows of `gate` grouped by their coefficients outside the column used by the most
     rows (the constant dimension, in compiled circuits): steps come in pairs and adders
@@ -104,155 +118,221 @@ def _gate_forms(gate: Csr):
     return rest.take_rows(first), unit_form, gate.col_values(bias_col), bias_col
 
 
-class NativePlan:
-    """The model's sparse arrays and scratch, as the kernel's `Model` struct."""
+class PlanBuilder:
+    """Lays `QwenWeights` out as the kernel's fields: `fields[path]` is an array (for a
+    pointer field) or a number, path naming the field in the `Model` struct
+    ("layers.3.proj.col", "head.n_rows", "embed_val"); "live.{i}.*" are the GDN layers'
+    `LiveHeads` and "sizes.*" the scratch sizes (not struct fields)."""
 
-    def __init__(self, lib: ctypes.CDLL, weights: QwenWeights):
-        self.lib, self.weights = lib, weights
+    def __init__(self, weights: QwenWeights):
+        self.weights = weights
         c = self.config = weights.config
+        self.fields: dict[str, np.ndarray | int | float] = {}
+        self.sizes = dict(slots=1, channels=1, units=1, key=1, heads=1)
+        f = self.fields
+        h, dk = c.hidden_size, c.linear_key_head_dim
+        f.update(hidden=h, n_layers=c.num_hidden_layers, conv_k=c.linear_conv_kernel_dim,
+                 dk=dk, dv=c.linear_value_head_dim, eps=float(F32(c.rms_norm_eps)),
+                 sqrt_dk=float(F32(dk ** 0.5)))
+        self._embedding()
+        f["final_norm"] = F32(1) + weights.dense(FINAL_NORM)
+        for i in range(c.num_hidden_layers):
+            self._layer(i, f"layers.{i}.")
+        self._head(weights.csr(weights.head_name))
+        f.update({f"sizes.{k}": v for k, v in self.sizes.items()})
+        for path, value in f.items():  # each array in its field's type: stored as used
+            if isinstance(value, np.ndarray):
+                dtype = np.int64 if path.startswith("live.") else \
+                    POINTER_DTYPES[field_type(path)]
+                f[path] = np.ascontiguousarray(value, dtype)
+
+    def _arrays(self, prefix: str, **arrays) -> None:
+        for name, a in arrays.items():
+            self.fields[prefix + name] = a
+
+    def _csc(self, prefix: str, matrix: Csr, all_columns: bool = False) -> None:
+        col, ptr, row, val = _columns(matrix, all_columns)
+        self.fields[prefix + "n_cols"] = len(col)
+        self._arrays(prefix, col=col, ptr=ptr, row=row, val=val)
+
+    def _embedding(self) -> None:
+        """Rows by token: every entry whose bits are not 0 (-0.0 kept), so that writing a
+        row's entries over zeros gives the dense row bit for bit."""
+        table = self.weights[EMBED]
+        ptr, cols, vals = [np.zeros(1, np.int64)], [], []
+        for a in range(0, table.shape[0], 4096):
+            block = np.ascontiguousarray(table[a:a + 4096], F32)
+            r, c = np.nonzero(block.view(np.int32))
+            ptr.append(ptr[-1][-1] + np.cumsum(np.bincount(r, minlength=block.shape[0])))
+            cols.append(c)
+            vals.append(block[r, c])
+        self._arrays("embed_", ptr=np.concatenate(ptr), col=np.concatenate(cols),
+                     val=np.concatenate(vals))
+
+    # -- layers --
+    def _layer(self, i: int, p: str) -> None:
+        c, w = self.config, self.weights
+        self.fields[p + "in_norm"] = F32(1) + w.layer_dense(i, "input_layernorm.weight")
+        self.fields[p + "post_norm"] = F32(1) + w.layer_dense(
+            i, "post_attention_layernorm.weight")
+        if c.layer_types[i] == LINEAR:
+            self._gdn(i, p)
+        elif not w.layer_is_zero_attention(i):
+            raise ValueError(f"layer {i} is a live full-attention layer: the native kernel "
+                             "does not run attention")
+        self._mlp(i, p)
+
+    def _gdn(self, i: int, p: str) -> None:
+        w, f, sizes = self.weights, self.fields, self.sizes
+        live = live_gdn_heads(w, i)
+        self._arrays(f"live.{i}.", heads=live.heads, key_slot=live.key_slot,
+                     key_heads=live.key_heads, channels=live.channels, z_rows=live.z_rows)
+        f.update({p + "kind": 1, p + "n_heads": len(live.heads),
+                  p + "n_key_heads": len(live.key_heads)})
+        if not live.heads.size:
+            return
+        a = "linear_attn."
+        stacked = Csr.vstack([
+            w.layer_csr(i, a + "in_proj_qkv.weight").take_rows(live.channels),
+            w.layer_csr(i, a + "in_proj_z.weight").take_rows(live.z_rows),
+            w.layer_csr(i, a + "in_proj_b.weight").take_rows(live.heads),
+            w.layer_csr(i, a + "in_proj_a.weight").take_rows(live.heads)])
+        n_ch = len(live.channels)
+        f[p + "n_slots"] = stacked.shape[0]
+        self._csc(p + "proj.", stacked)
+        active = np.flatnonzero(stacked.counts[:n_ch])
+        f[p + "n_active"] = len(active)
+        out_w = w.layer_csr(i, a + "out_proj.weight").take_cols(live.z_rows)
+        self._csc(p + "out.", out_w, all_columns=True)
+        out_rows = out_w.live_rows()
+        f[p + "n_out_rows"] = len(out_rows)
+        self._arrays(p, active=active, head_ids=live.heads, key_slot=live.key_slot,
+                     conv_w=w.layer_dense(i, a + "conv1d.weight")[live.channels, 0, :],
+                     neg_exp_a_log=-np.exp(w.layer_dense(i, a + "A_log"))[live.heads],
+                     dt_bias=w.layer_dense(i, a + "dt_bias")[live.heads],
+                     norm_w=w.layer_dense(i, a + "norm.weight"), out_rows=out_rows)
+        sizes["slots"] = max(sizes["slots"], int(stacked.shape[0]))
+        sizes["channels"] = max(sizes["channels"], n_ch)
+        sizes["key"] = max(sizes["key"], len(live.key_heads))
+        sizes["heads"] = max(sizes["heads"], len(live.heads))
+
+    def _mlp(self, i: int, p: str) -> None:
+        f = self.fields
+        live, gate, up, down = live_mlp_units(self.weights, i)
+        f[p + "n_units"] = len(live)
+        if not live.size:
+            return
+        single = up.counts[live] == 1  # these units first (each class in order)
+        live = np.concatenate([live[single], live[~single]])
+        n_single = f[p + "n_single"] = int(single.sum())
+        forms, unit_form, unit_bias, f[p + "bias_col"] = _gate_forms(gate.take_rows(live))
+        f[p + "n_forms"] = forms.shape[0]
+        # two parts of equal work for the kernel's two threads (one thread runs both)
+        f[p + "form_split"] = split = _half(forms.counts)
+        self._csc(p + "gate.", _rows_in(forms, 0, split))
+        self._csc(p + "gate_hi.", _rows_in(forms, split, forms.shape[0]))
+        f[p + "single_split"] = n_single // 2
+        f[p + "other_split"] = n_single + (len(live) - n_single) // 2
+        up_live = up.take_rows(live)
+        first = up_live.indptr[:n_single]
+        down_live = down.take_cols(live)
+        rows = down_live.live_rows()
+        f[p + "n_down_rows"] = len(rows)
+        f[p + "down_row_split"] = cut = _half(down_live.counts[rows])
+        row_cut = rows[cut] if cut < len(rows) else down_live.shape[0]
+        self._csc(p + "down.", _rows_in(down_live, 0, row_cut), all_columns=True)
+        self._csc(p + "down_hi.", _rows_in(down_live, row_cut, down_live.shape[0]),
+                  all_columns=True)
+        self._arrays(p, unit_form=unit_form, unit_bias=unit_bias, up_ptr=up_live.indptr,
+                     up_col=up_live.cols, up_val=up_live.vals, up1_col=up_live.cols[first],
+                     up1_val=up_live.vals[first], down_rows=rows)
+        self.sizes["units"] = max(self.sizes["units"], len(live))
+
+    def _head(self, head: Csr) -> None:
+        f, p = self.fields, "head."
+        rows = head.live_rows()
+        zero = np.flatnonzero(head.counts == 0)
+        block = head.take_rows(rows)
+        pos, cols, vals, ptr = block.row_ids(), block.cols, block.vals, block.indptr
+        head_cols = np.unique(cols)
+        l1 = np.add.reduceat(np.abs(vals.astype(np.float64)), ptr[:-1]) if len(rows) \
+            else l1_empty()
+        l1 = np.where(np.diff(ptr) > 0, l1, 0.0)
+        hidden = head.shape[1]
+        b_ptr, b_col, b_max, b_min = _bounds(pos, cols, vals, len(rows), BLOCK_ROWS, hidden)
+        group_rows = BLOCK_ROWS * GROUP_BLOCKS
+        g_ptr, g_col, g_max, g_min = _bounds(pos, cols, vals, len(rows), group_rows, hidden)
+        n_blocks, n_groups = len(b_ptr) - 1, len(g_ptr) - 1
+        f.update({p + "first_zero_row": int(zero[0]) if zero.size else -1,
+                  p + "n_rows": len(rows), p + "max_row_nnz": int(np.diff(ptr).max(initial=0)),
+                  p + "n_head_cols": len(head_cols), p + "block_rows": BLOCK_ROWS,
+                  p + "n_groups": n_groups})
+        self._arrays(p, row_ids=rows, ptr=ptr, col=cols, val=vals, head_cols=head_cols,
+                     group_block=np.minimum(np.arange(n_groups + 1) * GROUP_BLOCKS, n_blocks),
+                     group_ptr=g_ptr, group_col=g_col, group_max=g_max, group_min=g_min,
+                     block_ptr=b_ptr, block_col=b_col, block_max=b_max, block_min=b_min,
+                     block_l1=_block_max(l1, BLOCK_ROWS), group_l1=_block_max(l1, group_rows))
+
+
+class NativePlan:
+    """The kernel's `Model` struct over a plan's fields (`PlanBuilder(weights).fields`,
+    or the same read back from a plan file: model.plan_file), with its scratch."""
+
+    def __init__(self, lib: ctypes.CDLL, fields: dict, config):
+        self.lib, self.config, self.fields = lib, config, fields
         self._keep: list[np.ndarray] = []
         self._bindings: dict[int, tuple] = {}
         self.live: dict[int, LiveHeads] = {}
-        layers = (Layer * c.num_hidden_layers)()
-        sizes = dict(slots=1, channels=1, units=1, key=1, heads=1)
-        for i in range(c.num_hidden_layers):
-            self._layer(i, layers[i], sizes)
-        self._layers = layers
-        h, dk, dv = c.hidden_size, c.linear_key_head_dim, c.linear_value_head_dim
+        dk = config.linear_key_head_dim
+        for i in range(config.num_hidden_layers):
+            if f"live.{i}.heads" in fields:
+                a = {k: np.asarray(fields[f"live.{i}.{k}"], np.int64)
+                     for k in ("heads", "key_slot", "key_heads", "channels", "z_rows")}
+                self.live[i] = LiveHeads(a["heads"], a["key_slot"], a["key_heads"],
+                                         a["channels"], len(a["key_heads"]) * dk, a["z_rows"])
+        self._layers = (Layer * config.num_hidden_layers)()
         m = self.model = Model()
-        m.hidden, m.n_layers, m.conv_k = h, c.num_hidden_layers, c.linear_conv_kernel_dim
-        m.dk, m.dv, m.eps, m.sqrt_dk = dk, dv, F32(c.rms_norm_eps), F32(dk ** 0.5)
-        m.embed = self._f(weights.dense(EMBED))
-        m.final_norm = self._f(F32(1) + weights.dense(FINAL_NORM))
-        m.layers = layers
-        self._head(m.head, weights.csr(weights.head_name))
+        m.layers = self._layers
+        for path, value in fields.items():
+            if not path.startswith(("live.", "sizes.")):
+                self._set(path, value)
+        self._scratch({k[6:]: int(v) for k, v in fields.items() if k.startswith("sizes.")})
+        self._model_ref = ctypes.byref(m)
+
+    @classmethod
+    def from_weights(cls, lib: ctypes.CDLL, weights: QwenWeights) -> NativePlan:
+        return cls(lib, PlanBuilder(weights).fields, weights.config)
+
+    def _set(self, path: str, value) -> None:
+        obj, name = field_owner(self.model, self._layers, path)
+        kind = dict(type(obj)._fields_)[name]
+        dtype = POINTER_DTYPES.get(kind)
+        if dtype is None:
+            setattr(obj, name, value)
+            return
+        a = np.ascontiguousarray(value, dtype)
+        self._keep.append(a)
+        setattr(obj, name, a.ctypes.data_as(kind))
+
+    def _scratch(self, sizes: dict) -> None:
+        m, h, dk = self.model, self.config.hidden_size, self.config.linear_key_head_dim
+        dv = self.config.linear_value_head_dim
         for name, n in (("h", h), ("x", h), ("mixed", h), ("head_x", h),
                         ("slots", sizes["slots"]), ("qkv", sizes["channels"]),
                         ("qn", sizes["key"] * dk), ("kn", sizes["key"] * dk), ("o", dv),
                         ("y", sizes["heads"] * dv), ("units", sizes["units"]),
                         ("forms", sizes["units"]), ("conv_out", sizes["channels"]),
-                        ("acts", sizes["units"] + 8)):
-            setattr(m, name, self._f(np.zeros(n, F32)))
+                        ("acts", sizes["units"] + 8), ("x2", h),
+                        ("acts2", sizes["units"] + 8)):
+            self._set(name, np.zeros(n, F32))
         for name, n in (("nzq", sizes["key"] * dk), ("nzk", sizes["key"] * dk),
                         ("nq", sizes["key"]), ("nk", sizes["key"]),
                         ("nzch", sizes["channels"]), ("newc", sizes["channels"]),
                         ("proc", sizes["channels"]), ("unit_list", sizes["units"] + 8),
+                        ("unit_list2", sizes["units"] + 8), ("n_acts", 2), ("n_first", 2),
                         ("group_order", max(m.head.n_groups, 1))):
-            setattr(m, name, self._i(np.zeros(n, np.int32)))
-        ub = np.zeros(max(m.head.n_groups, 1), np.float64)
-        self._keep.append(ub)
-        m.group_ub = ub.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
-        self._model_ref = ctypes.byref(m)
-
-    # -- array plumbing --
-    def _f(self, a) -> F32P:
-        a = np.ascontiguousarray(a, F32)
-        self._keep.append(a)
-        return a.ctypes.data_as(F32P)
-
-    def _i(self, a) -> I32P:
-        a = np.ascontiguousarray(a, np.int32)
-        self._keep.append(a)
-        return a.ctypes.data_as(I32P)
-
-    def _csc(self, target: Csc, matrix: Csr, all_columns: bool = False) -> None:
-        col, ptr, row, val = _columns(matrix, all_columns)
-        target.n_cols, target.col, target.ptr = len(col), self._i(col), self._i(ptr)
-        target.row, target.val = self._i(row), self._f(val)
-
-    # -- layers --
-    def _layer(self, i: int, L: Layer, sizes: dict) -> None:
-        c, w = self.config, self.weights
-        L.in_norm = self._f(F32(1) + w.layer_dense(i, "input_layernorm.weight"))
-        L.post_norm = self._f(F32(1) + w.layer_dense(i, "post_attention_layernorm.weight"))
-        if c.layer_types[i] == LINEAR:
-            self._gdn(i, L, sizes)
-        elif not w.layer_is_zero_attention(i):
-            raise ValueError(f"layer {i} is a live full-attention layer: the native kernel "
-                             "does not run attention")
-        self._mlp(i, L, sizes)
-
-    def _gdn(self, i: int, L: Layer, sizes: dict) -> None:
-        w = self.weights
-        live = self.live[i] = live_gdn_heads(w, i)
-        L.kind, L.n_heads, L.n_key_heads = 1, len(live.heads), len(live.key_heads)
-        if not live.heads.size:
-            return
-        p = "linear_attn."
-        stacked = Csr.vstack([
-            w.layer_csr(i, p + "in_proj_qkv.weight").take_rows(live.channels),
-            w.layer_csr(i, p + "in_proj_z.weight").take_rows(live.z_rows),
-            w.layer_csr(i, p + "in_proj_b.weight").take_rows(live.heads),
-            w.layer_csr(i, p + "in_proj_a.weight").take_rows(live.heads)])
-        n_ch = len(live.channels)
-        L.n_slots = stacked.shape[0]
-        self._csc(L.proj, stacked)
-        active = np.flatnonzero(stacked.counts[:n_ch])
-        L.n_active, L.active = len(active), self._i(active)
-        L.head_ids, L.key_slot = self._i(live.heads), self._i(live.key_slot)
-        L.conv_w = self._f(w.layer_dense(i, p + "conv1d.weight")[live.channels, 0, :])
-        L.neg_exp_a_log = self._f(-np.exp(w.layer_dense(i, p + "A_log"))[live.heads])
-        L.dt_bias = self._f(w.layer_dense(i, p + "dt_bias")[live.heads])
-        L.norm_w = self._f(w.layer_dense(i, p + "norm.weight"))
-        out_w = w.layer_csr(i, p + "out_proj.weight").take_cols(live.z_rows)
-        self._csc(L.out, out_w, all_columns=True)
-        out_rows = out_w.live_rows()
-        L.n_out_rows, L.out_rows = len(out_rows), self._i(out_rows)
-        sizes["slots"] = max(sizes["slots"], L.n_slots)
-        sizes["channels"] = max(sizes["channels"], n_ch)
-        sizes["key"] = max(sizes["key"], len(live.key_heads))
-        sizes["heads"] = max(sizes["heads"], len(live.heads))
-
-    def _mlp(self, i: int, L: Layer, sizes: dict) -> None:
-        live, gate, up, down = live_mlp_units(self.weights, i)
-        L.n_units = len(live)
-        if not live.size:
-            return
-        single = up.counts[live] == 1  # these units first (each class in order)
-        live = np.concatenate([live[single], live[~single]])
-        L.n_single = int(single.sum())
-        forms, unit_form, unit_bias, L.bias_col = _gate_forms(gate.take_rows(live))
-        L.n_forms = forms.shape[0]
-        L.unit_form, L.unit_bias = self._i(unit_form), self._f(unit_bias)
-        self._csc(L.gate, forms)
-        up_live = up.take_rows(live)
-        L.up_ptr = self._i(up_live.indptr)
-        L.up_col, L.up_val = self._i(up_live.cols), self._f(up_live.vals)
-        first = up_live.indptr[:L.n_single]
-        L.up1_col, L.up1_val = self._i(up_live.cols[first]), self._f(up_live.vals[first])
-        down_live = down.take_cols(live)
-        self._csc(L.down, down_live, all_columns=True)
-        rows = down_live.live_rows()
-        L.n_down_rows, L.down_rows = len(rows), self._i(rows)
-        sizes["units"] = max(sizes["units"], len(live))
-
-    def _head(self, hd: Head, head: Csr) -> None:
-        rows = head.live_rows()
-        zero = np.flatnonzero(head.counts == 0)
-        hd.first_zero_row = int(zero[0]) if zero.size else -1
-        block = head.take_rows(rows)
-        pos, cols, vals, ptr = block.row_ids(), block.cols, block.vals, block.indptr
-        hd.n_rows, hd.row_ids, hd.ptr = len(rows), self._i(rows), self._i(ptr)
-        hd.col, hd.val = self._i(cols), self._f(vals)
-        hd.max_row_nnz = int(np.diff(ptr).max(initial=0))
-        head_cols = np.unique(cols)
-        hd.n_head_cols, hd.head_cols = len(head_cols), self._i(head_cols)
-        l1 = np.add.reduceat(np.abs(vals.astype(np.float64)), ptr[:-1]) if len(rows) else l1_empty()
-        l1 = np.where(np.diff(ptr) > 0, l1, 0.0)
-        hidden = head.shape[1]
-        hd.block_rows = BLOCK_ROWS
-        b_ptr, b_col, b_max, b_min = _bounds(pos, cols, vals, len(rows), BLOCK_ROWS, hidden)
-        group_rows = BLOCK_ROWS * GROUP_BLOCKS
-        g_ptr, g_col, g_max, g_min = _bounds(pos, cols, vals, len(rows), group_rows, hidden)
-        n_blocks = len(b_ptr) - 1
-        hd.n_groups = len(g_ptr) - 1
-        hd.group_block = self._i(np.minimum(np.arange(hd.n_groups + 1) * GROUP_BLOCKS, n_blocks))
-        hd.group_ptr, hd.group_col = self._i(g_ptr), self._i(g_col)
-        hd.group_max, hd.group_min = self._f(g_max), self._f(g_min)
-        hd.block_ptr, hd.block_col = self._i(b_ptr), self._i(b_col)
-        hd.block_max, hd.block_min = self._f(b_max), self._f(b_min)
-        hd.block_l1 = self._f(_block_max(l1, BLOCK_ROWS))
-        hd.group_l1 = self._f(_block_max(l1, group_rows))
+            self._set(name, np.zeros(n, np.int32))
+        self._set("group_ub", np.zeros(max(m.head.n_groups, 1), np.float64))
 
     # -- running --
     def _binding(self, state: ModelState):

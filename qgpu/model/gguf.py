@@ -110,7 +110,8 @@ def token_table(config: QwenConfig, info: dict, names: list[str] | None = None,
                 tokenizer: Path | None = None) -> TokenTable:
     """The vocabulary: the base's tokenizer (if any) below the GPU token offset, the
     circuit's tokens (`names`; default `<circuit:i>`; the machine's callers pass the
-    protocol's names, runtime.gguf_export) from it on."""
+    protocol's names, runtime.gguf_export) from it on, then what a merge adds after them
+    (its pad token, `<|qgpu_pad|>`, control)."""
     gguf = _gguf()
     T = gguf.TokenType
     if names is None:
@@ -118,9 +119,10 @@ def token_table(config: QwenConfig, info: dict, names: list[str] | None = None,
         names = [f"<{circuit}:{i}>" for i in range(int(info.get("gpu_tokens", 0)))]
     names = list(names)
     offset = int(info.get("gpu_token_offset", 0))
-    if offset + len(names) != config.vocab_size:
+    extra = config.vocab_size - offset - len(names)
+    if extra < 0 or extra > 1 or (extra and info.get("pad_token") != config.vocab_size - 1):
         raise GgufError(f"vocabulary {config.vocab_size} != GPU token offset {offset} + "
-                        f"{len(names)} GPU tokens")
+                        f"{len(names)} GPU tokens (+ a merge's pad token)")
     tokens = [f"[PAD{i}]" for i in range(offset)]
     types = [int(T.UNUSED)] * offset
     merges, pre = [INERT_MERGE], "default"
@@ -137,8 +139,8 @@ def token_table(config: QwenConfig, info: dict, names: list[str] | None = None,
                 types[i] = int(T.CONTROL if added.get("special") else T.USER_DEFINED)
         merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
         merges, pre = merges or [INERT_MERGE], "qwen35"
-    tokens += names
-    types += [int(T.CONTROL)] * len(names)
+    tokens += names + ["<|qgpu_pad|>"] * extra
+    types += [int(T.CONTROL)] * (len(names) + extra)
     eos = offset + names.index("HALT") if "HALT" in names else None
     return TokenTable(tokens, types, merges, pre, eos)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from qgpu.errors import ProtocolError
 from qgpu.isa import limits
 from qgpu.isa.ops import OPS
@@ -36,6 +38,9 @@ class Launch:
 class _Reader:
     def __init__(self, tokens: list[int], what: str):
         self.toks, self.pos, self.what = list(tokens), 0, what
+        for i, t in enumerate(self.toks):
+            if isinstance(t, bool) or not isinstance(t, int | np.integer):
+                raise ProtocolError(f"{what}: position {i}: {t!r} is not a token id")
 
     def peek(self) -> str | None:
         return fields_of(self.toks[self.pos])[0] if self.pos < len(self.toks) else None
@@ -127,7 +132,11 @@ def decode_prompt(tokens: list[int]) -> Launch:
                                 f"block's registers")
         blocks.append(blk)
     while r.peek() == "ADDR":
+        at = r.pos
         a = r.take("ADDR")[0]
+        if a >= limits.GLOBAL_WORDS:
+            raise ProtocolError(f"prompt: position {at}: ADDR({a}) is not a global word "
+                                f"(0..{limits.GLOBAL_WORDS - 1}); the prompt sets global memory")
         memory[a] = r.word()
     r.take("GO")
     if r.pos != len(r.toks):

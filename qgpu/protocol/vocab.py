@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from qgpu.errors import TokenError
 from qgpu.isa import limits
 from qgpu.isa.ops import OPS
 
@@ -111,7 +112,7 @@ def tok(kind: str, *fields: int) -> int:
 def kind_of(token: int) -> tuple[str, int]:
     """(kind, packed argument) of a token id."""
     if not 0 <= token < VOCAB_SIZE:
-        raise ValueError(f"token id {token} outside the vocabulary (0..{VOCAB_SIZE - 1})")
+        raise TokenError(f"token id {token} outside the vocabulary (0..{VOCAB_SIZE - 1})")
     for k in reversed(KINDS):
         if token >= _BASE[k.name]:
             return k.name, token - _BASE[k.name]

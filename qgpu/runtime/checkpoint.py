@@ -12,7 +12,10 @@ the machine's spec and source digest, the GPU token offset (the base's vocabular
 engine is an `OffsetEngine` that feeds GPU token t as id offset + t and hands back the
 model's token minus the offset (a model that writes a text token at a GPU position is an
 error, not a guess), and `read_memory(state)` decodes the memory table's rows at the
-recorded location. Nothing of a launch is computed here.
+recorded location. For a merge whose circuit shares the base's dims the launch engine
+runs `launch_weights`: the circuit layers and the GPU rows only (offset 0), which is
+exact because every base layer adds exactly 0 to a GPU token. Nothing of a launch is
+computed here.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from qgpu.circuit.machine.build import compile_machine
@@ -34,8 +37,9 @@ from qgpu.merge.merge import LAYOUT_FILE
 from qgpu.model.checkpoint import load_checkpoint, save_checkpoint
 from qgpu.model.engine import Engine
 from qgpu.model.fast import FastEngine
+from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.state import ModelState
-from qgpu.model.weights import QwenWeights
+from qgpu.model.weights import EMBED, FINAL_NORM, LM_HEAD, QwenWeights
 from qgpu.runtime.compiled import LaunchMachine
 from qgpu.runtime.model_engines import run_model
 
@@ -73,38 +77,70 @@ class OffsetEngine:
         return [t - self.offset if 0 <= t - self.offset < self.tokens else -1 - t for t in out]
 
 
+def launch_weights(weights: QwenWeights, info: dict) -> QwenWeights:
+    """What a launch needs of a merged model whose circuit shares the base's dims: the
+    circuit layers, the final norm and the GPU tokens' rows of the embedding and head
+    (views, no copies of dense arrays). Exact: every base layer adds exactly 0 to a GPU
+    token's residual (its gates read the GPU flag; docs/merge.md), so skipping them
+    leaves the final residual, and the head's GPU rows, bit-identical; text rows are
+    below -1e6 at GPU positions, so the argmax over GPU rows is the model's. Also a model
+    whose base has attention layers runs launches on the native kernel this way (the
+    circuit's attention layer is all zero). Other checkpoints come back unchanged."""
+    if info.get("layout") != "shared" or not info.get("base_layers"):
+        return weights
+    lc, first, count = info["circuit_layers"], info["gpu_token_offset"], info["gpu_tokens"]
+    config = replace(weights.config, num_hidden_layers=lc,
+                     layer_types=list(weights.config.layer_types[:lc]), vocab_size=count)
+    tensors = {name: value for name, value in weights.tensors.items()
+               if name == FINAL_NORM or (name.startswith("model.layers.")
+                                         and int(name.split(".")[2]) < lc)}
+    for name in (EMBED, LM_HEAD):
+        tensors[name] = _row_range(weights[name], first, first + count)
+    return QwenWeights(config, tensors)
+
+
+def _row_range(tensor, start: int, stop: int):
+    if not isinstance(tensor, SparseTensor):
+        return tensor[start:stop]
+    csr = tensor.csr()
+    a, b = csr.indptr[start], csr.indptr[stop]
+    return SparseTensor((stop - start, tensor.shape[1]), csr.indptr[start:stop + 1] - a,
+                        csr.cols[a:b], csr.vals[a:b])
+
+
 @dataclass
 class CheckpointMachine(LaunchMachine):
+    """engine: the launch engine (GPU token ids through `OffsetEngine`; for a shared-dims
+    merge over `launch_weights` only); inner: the whole merged model (text), built on
+    first use when it is not the launch engine's."""
+
     weights: QwenWeights
     info: dict  # qgpu_merge.json
     engine: OffsetEngine
     spec: MachineSpec
     ops: tuple[str, ...]  # the operations the checkpoint's machine decodes
     directory: Path | None = None
-    inner: Engine = field(init=False)
+    backend: str = "auto"
+    _text: Engine | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self):
-        self.inner = self.engine.inner
+    @property
+    def inner(self) -> Engine:
+        if self._text is None:
+            whole = self.engine.inner.weights is self.weights
+            self._text = self.engine.inner if whole else FastEngine(self.weights, self.backend)
+        return self._text
 
     @property
     def gpu_token_offset(self) -> int:
-        return self.engine.offset
+        return int(self.info["gpu_token_offset"])
 
     @property
     def merged(self) -> bool:
-        return self.engine.offset > 0 or self.info.get("base_layers", 0) > 0
+        return self.gpu_token_offset > 0 or self.info.get("base_layers", 0) > 0
 
     def check(self, program, grid: int, block: int) -> None:
         """check_launch against this checkpoint's spec and recorded operations."""
-        check_launch(self.spec, program, grid, block)
-        for b, blk in enumerate(program.blocks):
-            for k, stage in enumerate(blk.stages):
-                for ins in stage:
-                    if ins.op not in self.ops:
-                        raise ProgramError(
-                            f"block {b} stage {k}: operation '{ins.op}' is not in this "
-                            f"checkpoint's machine (compiled before it was added; it runs "
-                            f"{', '.join(self.ops)}): merge or export it again")
+        check_program(self.spec, self.ops, program, grid, block)
 
     def read_memory(self, state: ModelState) -> list[int]:
         where = self.info["circuit_info"]["memory"]
@@ -112,23 +148,78 @@ class CheckpointMachine(LaunchMachine):
         return decode_memory_rows(table[:where["rows"], :where["columns"]])
 
 
-def machine_from_weights(weights: QwenWeights, info: dict, backend: str = "auto",
-                         directory: Path | None = None) -> CheckpointMachine:
-    """A CheckpointMachine over weights in memory (merged or the machine alone) and the
-    qgpu_merge.json body that describes them."""
+def check_program(spec: MachineSpec, ops: tuple[str, ...], program, grid: int,
+                  block: int) -> None:
+    """check_launch against a checkpoint's spec, and every operation among `ops` (the
+    operations its machine decodes)."""
+    check_launch(spec, program, grid, block)
+    for b, blk in enumerate(program.blocks):
+        for k, stage in enumerate(blk.stages):
+            for ins in stage:
+                if ins.op not in ops:
+                    raise ProgramError(
+                        f"block {b} stage {k}: operation '{ins.op}' is not in this "
+                        f"checkpoint's machine (compiled before it was added; it runs "
+                        f"{', '.join(ops)}): merge or export it again")
+
+
+def spec_of(info: dict, directory=None) -> tuple[MachineSpec, tuple[str, ...]]:
+    """The machine spec and decoded operations recorded in qgpu_merge.json."""
     circuit = info.get("circuit_info") or {}
     if info.get("circuit") != "machine" or "memory" not in circuit:
         raise CheckpointMachineError(
             f"{directory or 'these weights'}: no machine circuit (circuit "
             f"{info.get('circuit')!r}); merge with --circuit machine or run qgpu "
             f"export-machine")
-    spec_fields = circuit["spec"]
-    spec = MachineSpec(slots=spec_fields["slots"], stages=spec_fields["stages"],
-                       warps=spec_fields["warps"])
-    ops = tuple(op for op in spec_fields["ops"] if op in SUPPORTED_OPS)
-    engine = OffsetEngine(FastEngine(weights, backend), info["gpu_token_offset"],
-                          info["gpu_tokens"])
-    return CheckpointMachine(weights, info, engine, spec, ops, directory)
+    fields = circuit["spec"]
+    try:
+        spec = MachineSpec(slots=fields["slots"], stages=fields["stages"],
+                           warps=fields["warps"])
+    except ValueError as err:
+        raise CheckpointMachineError(f"{directory or 'these weights'}: {LAYOUT_FILE}'s "
+                                     f"machine spec: {err}") from None
+    return spec, tuple(op for op in fields["ops"] if op in SUPPORTED_OPS)
+
+
+def machine_from_weights(weights: QwenWeights, info: dict, backend: str = "auto",
+                         directory: Path | None = None) -> CheckpointMachine:
+    """A CheckpointMachine over weights in memory (merged or the machine alone) and the
+    qgpu_merge.json body that describes them."""
+    spec, ops = spec_of(info, directory)
+    launch = launch_weights(weights, info)
+    offset = info["gpu_token_offset"] if launch is weights else 0
+    engine = OffsetEngine(FastEngine(launch, backend), offset, info["gpu_tokens"])
+    return CheckpointMachine(weights, info, engine, spec, ops, directory, backend)
+
+
+def _int_field(body: dict, key: str, path) -> int:
+    v = body.get(key)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise CheckpointMachineError(f"{path}: '{key}' is {v!r:.40}, not a count")
+    return v
+
+
+def check_info(info: dict, path) -> dict:
+    """The fields of a qgpu_merge.json body the runtime reads, checked (before any weight
+    is loaded): a garbled file is a CheckpointMachineError naming the field."""
+    if info.get("circuit") != "machine":
+        return info   # load_machine_checkpoint says what the circuit is
+    for key in ("gpu_token_offset", "gpu_tokens"):
+        _int_field(info, key, path)
+    circuit = info.get("circuit_info")
+    if not isinstance(circuit, dict):
+        raise CheckpointMachineError(f"{path}: no circuit_info object")
+    spec, memory = circuit.get("spec"), circuit.get("memory")
+    if not isinstance(spec, dict) or not isinstance(memory, dict):
+        raise CheckpointMachineError(f"{path}: circuit_info needs 'spec' and 'memory' objects")
+    for key in ("slots", "stages", "warps"):
+        _int_field(spec, key, f"{path}: spec")
+    ops = spec.get("ops")
+    if not isinstance(ops, list) or not all(isinstance(o, str) for o in ops):
+        raise CheckpointMachineError(f"{path}: spec.ops is not a list of operation names")
+    for key in ("layer", "head", "rows", "columns"):
+        _int_field(memory, key, f"{path}: memory")
+    return info
 
 
 def read_info(directory: str | Path) -> dict:
@@ -136,7 +227,12 @@ def read_info(directory: str | Path) -> dict:
     if not path.is_file():
         raise CheckpointMachineError(f"{directory} has no {LAYOUT_FILE}: not a merged or "
                                      f"exported qgpu checkpoint")
-    return json.loads(path.read_text())
+    from qgpu.model.checkpoint import CheckpointError, read_json
+
+    try:
+        return check_info(read_json(path, "the qgpu layout"), path)
+    except CheckpointError as exc:
+        raise CheckpointMachineError(str(exc)) from None
 
 
 def load_machine_checkpoint(directory: str | Path, backend: str = "auto"

@@ -1,20 +1,38 @@
-"""runtime.compiled: the compiled machine a process runs launches on: compiled once per
-(layer shape, machine spec) and kept (the compiler caches the weights on disk; progress
-goes to stderr), with the engine that runs it."""
+"""runtime.compiled: the compiled machine a process runs launches on, with the engine that
+runs it, once per (layer shape, machine spec, backend).
+
+Two ways in, the same machine:
+- from the engine-plan store: the native kernel's plan of the machine (model.fast_plan's
+  fields), one file memory-mapped on load (model.plan_file), in the compile cache's
+  directory, keyed by the shape, the spec and a digest of the sources the machine and its
+  plan are built from (qgpu's packages but the front end and the tools). Loading is
+  opening the file: no circuit is built, no weight read; pages come in as the kernel
+  touches them;
+- by compiling (circuit.compile: the circuit is built and scheduled, the weights read
+  from the disk cache or emitted; progress on stderr), which also writes the store.
+A machine loaded from the store compiles its `compiled` (weights, schedule, thresholds)
+only when something asks for it (margins, tests, merging).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from pathlib import Path
 
+from qgpu.circuit.cache import cache_dir
 from qgpu.circuit.compile import Compiled
 from qgpu.circuit.machine.build import compile_machine
-from qgpu.circuit.machine.memory import read_memory
+from qgpu.circuit.machine.memory import decode_memory_rows, memory_location
 from qgpu.circuit.machine.spec import MachineSpec, check_launch
 from qgpu.circuit.schedule import LayerShape
+from qgpu.isa import limits
 from qgpu.isa.program import Program
+from qgpu.model.config import QwenConfig
 from qgpu.model.engine import Engine
 from qgpu.model.fast import FastEngine
+from qgpu.model.plan_file import load_plan, save_plan
 from qgpu.model.state import ModelState
 
 DEFAULT_SPEC = MachineSpec(slots=1)
@@ -22,6 +40,9 @@ DEFAULT_SPEC = MachineSpec(slots=1)
 # much slower, otherwise). tests/model/test_fast_conv.py guards the native kernel on this
 # model (a GDN layer's z/b/a slots must not leak into the next layer's conv inputs).
 DEFAULT_BACKEND = "auto"
+_QGPU = Path(__file__).resolve().parents[1]
+KEEP_PLANS = 3  # plans kept per (shape, spec): the newest sources'
+_NOT_HASHED = ("cli", "chat", "cuda", "validate", "merge")  # the machine does not read them
 
 
 class LaunchMachine(ABC):
@@ -42,18 +63,28 @@ class LaunchMachine(ABC):
         """Global memory, read from the model's recurrent state."""
 
 
-@dataclass
 class ModelMachine(LaunchMachine):
-    compiled: Compiled
-    spec: MachineSpec
-    engine: Engine
+    """A compiled machine and the engine that runs it. `compiled` is built on first use
+    when the machine came from the plan store (`shape` then names what to compile)."""
+
+    def __init__(self, compiled: Compiled | None, spec: MachineSpec, engine: Engine,
+                 memory_at: tuple[int, int] | None = None, shape: LayerShape | None = None):
+        self._compiled, self.spec, self.engine, self.shape = compiled, spec, engine, shape
+        self.memory_at = memory_at or memory_location(self.compiled)
+
+    @property
+    def compiled(self) -> Compiled:
+        if self._compiled is None:
+            self._compiled = compile_machine(self.shape, self.spec)
+        return self._compiled
 
     def check(self, program: Program, grid: int, block: int) -> None:
         check_launch(self.spec, program, grid, block)
 
     def read_memory(self, state) -> list[int]:
         """Global memory from the state (the memory table's rows: machine.memory)."""
-        return read_memory(self.compiled, state)
+        layer, head = self.memory_at
+        return decode_memory_rows(state.recurrent[layer][head, :limits.GLOBAL_WORDS, :64])
 
 
 _loaded: dict[tuple, ModelMachine] = {}
@@ -64,14 +95,70 @@ def _key(shape: LayerShape | None = None, spec: MachineSpec | None = None,
     return (shape or LayerShape.qwen35_2b(), spec or DEFAULT_SPEC, backend)
 
 
+def _sources_digest() -> str:
+    h = hashlib.sha256()
+    for path in sorted(_QGPU.rglob("*")):
+        rel = path.relative_to(_QGPU)
+        if path.suffix in (".py", ".c") and rel.parts[0] not in _NOT_HASHED:
+            h.update(str(rel).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def plan_path(shape: LayerShape, spec: MachineSpec) -> Path:
+    """Where the engine plan of (shape, spec) is stored for the current sources."""
+    which = hashlib.sha256(repr((shape.describe(), repr(spec))).encode()).hexdigest()[:16]
+    return cache_dir() / f"plan-{which}-{_sources_digest()[:16]}.qplan"
+
+
+def _forget_old_plans(path: Path, keep: int = KEEP_PLANS) -> None:
+    """Delete all but the `keep` newest plans of this (shape, spec) (older sources'; a
+    process that maps one keeps its pages)."""
+    which = path.name.split("-")[1]
+    plans = sorted(path.parent.glob(f"plan-{which}-*.qplan"), key=lambda p: p.stat().st_mtime)
+    for old in plans[:-keep]:
+        old.unlink(missing_ok=True)
+
+
+def _from_store(shape: LayerShape, spec: MachineSpec) -> ModelMachine | None:
+    path = plan_path(shape, spec)
+    if not path.exists():
+        return None
+    try:
+        fields, meta = load_plan(path)
+        engine = FastEngine.from_plan(QwenConfig.from_hf_dict(meta["config"]), fields)
+    except (OSError, ValueError, KeyError, RuntimeError):
+        return None  # unreadable or no kernel here: compile instead
+    return ModelMachine(None, spec, engine, tuple(meta["memory_at"]), shape)
+
+
+def _store(machine: ModelMachine, shape: LayerShape) -> None:
+    engine = machine.engine
+    if not isinstance(engine, FastEngine) or engine.backend != "native" \
+            or os.environ.get("QGPU_PLAN_STORE", "1") == "0":
+        return
+    meta = {"config": engine.config.to_hf_dict(), "memory_at": list(machine.memory_at)}
+    try:
+        path = save_plan(plan_path(shape, machine.spec), engine.plan.fields, meta)
+        _forget_old_plans(path)
+    except OSError:
+        pass  # a read-only cache: the next process compiles again
+
+
 def load_machine(shape: LayerShape | None = None, spec: MachineSpec | None = None, *,
                  backend: str = DEFAULT_BACKEND, progress: bool = True) -> ModelMachine:
-    """The compiled machine and a FastEngine over it (once per process and arguments)."""
+    """The compiled machine and a FastEngine over it (once per process and arguments):
+    from the plan store when it holds this machine (and the backend may be native), else
+    compiled (and stored)."""
     key = _key(shape, spec, backend)
     if key not in _loaded:
         shape, spec, _ = key
-        compiled = compile_machine(shape, spec, progress=progress)
-        _loaded[key] = ModelMachine(compiled, spec, FastEngine(compiled.weights, backend))
+        machine = _from_store(shape, spec) if backend != "numpy" else None
+        if machine is None:
+            compiled = compile_machine(shape, spec, progress=progress)
+            machine = ModelMachine(compiled, spec, FastEngine(compiled.weights, backend),
+                                   shape=shape)
+            _store(machine, shape)
+        _loaded[key] = machine
     return _loaded[key]
 
 

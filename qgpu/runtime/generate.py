@@ -13,16 +13,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qgpu.errors import LaunchError, MachineError
-from qgpu.isa import limits
+from qgpu.errors import LaunchError, ProtocolError, TokenError
+from qgpu.interp.simt import budget_error
 from qgpu.isa.program import Program
 from qgpu.model.state import ModelState
 from qgpu.progress import progress
-from qgpu.protocol import encode_prompt, kind_of, tok
+from qgpu.protocol import VOCAB_SIZE, encode_prompt, kind_of, tok
 from qgpu.runtime.compiled import LaunchMachine
 
 HALT = tok("HALT")
 DEFAULT_MAX_TOKENS = 1_000_000
+# The model's default block budget: a runaway launch (`while (1) {}`: 2 trace tokens per
+# block) ends after ~8,000 tokens, ~25 s of generation at 330 tokens/s, with the
+# interpreter's budget error; the suite's longest launch (is_prime) runs 1,653 blocks.
+DEFAULT_MODEL_BUDGET = 4_000
 # Launches run inside `with record_margins():` also record every written token's margin
 # (the engine runners have a fixed signature; qgpu.view asks for margins this way).
 _MARGINS: ContextVar[bool] = ContextVar("qgpu_record_margins", default=False)
@@ -70,15 +74,24 @@ class ModelRun:
         return len(self.trace) / self.seconds if self.seconds else 0.0
 
 
+def _kind(token: int, position: int) -> str:
+    try:
+        return kind_of(token)[0]
+    except TokenError:
+        raise ProtocolError(f"the model wrote token id {token} at trace position {position}, "
+                            f"outside the protocol's vocabulary (0..{VOCAB_SIZE - 1}): a "
+                            f"corrupted model") from None
+
+
 def generate_launch(machine: LaunchMachine, program: Program, grid: int, block: int,
                     memory=(), max_tokens: int = DEFAULT_MAX_TOKENS,
-                    max_blocks: int = limits.DEFAULT_BLOCK_BUDGET,
+                    max_blocks: int = DEFAULT_MODEL_BUDGET,
                     margins: bool | None = None) -> ModelRun:
     """Run one launch on the model (a LaunchMachine: compiled here, or loaded from a merged
-    or exported checkpoint). Raises MachineError after `max_blocks` EXEC tokens without
-    HALT (the interpreter's block budget) and LaunchError after max_tokens.
-    margins: also record each written token's top-1 minus top-2 logit (step_margin;
-    default: inside `record_margins()`)."""
+    or exported checkpoint). Raises the interpreter's budget error (interp.simt.
+    budget_error) when the model starts block max_blocks + 1 without HALT, and LaunchError
+    after max_tokens. margins: also record each written token's top-1 minus top-2 logit
+    (step_margin; default: inside `record_margins()`)."""
     machine.check(program, grid, block)
     prompt = encode_prompt(program, grid, block, memory)
     engine = machine.engine
@@ -101,11 +114,10 @@ def generate_launch(machine: LaunchMachine, program: Program, grid: int, block: 
         while token != HALT:
             if len(trace) >= max_tokens:
                 raise LaunchError(f"the model wrote {max_tokens} tokens without HALT")
-            if kind_of(token)[0] == "EXEC":
+            if _kind(token, len(trace) - 1) == "EXEC":
                 blocks += 1
                 if blocks > max_blocks:
-                    raise MachineError(f"instruction budget exceeded: the model ran "
-                                       f"{max_blocks} blocks without finishing (runaway loop?)")
+                    raise budget_error(max_blocks)
             token = step(state, token)
             trace.append(token)
             bar.update()

@@ -9,23 +9,24 @@ from __future__ import annotations
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.cuda.api import ENGINES, EngineRun
 from qgpu.errors import CheckMismatch
-from qgpu.isa import limits
 from qgpu.protocol import Launch, decode_trace
 from qgpu.runtime.check import check_trace, forced_launch
 from qgpu.runtime.compiled import DEFAULT_SPEC, load_machine
-from qgpu.runtime.generate import generate_launch
+from qgpu.runtime.generate import DEFAULT_MODEL_BUDGET, generate_launch
 
 
-def run_model(program, grid: int, block: int, memory, budget: int = limits.DEFAULT_BLOCK_BUDGET,
+def run_model(program, grid: int, block: int, memory, budget: int | None = None,
               check: bool = False, machine=None, forced: bool = False):
     """machine: None (the machine compiled in this process) or a loaded checkpoint's
     (runtime.checkpoint.CheckpointMachine). check: generate, then compare with the
-    interpreter; forced: check by teacher forcing instead of generating."""
+    interpreter; forced: check by teacher forcing instead of generating. budget: blocks
+    (None: DEFAULT_MODEL_BUDGET)."""
     if machine is None:
         check_launch(DEFAULT_SPEC, program, grid, block)  # a clear error before compiling
         machine = load_machine()
     else:
         machine.check(program, grid, block)
+    budget = DEFAULT_MODEL_BUDGET if budget is None else budget
     expected = None
     if forced:
         run = forced_launch(machine, program, grid, block, memory, max_blocks=budget)
@@ -45,12 +46,12 @@ def run_model(program, grid: int, block: int, memory, budget: int = limits.DEFAU
 
 
 def run_model_checked(program, grid: int, block: int, memory,
-                      budget: int = limits.DEFAULT_BLOCK_BUDGET):
+                      budget: int | None = None):
     return run_model(program, grid, block, memory, budget, check=True)
 
 
 def run_model_forced(program, grid: int, block: int, memory,
-                     budget: int = limits.DEFAULT_BLOCK_BUDGET):
+                     budget: int | None = None):
     return run_model(program, grid, block, memory, budget, forced=True)
 
 

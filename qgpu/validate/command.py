@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import qgpu.runtime  # noqa: F401 - registers the model's engines (--engine model)
+from qgpu.errors import QgpuError
 from qgpu.progress import progress
 from qgpu.suite import load_suite
 from qgpu.validate.gpu import CupyBackend
@@ -37,15 +38,37 @@ def add_arguments(parser) -> None:
                         help="write the report of an interrupted run from its journal")
 
 
+def _need_cupy() -> None:
+    """The GPU half needs CuPy and a GPU: say so before the reference half runs."""
+    import importlib.util
+
+    if importlib.util.find_spec("cupy") is None:
+        raise QgpuError("CuPy is not installed (pip install cupy-cuda12x on a machine with "
+                        "an NVIDIA GPU); without a GPU, --prepare FILE computes the reference "
+                        "half and --reference FILE runs the GPU half elsewhere")
+
+
+def _read(load, path: str, what: str):
+    try:
+        return load(path)
+    except OSError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise QgpuError(f"{path} is not {what} ({type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())[:100]})") from None
+
+
 def main(args) -> int:
     names = set(args.kernels.split(",")) if args.kernels else None
+    if not args.rebuild and not args.prepare:
+        _need_cupy()
     if args.rebuild:
-        report = report_from_journal(args.rebuild)
+        report = _read(report_from_journal, args.rebuild, "a validation journal")
         write_report(report, args.out)
         print(markdown(report), end="")
         return 0 if report["cases_matched"] == report["cases_run"] else 1
     if args.reference:
-        reference = load_reference(args.reference)
+        reference = _read(load_reference, args.reference, "a --prepare reference file")
     else:
         specs = [s for s in load_suite() if not names or s.name in names]
         reference = build_reference(specs, engine=args.engine, progress=_progress(
@@ -57,9 +80,15 @@ def main(args) -> int:
                   f"{len(reference['kernels'])} kernels, {failed} without interpreter "
                   "outputs")
             return 0
+    try:
+        backend = CupyBackend()
+        backend.device_info()
+    except Exception as exc:  # noqa: BLE001 - CuPy's errors when there is no usable GPU
+        raise QgpuError(f"no usable GPU through CuPy ({type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())[:120]})") from None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    report = validate(reference, CupyBackend(), journal=out / "journal.jsonl",
+    report = validate(reference, backend, journal=out / "journal.jsonl",
                       kernels=names, progress=_progress("gpu", sum(
                           not names or c["kernel"] in names for c in reference["cases"])))
     write_report(report, out)

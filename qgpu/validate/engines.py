@@ -121,7 +121,8 @@ def run_transformers(model_dir: Path, launches, device: str) -> dict:
         torch.cuda.synchronize() if device.startswith("cuda") else None
         seconds = time.perf_counter() - start
         trace = [int(t) - off for t in out.sequences[0, len(prompt):].tolist()]
-        state = out.past_key_values.layers[where["layer"]].recurrent_states[0]
+        # the cache keeps {state index: [batch, heads, dk, dv]} per linear-attention layer
+        state = out.past_key_values.layers[where["layer"]].recurrent_states[0][0]
         table = state[where["head"], :where["rows"], :where["columns"]].float().cpu().numpy()
         got = decode_memory_rows(np.asarray(table))
         row = compare(case, program, grid, block, memory, trace, got)

@@ -1,4 +1,5 @@
-"""qgpu run, end to end on the interpreter."""
+"""qgpu run, end to end: on the compiled model by default, on the interpreter with
+--engine interp."""
 
 import json
 import subprocess
@@ -25,30 +26,45 @@ def cu(tmp_path):
     return str(path)
 
 
+@pytest.fixture
+def machine():
+    """The default engine is the compiled model: loaded before the command runs, so that a
+    first compile's progress (stderr) is not part of the command's output."""
+    from qgpu.runtime.compiled import load_machine
+
+    return load_machine(progress=False)
+
+
 def run(capsys, *argv):
     rc = main(["run", *argv])
     out, err = capsys.readouterr()
     return rc, out, err
 
 
-def test_json_output(cu, capsys):
+def test_json_output(cu, capsys, machine):
     rc, out, err = run(capsys, cu, "--grid", "1", "--block", "4", "--kernel", "vadd",
                        "--json", "--arg", "a=1,2,3,-4", "--arg", "b=10,20,30,40",
                        "--arg", "c=zeros:4", "--arg", "n=4")
     assert rc == 0 and err == ""
     doc = json.loads(out)
-    assert doc["kernel"] == "vadd" and doc["engine"] == "interp"
+    assert doc["kernel"] == "vadd" and doc["engine"] == "model"  # the default
     assert doc["args"] == {"a": [1, 2, 3, -4], "b": [10, 20, 30, 40], "c": [11, 22, 33, 36]}
     assert isinstance(doc["tokens"], int) and doc["tokens"] > 0
+    rc, out, _ = run(capsys, cu, "--grid", "1", "--block", "4", "--kernel", "vadd", "--json",
+                     "--engine", "interp", "--arg", "a=1,2,3,-4", "--arg", "b=10,20,30,40",
+                     "--arg", "c=zeros:4", "--arg", "n=4")
+    interp = json.loads(out)
+    assert rc == 0 and interp["engine"] == "interp"
+    assert interp["args"] == doc["args"] and interp["tokens"] == doc["tokens"]
 
 
-def test_unsigned_values_print_unsigned(cu, capsys):
+def test_unsigned_values_print_unsigned(cu, capsys, machine):
     rc, out, _ = run(capsys, cu, "--grid", "1", "--block", "2", "--kernel", "negate",
                      "--json", "--arg", "u=1,0")
     assert rc == 0 and json.loads(out)["args"]["u"] == [4294967295, 0]
 
 
-def test_readable_report(cu, capsys):
+def test_readable_report(cu, capsys, machine):
     rc, out, _ = run(capsys, cu, "--grid", "1", "--block", "2", "--kernel", "vadd",
                      "--arg", "a=1,2", "--arg", "b=3,4", "--arg", "c=zeros:2", "--arg", "n=2")
     assert rc == 0
@@ -70,7 +86,15 @@ def test_readable_report(cu, capsys):
     (["--kernel", "negate", "--engine", "model", "--grid", "2", "--block", "16",
       "--arg", "u=zeros:32"], "needs 8 warps"),
     (["--kernel", "negate", "--engine", "model", "--check", "--grid", "2", "--block", "16",
-      "--arg", "u=zeros:32"], "needs 8 warps")])
+      "--arg", "u=zeros:32"], "needs 8 warps"),
+    (["--kernel", "negate", "--engine", "transformers", "--arg", "u=1"],
+     "--engine transformers needs --model DIR"),
+    (["--kernel", "negate", "--engine", "transformers", "--forced", "--model", "/nonexistent",
+      "--arg", "u=1"], "--forced checks on qgpu's engine"),
+    (["--kernel", "negate", "--device", "cpu", "--arg", "u=1"],
+     "--device applies to --engine transformers"),
+    (["--kernel", "negate", "--engine", "transformers", "--model", "/nonexistent",
+      "--arg", "u=1"], "has no qgpu_merge.json")])
 def test_errors_are_one_line_with_nonzero_status(cu, capsys, argv, match):
     rc, out, err = run(capsys, cu, "--grid", "1", "--block", "1", *argv)
     assert rc != 0 and out == ""
@@ -105,7 +129,7 @@ __global__ void saxpy(int a, const int *x, int *y, int *out, int n) {
     cmd = [qgpu, "run", str(src), "--grid", "2", "--block", "4", "--json", "--arg", "a=3",
            "--arg", "x=1,2,3,4,5,6,7", "--arg", "y=1,1,1,1,1,1,1", "--arg", "out=zeros:1",
            "--arg", "n=7"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     y = [3 * x + 1 for x in range(1, 8)]

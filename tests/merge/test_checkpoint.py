@@ -12,7 +12,13 @@ import pytest
 from qgpu.cli import main as cli_main
 from qgpu.merge import MergeError, merge_checkpoint, merge_weights
 from qgpu.merge.tokenizer import gpu_token_text
-from qgpu.model.checkpoint import load_checkpoint, save_checkpoint
+from qgpu.merge.writer import is_bf16, to_bf16
+from qgpu.model.checkpoint import (
+    WEIGHTS_FILE,
+    load_checkpoint,
+    read_safetensors_header,
+    save_checkpoint,
+)
 from qgpu.model.weights import EMBED
 
 from .helpers import demo_circuit, random_base, write_release_layout
@@ -50,6 +56,25 @@ def test_release_layout_base_in_bf16(tmp_path):
     config = json.loads((tmp_path / "out" / "config.json").read_text())
     assert config["model_type"] == "qwen3_5_text" and config["eos_token_id"] == 3
     assert not config["tie_word_embeddings"]
+    header, _ = read_safetensors_header(tmp_path / "out" / WEIGHTS_FILE)
+    dtypes = {name: entry["dtype"] for name, entry in header.items() if name != "__metadata__"}
+    circuit = part.config.num_hidden_layers
+    # the bf16 base's layer weights stay bf16 (scale and gains are powers of two) ...
+    assert dtypes[f"model.layers.{circuit}.mlp.gate_proj.weight"] == "BF16"
+    assert dtypes[f"model.layers.{circuit + 1}.linear_attn.in_proj_qkv.weight"] == "BF16"
+    # ... norms (compensated), embedding (text flag) and head (rescaled rows) are float32
+    for name in ("model.embed_tokens.weight", "lm_head.weight", "model.norm.weight",
+                 f"model.layers.{circuit}.input_layernorm.weight"):
+        assert dtypes[name] == "F32", name
+    assert "BF16" in {dtypes[n] for n in dtypes if n.startswith("model.layers.0.")}
+
+
+def test_bf16_storage_refuses_a_value_that_would_round():
+    assert is_bf16(np.array([1.0, -2.0 ** 64, 3.0, 0.0], np.float32))
+    assert not is_bf16(np.array([1.0, 1.0 + 2.0 ** -10], np.float32))
+    with pytest.raises(ValueError, match="not a bfloat16 number"):
+        to_bf16(np.array([[0.1]], np.float32), "x")
+    np.testing.assert_array_equal(to_bf16(np.array([[-3.0]], np.float32), "x"), [[0xC040]])
 
 
 def test_memory_stays_at_a_few_blocks(tmp_path):
@@ -61,7 +86,7 @@ def test_memory_stays_at_a_few_blocks(tmp_path):
     big.vocab_size = 16_000
     base = type(base).random(big, seed=3)
     save_checkpoint(base, tmp_path / "base")
-    merged_embedding = (big.vocab_size + part.vocab_size) * (64 + 38 + 4) * 4
+    merged_embedding = (big.vocab_size + part.vocab_size) * (64 + 4) * 4
     tracemalloc.start()
     merge_checkpoint(tmp_path / "base", part, tmp_path / "out", block_bytes=64 << 10)
     _, peak = tracemalloc.get_traced_memory()
@@ -121,7 +146,7 @@ def test_cli_merge(tmp_path, capsys):
     argv = ["merge", "--base", str(tmp_path / "base"), "--out", str(tmp_path / "out"),
             "--circuit", "counter", "--quiet"]
     assert cli_main(argv) == 0
-    assert "GPU tokens 150..198" in capsys.readouterr().out
+    assert "GPU tokens 150..198, pad 199" in capsys.readouterr().out
     _, part = demo_circuit("counter")
     want, _ = merge_weights(load_checkpoint(tmp_path / "base"), part)
     assert_same_weights(want, load_checkpoint(tmp_path / "out"))

@@ -7,7 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from qgpu.merge.layout import MergeError, MergeLayout, layer_shape_of, squares
+from qgpu.merge.layout import MergeError, MergeLayout, gpu_ballast, layer_shape_of, squares
 from qgpu.merge.size import circuit_config
 from qgpu.model.config import QwenConfig
 
@@ -17,6 +17,17 @@ from .helpers import BASES, base_config
 def layout_for(base: QwenConfig, circuit_hidden: int = 38, **options) -> MergeLayout:
     return MergeLayout(base, circuit_config(base, circuit_hidden, 3, 50), one=0, mean=64,
                        **options)
+
+
+@pytest.mark.parametrize("shared", range(2040, 2060))
+def test_gpu_ballast_fits_in_three_dims(shared):
+    for circuit_hidden in (shared, shared - 17, shared - 1000):
+        for m in (1, 2, 3):
+            found = gpu_ballast(64 * (shared + 1 + m - circuit_hidden), m)
+            if found is not None:
+                break
+        assert found is not None and found[0] >= 1
+        assert sum(b * b for b in found) == 64 * (shared + 1 + m - circuit_hidden)
 
 
 @pytest.mark.parametrize("n,k", [(64 * 64, 1), (64 * 2053, 4), (2 * 25, 2), (3 * 9, 3)])
@@ -32,10 +43,12 @@ def test_squares_sum_to_n(n, k):
 def test_gpu_rows_have_the_ledgers_mean_over_the_whole_stream(name, circuit_hidden):
     hidden, types, tied = BASES[name]
     lay = layout_for(base_config(hidden, types, tied), circuit_hidden)
-    # circuit dims carry 64 * Hc; ballast must carry the rest of 64 * H
+    # circuit dims carry 64 * Hc; ballast (GPU flag first, >= 1) carries the rest of 64 * H
     assert sum(b * b for b in lay.ballast) == 64 * (lay.hidden - lay.circuit_hidden)
-    assert lay.hidden == hidden + circuit_hidden + 1 + len(lay.ballast)
-    assert lay.ballast_dims[-1] == lay.hidden - 1 and lay.flag_dim == hidden + circuit_hidden
+    assert lay.ballast[0] >= 1 and len(lay.ballast) <= 3
+    assert lay.hidden == max(hidden, circuit_hidden) + 1 + len(lay.ballast) <= lay.shared + 4
+    assert lay.ballast_dims[-1] == lay.hidden - 1 and lay.flag_dim == lay.shared
+    assert lay.gpu_flag_dim == lay.ballast_dims[0] == lay.shared + 1
 
 
 @pytest.mark.parametrize("hidden", [64, 96, 160, 2048])
@@ -85,5 +98,6 @@ def test_merged_config_stacks_circuit_then_base():
     lay = layout_for(base)
     cfg = lay.merged_config()
     assert cfg.layer_types == lay.circuit.layer_types + base.layer_types
-    assert cfg.vocab_size == base.vocab_size + 50 and lay.gpu_token(7) == base.vocab_size + 7
+    assert cfg.vocab_size == base.vocab_size + 50 + 1 and lay.gpu_token(7) == base.vocab_size + 7
+    assert lay.pad_token == base.vocab_size + 50
     assert not cfg.tie_word_embeddings and cfg.hidden_size == lay.hidden

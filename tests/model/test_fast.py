@@ -86,6 +86,26 @@ def test_sparse_rows_products():
         np.testing.assert_allclose(sp.matvec(x[0]), (m @ x[0])[sp.rows], atol=1e-5)
 
 
+def test_sparse_rows_sum_in_the_native_kernels_order():
+    """The CSR branch (scipy.sparse) sums each row's terms sequentially in column order,
+    as fast_kernel.c does: bit for bit against that loop, on sums that are not exact."""
+    rng = np.random.default_rng(2)
+    m = (rng.normal(size=(400, 300)) * (rng.random((400, 300)) < 0.03)).astype(np.float32)
+    sp = SparseRows(m)
+    assert not sp.dense
+    x = rng.normal(size=(7, 300)).astype(np.float32)
+    want = np.zeros((7, sp.rows.size), np.float32)
+    for i, r in enumerate(sp.rows):
+        cols = np.flatnonzero(m[r])
+        for t in range(7):
+            acc = np.float32(0)
+            for c in cols:
+                acc = np.float32(acc + m[r, c] * x[t, c])
+            want[t, i] = acc
+    assert sp.matmat(x).tobytes() == want.tobytes()
+    assert sp.matvec(x[3]).tobytes() == want[3].tobytes()
+
+
 def test_mlp_unit_kinds_bit_identical_over_thousands_of_tokens():
     """The native kernel's MLP paths against the reference, bit for bit: units whose up
     row has one entry (run 8 at a time) and two (listed, then dotted), gates saturated on

@@ -90,3 +90,33 @@ def test_parse_recurrent_refuses_a_state_of_another_shape(tmp_path):
     assert sorted(parse_recurrent(blob, engine.layer_types, (heads, dim))) == [0, 1]
     with pytest.raises(GgufError, match="expected float32"):
         parse_recurrent(blob, engine.layer_types, (heads, dim * 2))
+
+
+@pytest.mark.parametrize("base_name", ["h64_tied", "h96_untied", "h160_tied_two_full"])
+@pytest.mark.parametrize("demo_name", sorted(DEMOS))
+def test_demo_merged_into_a_random_base_is_exact_in_llama_cpp(tmp_path, base_name, demo_name):
+    """A demo circuit merged in front of a random Qwen3.5 base (tied or untied head, full
+    attention layers, the merge's norm compensation), with the base's tokenizer in the
+    GGUF: every answer at the GPU positions is the oracle's, and the circuit layers'
+    states read back from llama.cpp equal the circuit's own run bit for bit."""
+    from qgpu.merge import merge_weights
+    from tests.merge.helpers import demo_circuit, random_base
+    from tests.merge.machine_helpers import write_tokenizer
+
+    demo, part = demo_circuit(demo_name)
+    merged, lay = merge_weights(random_base(base_name, seed=3), part)
+    info = {"circuit": demo_name, **lay.describe()}   # with the merge's pad token
+    write_tokenizer(tmp_path, size=lay.gpu_token_offset)
+    path = tmp_path / "merged.gguf"
+    weights_to_gguf(merged, info, path, tokenizer=tmp_path / "tokenizer.json",
+                    names=[demo.vocab.name(i) for i in range(demo.vocab.size)])
+    engine = LlamaCppEngine(path, n_ctx=1024, n_batch=256)
+    tokens = demo.stream(150, seed=5)
+    state = engine.new_state()
+    got = engine.forced_greedy(state, [lay.gpu_token(t) for t in tokens])
+    assert [t - lay.gpu_token_offset for t in got] == demo.answers(tokens)
+    alone = FastEngine(part.weights)
+    want = alone.new_state()
+    alone.prefill(want, tokens)
+    for layer, rows in want.recurrent.items():
+        assert np.array_equal(state.recurrent[layer], rows), layer

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.skipif(browser.chromium() is None,
 
 
 def _cells(dom):
-    return dom.by_id("timeline").find_all("div", cls="cell")
+    """The timeline's cells in step order (the DOM holds them row by row, per warp)."""
+    cells = dom.by_id("timeline").find_all("div", cls="cell")
+    return sorted(cells, key=lambda c: int(c.attrs["data-step"]))
 
 
 def test_dot_demo_page(tmp_path, capsys):
@@ -134,3 +136,41 @@ def test_a_check_mismatch_is_marked(tmp_path):
     assert check.attrs["data-ok"] == "false"
     assert f"token {i} differs" in check.text and "V(0x0066)" in check.text \
         and "V(0x0007)" in check.text
+
+
+def test_barriers_and_releases_are_marked(tmp_path):
+    """dot_shared over 4 warps: the cells of blocks that end at a barrier are marked, and
+    each warp's first block after a release of its CTA's barrier."""
+    spec = next(s for s in suite.load_suite() if s.name == "dot_shared")
+    launch = next(c for c in spec.launches if (c["grid"], c["block"]) == (1, 16))
+    kernel = suite.compiled_module(spec.source).get_function(spec.kernel)
+    res = kernel(launch["grid"], launch["block"], suite.positional_args(spec, launch["args"]))
+    page = tmp_path / "bar.html"
+    page.write_text(res.html())
+    cells = _cells(browser.parse(browser.dump_dom(page)))
+    bars = {b for b, blk in enumerate(res.program.blocks) if type(blk.terminator).__name__ == "Bar"}
+    assert bars and [("bar" in c.classes) for c in cells] == \
+        [ev.block in bars for ev in res.events]
+    epochs = [ev.epoch for ev in res.events]
+    assert [("release" in c.classes) for c in cells] == \
+        [k > 0 and epochs[k] != epochs[k - 1] for k in range(len(epochs))]
+    assert sum("release" in c.classes for c in cells) >= 1
+
+
+def test_keyboard_steps(tmp_path):
+    """Right, left, End, Home, at both ends too: key presses dispatched to the page after it loads
+    (a script appended to a copy of the page) move the selection."""
+    page = tmp_path / "dot.html"
+    assert main(["demo", "--engine", "interp", "--html", str(page), "--quiet"]) == 0
+    html = page.read_text()
+    seen = []
+    for keys, want in ((["ArrowRight", "ArrowRight", "ArrowRight", "ArrowLeft"], "3"),
+                       (["End", "ArrowRight"], "4"), (["End", "Home", "ArrowLeft"], "1")):
+        press = "".join(f'document.dispatchEvent(new KeyboardEvent("keydown", {{key: "{k}"}}));'
+                        for k in keys)
+        copy = tmp_path / f"keys{len(seen)}.html"
+        copy.write_text(html.replace("</body>", f"<script>{press}</script></body>"))
+        dom = browser.parse(browser.dump_dom(copy))
+        seen.append(dom.by_id("inspector").attrs["data-step"])
+        assert seen[-1] == want, (keys, seen)
+        assert [c.attrs["data-step"] for c in _cells(dom) if "cur" in c.classes] == [want]

@@ -175,11 +175,16 @@ def read_memory(compiled, state) -> list[int]:
     """The global memory words from the model's recurrent state (the memory table's rows:
     bit i stored as the pair (32 b, 32 (1 - b)) in columns 2i, 2i + 1; a row never written
     is all zero, the word 0)."""
+    layer, head = memory_location(compiled)
+    return decode_memory_rows(state.recurrent[layer][head, :limits.GLOBAL_WORDS, :64])
+
+
+def memory_location(compiled) -> tuple[int, int]:
+    """(layer, value head) of the memory table whose rows hold global memory."""
     plan = compiled.plan
     table = next(n for n in plan.order if isinstance(n, Table) and n.name == "mem.stage0")
-    layer = plan.layer[table]
-    head = plan.heads[table][0] * compiled.weights.config.value_heads_per_key_head
-    return decode_memory_rows(state.recurrent[layer][head, :limits.GLOBAL_WORDS, :64])
+    rep = compiled.weights.config.value_heads_per_key_head
+    return plan.layer[table], plan.heads[table][0] * rep
 
 
 def decode_memory_rows(rows) -> list[int]:

@@ -27,9 +27,18 @@ def test_every_placed_node_has_a_component():
 
 def test_size_report_figures_are_the_current_machines():
     """merge.size's defaults (the 2B merge's size report in docs/merge.md and the README)
-    are the default machine's: hidden, layers, nonzeros within 1%."""
-    from qgpu.merge.size import MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS
+    are the default machine's: hidden, layers, nonzeros within 1%, and the parameters its
+    2B merge stores in bf16 (machine_bf16_parameters) within 1%."""
+    from qgpu.merge.size import (
+        MACHINE_BF16_PARAMS,
+        MACHINE_HIDDEN,
+        MACHINE_LAYERS,
+        MACHINE_NONZEROS,
+        machine_bf16_parameters,
+    )
 
     compiled = load_machine(progress=False).compiled
     assert (MACHINE_HIDDEN, MACHINE_LAYERS) == (compiled.plan.hidden, compiled.plan.n_layers)
     assert abs(compiled.weights.nonzero_count() - MACHINE_NONZEROS) <= 0.01 * MACHINE_NONZEROS
+    bf16 = machine_bf16_parameters(compiled.weights)
+    assert abs(bf16 - MACHINE_BF16_PARAMS) <= 0.01 * MACHINE_BF16_PARAMS

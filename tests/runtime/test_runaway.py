@@ -1,0 +1,35 @@
+"""Runaway launches on the model (issue 14, point 2): `while (1) {}` ends with the
+interpreter's own budget error, word for word, after DEFAULT_MODEL_BUDGET blocks (within
+a minute of generation), and --budget N sets the limit on both engines."""
+
+import time
+
+import pytest
+
+import qgpu
+from qgpu.errors import MachineError
+from qgpu.runtime.generate import DEFAULT_MODEL_BUDGET
+
+pytestmark = pytest.mark.slow
+
+LOOP = "__global__ void k(int *o) { while (1) {} }\n"
+
+
+def _error(kernel, **kw) -> str:
+    import numpy as np
+
+    with pytest.raises(MachineError) as err:
+        kernel(1, 4, [np.zeros(4, np.int32)], **kw)
+    return str(err.value)
+
+
+def test_while_1_ends_with_the_interpreters_budget_error():
+    kernel = qgpu.compile(LOOP, filename="loop.cu").get_function("k")
+    want = _error(kernel, budget=DEFAULT_MODEL_BUDGET)
+    _error(kernel, engine="model", budget=5)          # the machine is loaded (and cached)
+    t0 = time.perf_counter()
+    got = _error(kernel, engine="model")
+    seconds = time.perf_counter() - t0
+    assert got == want and "budget exceeded" in got
+    assert seconds < 60, f"the runaway launch took {seconds:.1f} s on the model"
+    assert _error(kernel, engine="model", budget=30) == _error(kernel, budget=30)
