@@ -85,6 +85,8 @@ class LlamaState:
 class LlamaCppEngine:
     """One llama.cpp model and context over a GGUF file (float32, CPU)."""
 
+    weights = None  # held by llama.cpp (CheckpointMachine.inner compares weights)
+
     def __init__(self, path: str | Path, n_ctx: int = 16384, n_batch: int = DEFAULT_BATCH,
                  threads: int | None = None):
         lib = self.lib = _binding()
@@ -280,17 +282,10 @@ def load_gguf_machine(path: str | Path, n_ctx: int = 16384, n_batch: int = DEFAU
     """The machine of a GGUF file (qgpu export-gguf of a merged or exported machine) on
     llama.cpp, as a runtime.checkpoint.CheckpointMachine (engine: OffsetEngine over a
     LlamaCppEngine)."""
-    from qgpu.circuit.machine.spec import SUPPORTED_OPS, MachineSpec
-    from qgpu.runtime.checkpoint import CheckpointMachine, CheckpointMachineError, OffsetEngine
+    from qgpu.runtime.checkpoint import CheckpointMachine, OffsetEngine, spec_of
 
     engine = LlamaCppEngine(path, n_ctx=n_ctx, n_batch=n_batch)
     info = gguf_info(engine)
-    circuit = info.get("circuit_info") or {}
-    if info.get("circuit") != "machine" or "memory" not in circuit:
-        raise CheckpointMachineError(f"{path}: no machine circuit (circuit "
-                                     f"{info.get('circuit')!r})")
-    fields = circuit["spec"]
-    spec = MachineSpec(slots=fields["slots"], stages=fields["stages"], warps=fields["warps"])
-    ops = tuple(op for op in fields["ops"] if op in SUPPORTED_OPS)
+    spec, ops = spec_of(info, path)
     wrapped = OffsetEngine(engine, info["gpu_token_offset"], info["gpu_tokens"])
     return CheckpointMachine(None, info, wrapped, spec, ops, Path(path))

@@ -120,3 +120,12 @@ def test_demo_merged_into_a_random_base_is_exact_in_llama_cpp(tmp_path, base_nam
     alone.prefill(want, tokens)
     for layer, rows in want.recurrent.items():
         assert np.array_equal(state.recurrent[layer], rows), layer
+
+
+def test_a_gguf_without_the_machine_is_refused_as_a_machine(tmp_path):
+    from qgpu.runtime.checkpoint import CheckpointMachineError
+    from qgpu.runtime.llama_cpp import load_gguf_machine
+
+    _engine(tmp_path, "counter", LayerShape.small())
+    with pytest.raises(CheckpointMachineError, match="no machine circuit"):
+        load_gguf_machine(tmp_path / "counter.gguf")
