@@ -38,12 +38,17 @@ class Compiled:
 
 
 def compile_circuit(circuit: Circuit, shape: LayerShape, *, reuse_dims: bool = True,
-                    cache: bool | str | Path = True, progress: bool = False) -> Compiled:
-    """Compile `circuit` for `shape`. cache: True (the default cache dir), a directory,
-    or False (always emit, write nothing)."""
+                    max_layers: int | None = None, cache: bool | str | Path = True,
+                    progress: bool = False) -> Compiled:
+    """Compile `circuit` for `shape`. max_layers: the narrowest plan within this many
+    layers (`schedule`), else the default trade. cache: True (the default cache dir), a
+    directory, or False (always emit, write nothing)."""
     start = time.perf_counter()
-    plan = schedule(circuit, shape, reuse_dims=reuse_dims)
-    key = disk.cache_key(circuit.describe(), shape.describe(), {"reuse_dims": reuse_dims})
+    plan = schedule(circuit, shape, reuse_dims=reuse_dims, max_layers=max_layers)
+    options = {"reuse_dims": reuse_dims}
+    if max_layers is not None:
+        options["max_layers"] = max_layers
+    key = disk.cache_key(circuit.describe(), shape.describe(), options)
     directory = None if cache is True or cache is False else Path(cache)
     hit = disk.load(key, directory, progress=progress) if cache is not False else None
     if hit is not None:

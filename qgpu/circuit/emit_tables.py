@@ -25,7 +25,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from qgpu.circuit.ir import COUNTER_SCALE, READ_SCALE, Counter, Table, bits_per_head
+from qgpu.circuit.ir import (
+    BINARY_KEY,
+    COUNTER_SCALE,
+    READ_SCALE,
+    BinaryKey,
+    Counter,
+    Ref,
+    Table,
+    bits_per_head,
+)
 from qgpu.model import layers
 from qgpu.model.config import QwenConfig
 from qgpu.model.weights import QwenWeights
@@ -62,14 +71,14 @@ def emit_table(w: QwenWeights, layer: int, table: Table, key_heads: list[int], d
     raw_dims = [dims(r.raw.ref) for r in table.reads]
     per_head = bits_per_head(dv)
     segments = table.segments(dv)
-    write_address = dims(wp.key)[:table.rows] if not isinstance(wp.key, int) else []
+    write_address = dims(wp.key)[:table.rows] if isinstance(wp.key, Ref) else []
     reads = table.reads
     for s in range(segments):
         part = stored[s * per_head:(s + 1) * per_head]
         lo = s * per_head
         heads = [key_heads[r * segments + s] * rep for r in range(len(reads))]
         data = [one if d == PRESENT else d for d, _ in part]
-        queries = [dims(r.query)[:table.rows] if not isinstance(r.query, int) else []
+        queries = [dims(r.query)[:table.rows] if isinstance(r.query, Ref) else []
                    for r in reads]
         outputs = [raw[lo:lo + len(part)] for raw in raw_dims]
         row_memory(w, layer, heads, one=one, write_address=write_address, data=data,
@@ -81,6 +90,10 @@ def emit_table(w: QwenWeights, layer: int, table: Table, key_heads: list[int], d
                 qkv[k.start + wp.key, one] = KEY
             if isinstance(read.query, int):
                 qkv[q.start + read.query, one] = KEY
+            if isinstance(wp.key, BinaryKey):
+                _binary_rows(qkv, k.start, table.rows, wp.key, dims, one)
+            if isinstance(read.query, BinaryKey):
+                _binary_rows(qkv, q.start, table.rows, read.query, dims, one)
             _set_taps(conv, k, [wp.key_lag], k_size)
             _set_taps(conv, q, read.query_lags, k_size)
             for i, (d, lag) in enumerate(part):
@@ -106,6 +119,23 @@ def emit_table(w: QwenWeights, layer: int, table: Table, key_heads: list[int], d
                 z[cols, :] = 0.0
                 z[cols, one] = GATE / 2
                 z[cols, dims(read.gate)[0]] = GATE / 2
+
+
+def _binary_rows(qkv: np.ndarray, start: int, rows: int, key: BinaryKey, dims,
+                 one: int) -> None:
+    """Key (or query) channel r = BINARY_KEY * (sum_i s_ri x_i + n v + 1 - 2n) for the +-1
+    bits x of `key.bits` (s_ri = +-1: bit i of r) and its +-1 valid bit v: BINARY_KEY
+    for the named row, <= -BINARY_KEY for the others and for all rows when v = -1 (then
+    the conv's SiLU gives exactly -0: the key is BINARY_KEY e_r or 0). Integer weights on
+    +-1 inputs: the sums are exact in any order."""
+    bits, (valid,) = dims(key.bits), dims(key.valid)
+    n = len(bits)
+    for r in range(rows):
+        row = start + r
+        for i, d in enumerate(bits):
+            qkv[row, d] = BINARY_KEY * (1.0 if r >> i & 1 else -1.0)
+        qkv[row, valid] = BINARY_KEY * n
+        qkv[row, one] = BINARY_KEY * (1 - 2 * n)
 
 
 def counter_pattern(config: QwenConfig, n: int) -> np.ndarray:

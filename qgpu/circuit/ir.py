@@ -41,6 +41,7 @@ EMBED, MIXER, MLP = "embed", "mixer", "mlp"
 
 READ_SCALE = 2.0 ** -20  # raw table reads land as +-2^-20 (squares 2^-40: norm-neutral)
 COUNTER_SCALE = 2.0 ** -14  # a counter read lands as 2^-14 * 2^-n
+BINARY_KEY = 128.0  # 2^7: l2norm(128 e_r) == e_r, silu(128) == 128, silu(-128) == -0 exactly
 
 
 @dataclass(eq=False)
@@ -159,9 +160,25 @@ class TokenInput(Node):
                            hashlib.sha256(values.tobytes()).hexdigest()]}
 
 
+@dataclass(frozen=True, eq=False)
+class BinaryKey:
+    """A table key or query as a binary row number: `bits` (+-1, bit i of the row) and a
+    `valid` bit (-1: no row). The emitter decodes it in the key (query) projection
+    itself: row r's channel is BINARY_KEY * (sum_i s_ri x_i - (n - 1) + n (valid - 1)),
+    exactly BINARY_KEY for the named row and <= -BINARY_KEY for every other (or for all
+    when not valid), and the conv's SiLU makes that exactly (BINARY_KEY, -0, ...): the
+    same unit key as a one-hot's, from n + 1 residual dims instead of rows + 1."""
+
+    bits: Ref
+    valid: Ref
+
+    def describe(self) -> str:
+        return f"{self.bits.describe()} (binary, valid {self.valid.describe()})"
+
+
 @dataclass(eq=False)
 class Write:
-    key: Ref | int  # one-hot over the table's rows, or a fixed row
+    key: Ref | BinaryKey | int  # one-hot over the table's rows, a binary row, or a fixed row
     value: list[tuple[Ref, int]]  # (bits, conv lag 0..3) parts, in table bit order
     key_lag: int = 0
     enable: Ref | None = None  # a bit: +1 writes, -1 leaves the table untouched
@@ -170,7 +187,7 @@ class Write:
 
 @dataclass(eq=False)
 class Read:
-    query: Ref | int  # one-hot over the rows, or a fixed row
+    query: Ref | BinaryKey | int  # one-hot over the rows, a binary row, or a fixed row
     query_lags: tuple[int, ...]  # the query is the sum of the token's and these lags'
     gate: Ref | None  # a bit: -1 makes the read 0
     raw: Signal
@@ -213,8 +230,12 @@ class Table(Node):
         if w is not None:
             refs += [r for r, _ in w.value]
             refs += [x for x in (w.key, w.enable, w.clear) if isinstance(x, Ref)]
+            if isinstance(w.key, BinaryKey):
+                refs += [w.key.bits, w.key.valid]
         for r in self.reads:
             refs += [x for x in (r.query, r.gate) if isinstance(x, Ref)]
+            if isinstance(r.query, BinaryKey):
+                refs += [r.query.bits, r.query.valid]
         return refs
 
     # -- ports --
@@ -270,6 +291,13 @@ class Table(Node):
             if not 0 <= key < self.rows:
                 raise CircuitError(f"table {self.name}: {what} row {key} is not in "
                                    f"0..{self.rows - 1}")
+            return key
+        if isinstance(key, BinaryKey):
+            _check_kind(key.bits, BITS, f"table {self.name} {what}")
+            _check_bit(key.valid, f"table {self.name} {what} valid")
+            if self.rows > 2 ** len(key.bits):
+                raise CircuitError(f"table {self.name}: {what} {key.describe()} names "
+                                   f"{2 ** len(key.bits)} rows of {self.rows}")
             return key
         key = as_ref(key)
         _check_kind(key, ONEHOT, f"table {self.name} {what}")
@@ -342,6 +370,8 @@ class Unit(Node):
 def _ref_id(ref) -> object:
     if ref is None or isinstance(ref, int):
         return ref
+    if isinstance(ref, BinaryKey):
+        return ["binary", _ref_id(ref.bits), _ref_id(ref.valid)]
     return [ref.signal.name, list(ref.offsets)]
 
 

@@ -51,6 +51,7 @@ class Graph:
     output: set[Ref]  # pieces the output rules read (never cancelled)
     height: dict[Node, int]
     asap_layers: int  # layers with unbounded heads and units
+    asap: dict[Node, int]  # a node's stage with unbounded heads and units
 
 
 def piece_sumsq(piece: Ref) -> float:
@@ -108,14 +109,16 @@ def graph(circuit: Circuit, split: bool = True) -> Graph:
                             for sig in node.outputs for c in consumers.get(sig, ())),
                            default=0)
     ready: dict[Signal, int] = {}
+    asap: dict[Node, int] = {}
     last = 0
     for node in order:
         p = max((ready[r.signal] for r in node.inputs()), default=0)
         at = {EMBED: 0, MIXER: (p + 1) // 2 * 2 + 1, MLP: p // 2 * 2 + 2}[node.sublayer]
+        asap[node] = at
         last = max(last, at)
         for sig in node.outputs:
             ready[sig] = at
-    return Graph(order, index, pieces, reads, count, output, height, (last + 1) // 2)
+    return Graph(order, index, pieces, reads, count, output, height, (last + 1) // 2, asap)
 
 
 @dataclass
@@ -129,9 +132,13 @@ class Placement:
 
 
 def place(g: Graph, shape, budget: int, reuse: bool, target: int, slack: int,
-          score: int | None) -> Placement:
+          score: int | None, cap: int | None = None, oldest: bool = False) -> Placement:
     """One run of the list scheduler (module doc); `score`: the least net number of dims a
-    unit must free to go before the remaining units (None: no such pass)."""
+    unit must free to go before the remaining units (None: no such pass); `cap`: a width
+    the non-critical nodes keep to (a table or unit that adds dims waits while the live
+    width plus its net new dims would pass it; critical ones go anyway); `oldest`: the
+    remaining units go oldest first (earliest possible stage), not highest first, so that
+    a stage's late units free its signals before the next stage's units fill the MLPs."""
     height, index = g.height, g.index
     left = dict(g.readers)
     born: dict[Signal, int] = {}
@@ -142,6 +149,18 @@ def place(g: Graph, shape, budget: int, reuse: bool, target: int, slack: int,
     heads_used: list[int] = []
     cancels: dict[int, list[Ref]] = {}
     dead: list[Ref] = []  # pieces with no reader left, not cancelled yet
+    width = 0  # dims of the pieces born and not cancelled
+
+    def net(node: Node) -> int:
+        """Dims a node adds less those it frees as the last reader."""
+        freed = sum(len(p) for p in g.reads[node] if left[p] == 1 and p not in g.output)
+        return sum(sig.width for sig in node.outputs) - freed
+
+    def fits(node: Node, pending: int = 0) -> bool:
+        if cap is None:
+            return True
+        grow = net(node)
+        return grow <= 0 or width + pending + grow <= cap
 
     def settle(node: Node) -> None:
         for p in g.reads[node]:
@@ -150,7 +169,9 @@ def place(g: Graph, shape, budget: int, reuse: bool, target: int, slack: int,
                 dead.append(p)
 
     def birth(node: Node, s: int) -> None:
+        nonlocal width
         for sig in node.outputs:
+            width += sig.width
             born[sig] = s
             for p in g.pieces[sig]:
                 pborn[p] = s
@@ -175,16 +196,18 @@ def place(g: Graph, shape, budget: int, reuse: bool, target: int, slack: int,
     def fill(s: int, ready: list[Node]) -> tuple[list[Node], list[Ref], int]:
         """The MLP at stage s: critical units, cancels, units that free dims, the rest."""
         used, placed, gone = 0, [], []
+        pending = 0  # outputs of the units placed here, less the cancels
 
-        def put(node: Node) -> None:
-            nonlocal used
-            if used + node.cost(shape) <= budget:
+        def put(node: Node, forced: bool = False) -> None:
+            nonlocal used, pending
+            if used + node.cost(shape) <= budget and (forced or fits(node, pending)):
                 used += node.cost(shape)
+                pending += sum(sig.width for sig in node.outputs)
                 placed.append(node)
                 settle(node)
 
         def cancel() -> None:
-            nonlocal used
+            nonlocal used, pending, width
             if not reuse:
                 return
             for p in sorted(dead, key=lambda p: (-len(p), pborn[p], index[p.signal.producer],
@@ -193,10 +216,11 @@ def place(g: Graph, shape, budget: int, reuse: bool, target: int, slack: int,
                     used += len(p)
                     gone.append(p)
                     dead.remove(p)
+                    width -= len(p)
 
         for node in ready:
             if 2 * target - height[node] - s <= slack:
-                put(node)
+                put(node, forced=True)
         cancel()
         while score is not None:
             best, best_key = None, None
@@ -211,7 +235,8 @@ def place(g: Graph, shape, budget: int, reuse: bool, target: int, slack: int,
                 break
             put(best)
         cancel()
-        for node in ready:
+        rest = sorted(ready, key=lambda n: (g.asap[n], -height[n], index[n])) if oldest else ready
+        for node in rest:
             if node not in placed:
                 put(node)
         cancel()
@@ -221,10 +246,12 @@ def place(g: Graph, shape, budget: int, reuse: bool, target: int, slack: int,
     while mixers or mlps:
         s = 2 * L + 1
         ready = [n for n in mixers if all(born.get(r.signal, NEVER) < s for r in n.inputs())]
-        used, placed = 0, []
+        used, placed, pending = 0, [], 0
         for node in sorted(ready, key=lambda n: (-height[n], index[n])):
             cost = node.cost(shape)
-            if used + cost <= shape.key_heads:
+            critical = 2 * target - height[node] - s <= slack
+            if used + cost <= shape.key_heads and (critical or fits(node, pending)):
+                pending += sum(sig.width for sig in node.outputs)
                 heads[node], layer[node] = list(range(used, used + cost)), L
                 used += cost
                 placed.append(node)

@@ -40,7 +40,11 @@ TINY_BUDGET = 2.0 ** -25  # sum of squares of all raw dims must stay far below u
 # (layers over the unbounded-budget count aimed at, slack of a critical unit, least net
 # dims freed by a unit placed before the rest, -8: also units adding a few): the
 # placement settings schedule tries
-SWEEP = [(extra, slack, score) for extra in range(8) for slack in (0, 2) for score in (1, -8)]
+SWEEP = [(extra, slack, score, False) for extra in range(8) for slack in (0, 2)
+         for score in (1, -8)]
+# with a layer budget (`max_layers`): later targets, and the remaining units oldest first
+WIDE_SWEEP = [(extra, slack, score, oldest) for extra in range(0, 12, 2) for slack in (0, 2)
+              for score in (1, -8, None) for oldest in (False, True)]
 SPARE_LAYERS = 1  # layers over the fewest found that the narrowest plan may take
 
 
@@ -127,11 +131,13 @@ class Plan:
 
 
 def schedule(circuit: Circuit, shape: LayerShape, reuse_dims: bool = True,
-             spare_layers: int = SPARE_LAYERS) -> Plan:
+             spare_layers: int = SPARE_LAYERS, max_layers: int | None = None) -> Plan:
     """Place `circuit` for `shape`: the list scheduler (`placement`) runs with every
     setting of SWEEP; the plan kept is the narrowest (fewest dims) of those with at most
-    `spare_layers` layers more than the fewest any setting reached. Without reuse_dims,
-    one run that places units highest first and cancels nothing."""
+    `spare_layers` layers more than the fewest any setting reached. With `max_layers`
+    (a layer budget: the width-targeted mode) the settings of WIDE_SWEEP run too and the
+    plan kept is the narrowest within the budget (spare_layers is ignored). Without
+    reuse_dims, one run that places units highest first and cancels nothing."""
     circuit.validate()
     shape.validate()
     if circuit.conv_window != shape.conv:
@@ -143,15 +149,20 @@ def schedule(circuit: Circuit, shape: LayerShape, reuse_dims: bool = True,
         if sig.producer not in g.index:
             raise CircuitError(f"output signal {sig.name} is not produced")
     runs = []
-    for extra, slack, score in (SWEEP if reuse_dims else [(0, NEVER, None)]):
-        placed = place(g, shape, budget, reuse_dims, g.asap_layers + extra, slack, score)
+    settings = SWEEP if max_layers is None else SWEEP + WIDE_SWEEP
+    for extra, slack, score, oldest in (settings if reuse_dims else [(0, NEVER, None, False)]):
+        placed = place(g, shape, budget, reuse_dims, g.asap_layers + extra, slack, score,
+                       oldest=oldest)
         n_layers, attention = _layers(g, placed)
         dims = _allocate(g, placed, n_layers)
         hidden = max([d + 1 for ds in dims.values() for d in ds], default=FIRST_FREE_DIM)
         runs.append((n_layers, hidden, len(runs), placed, dims, attention))
     fewest = min(r[0] for r in runs)
+    limit = fewest + spare_layers if max_layers is None else max_layers
+    if fewest > limit:
+        raise CircuitError(f"the circuit needs {fewest} layers, the budget is {max_layers}")
     n_layers, hidden, _, placed, dims, attention = min(
-        (r for r in runs if r[0] <= fewest + spare_layers), key=lambda r: (r[1], r[0], r[2]))
+        (r for r in runs if r[0] <= limit), key=lambda r: (r[1], r[0], r[2]))
     ready, layer, cancels = placed.born, placed.layer, placed.cancels
     last_use = {sig: ready[sig] for sig in ready}
     for node in g.order:

@@ -18,7 +18,7 @@ family's value.
 
 from __future__ import annotations
 
-from qgpu.circuit.ir import BITS, ONEHOT, READ_SCALE, Circuit, Signal
+from qgpu.circuit.ir import BITS, READ_SCALE, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import Bookkeeping
 from qgpu.circuit.machine.logic import WIDE, gated, true_bit, unit
 from qgpu.circuit.machine.rom import Instruction
@@ -36,6 +36,7 @@ C_NONZERO = 37  # selp: c != 0
 READY = 38  # always on
 CLZ = 39  # [the top n bits of a are 0], n = 1..32
 LOW_BITS = CLZ + 32
+WORD_ADDRESS_BITS = 7  # the word signal: the word's 7 bits, then valid (a memory op in range)
 
 
 def operands(c: Circuit, ins: Instruction, lane: int, regs: list, earlier: list) -> Signal:
@@ -74,7 +75,7 @@ def _adder_low(ctx, a, b_form, carry_in: float, out, carry, en):
 
 def shared_base(c: Circuit, ins: Instruction, bk: Bookkeeping) -> Signal | None:
     """The current CTA's number when position ins.position holds a shared-space operation
-    (2 bits, else 0): alu_low adds 128 * it to the byte address, so that the word one-hot
+    (2 bits, else 0): alu_low adds 128 * it to the byte address, so that the word
     names the flat row GLOBAL_WORDS + cta * SHARED_WORDS + j - GLOBAL_WORDS of CTA cta's
     word j in the shared table and its records (docs/isa.md's flat word space)."""
     shared = [n for n in ADDRESSED_OPS if ".shared" in n and ins.has(n)]
@@ -97,9 +98,10 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
     """add lo (16) | add carry | sub lo (16) | sub carry | ge_lo | le_lo | eq_lo | c != 0 |
     ready (always +1: reads for the next stage gate on it, so they are placed in the
     layer of this unit's successor instead of long before they are needed); and the
-    memory word one-hot of a load, store or atomic of either space (spec.ADDRESSED_OPS;
-    none otherwise): word w <=> the low 16 bits of a + offset (+ 128 * cta_base: `shared_base`)
-    lie in [4w, 4w + 4)."""
+    memory word of a load, store or atomic of either space (spec.ADDRESSED_OPS) as 7
+    binary bits and a valid bit (-1 for other operations and addresses past the 128
+    words; the tables decode it in their key projections: ir.BinaryKey): word w <=> the
+    low 16 bits of a + offset (+ 128 * cta_base: `shared_base`) lie in [4w, 4w + 4)."""
     a, b, cc = opnd[0:32], opnd[32:64], opnd[64:96]
 
     def body(ctx, outs):
@@ -132,20 +134,23 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
         mem = [plus(*(ctx.v01(ins.op(n)) for n in memory_ops))]
         words = limits.GLOBAL_WORDS
         for base in (0, 1 << LO):  # S < 2^16, or S wrapped past 2^16 (negative offsets)
-            for w in range(words + 1):  # thermometer T_w = [S >= base + 4w]: member w is
-                out = {}                # T_w - T_(w+1), none 1 - T_0 + T_words
-                if w < words:
-                    out[word[w]] = 1.0
-                if w > 0:
-                    out[word[w - 1]] = -1.0
-                if w in (0, words):
-                    out[word[-1]] = -1.0 if w == 0 else 1.0
+            for w in range(words + 1):  # thermometer T_w = [S >= base + 4w]: the word goes
+                out = {}                # from w - 1 (none for w = 0) to w (none: w = 128)
+                prev = w - 1 if w > 0 else None
+                cur = w if w < words else None
+                for bit in range(WORD_ADDRESS_BITS):  # none's bits are 0's
+                    change = (cur >> bit & 1 if cur is not None else 0) - (
+                        prev >> bit & 1 if prev is not None else 0)
+                    if change:
+                        out[word[bit]] = 2.0 * change
+                if (cur is None) != (prev is None):
+                    out[word[WORD_ADDRESS_BITS]] = 2.0 if prev is None else -2.0
                 ctx.step(s, base + 4 * w, out, when=mem, big=WIDE)
 
     out, word = unit(c, f"alu_low.{ins.position}.{lane}",
                      [opnd, ins.ops, ins.offset, *([cta_base] if cta_base is not None else [])],
                      [(f"alu_low.{ins.position}.{lane}", BITS, LOW_BITS),
-                      (f"word.{ins.position}.{lane}", ONEHOT, limits.GLOBAL_WORDS)], body)
+                      (f"word.{ins.position}.{lane}", BITS, WORD_ADDRESS_BITS + 1)], body)
     return out, word
 
 

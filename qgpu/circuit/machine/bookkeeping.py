@@ -68,6 +68,34 @@ class TokenTable:
             return f[index]
         return self.c.token_onehot(name, members, member)
 
+    def late_onehot(self, name: str, kind: str, members: int, after=(), index: int = 0,
+                    where: dict[int, int] | None = None, offset: int = 0) -> Signal:
+        """`field_onehot`'s one-hot (of the field's value - offset), decoded by a unit
+        from the field's bits and a match flag (a few dims from the embedding on) that
+        waits for the signals `after` (which exist only shortly before the one-hot's
+        reader; the unit does not read them), so that the wide one-hot lives for a layer
+        instead of from the embedding on."""
+        where = where or {}
+        bits = max(1, (members - 1).bit_length())
+
+        def matches(t):
+            k, f = self.parsed[t]
+            return (k == kind and all(f[i] == v for i, v in where.items())
+                    and 0 <= f[index] - offset < members)
+
+        field = self.c.token_bits(f"{name}.field", bits, lambda t: (
+            self.parsed[t][1][index] - offset if matches(t) else 0))
+        flag = self.c.token_flag(f"{name}.match", matches)
+
+        def body(ctx, outs):
+            (key,) = outs
+            for m in range(members):
+                ctx.step(*ctx.equals(field, m), true_member(key, m), when=[ctx.v01(flag)])
+
+        (key,) = unit(self.c, name, [field, flag, *after],
+                      [(name, ONEHOT, members)], body)
+        return key
+
 
 @dataclass
 class Bookkeeping:

@@ -18,12 +18,12 @@ from pathlib import Path
 from qgpu.circuit.compile import Compiled, compile_circuit
 from qgpu.circuit.ir import Circuit
 from qgpu.circuit.machine import atomics, minmax, multiply, shared, shift, warp
-from qgpu.circuit.machine.alu import OPERANDS_READY, READY, alu_high, alu_low, operands, shared_base
+from qgpu.circuit.machine.alu import alu_high, alu_low, operands, shared_base
 from qgpu.circuit.machine.bookkeeping import LANES, TokenTable, bookkeeping, value_slots
 from qgpu.circuit.machine.emission import emission
 from qgpu.circuit.machine.families import Builder, StageView
 from qgpu.circuit.machine.memory import MemoryTables, store_records
-from qgpu.circuit.machine.registers import RegisterFile, write_keys
+from qgpu.circuit.machine.registers import RegisterFile
 from qgpu.circuit.machine.rom import block_row, immediates, rom
 from qgpu.circuit.machine.schedule_pcs import scheduler
 from qgpu.circuit.machine.shared import space_gates
@@ -46,6 +46,9 @@ def _source_digest() -> str:
     return h.hexdigest()[:12]
 
 
+MAX_LAYERS = 43  # within the seed's 45 (2 left for later work): the narrowest plan in it
+
+
 def build_machine(spec: MachineSpec | None = None) -> Circuit:
     spec = spec or MachineSpec()
     subset = ""
@@ -55,17 +58,18 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
     tt = TokenTable(c)
     bk = bookkeeping(c, tt)
     value_next, value_done = value_slots(c, bk)
-    ins = rom(c, tt, bk, spec)
+    fetch, ins, fetch_after = rom(c, tt, bk, spec), [], []
     block = block_row(c, tt, bk)
-    rf = RegisterFile(c, bk, write_keys(c, bk))
+    rf = RegisterFile(c, bk)
     memory = MemoryTables(c, tt, bk)
-    results, ready, imm_ready, operand_b, all_words = {}, None, None, {}, {}
+    results, ready, operand_b, all_words, records = {}, [], {}, {}, {}
     shared: dict = {"tt": tt, "memory": memory}  # StageView.extra: machine parts families use
     for k in range(spec.stages):
-        stage = [i for i in ins if spec.stage_of(i.position) == k]
+        stage = [fetch(p, fetch_after) for p in spec.positions if spec.stage_of(p) == k]
+        ins += stage
         regs = rf.stage_reads(k, stage, ready)
         for i in stage:
-            immediates(c, tt, bk, i, imm_ready)
+            immediates(c, tt, bk, i, ready)
         pending, words = [], {}
         for i in stage:
             opnds, lows = {}, {}
@@ -89,18 +93,26 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
                 exts = [e for e in (family(view, lane) for family in FAMILIES) if e is not None]
                 results[(i.position, lane)] = alu_high(c, i, lane, opnds[lane], lows[lane], bk,
                                                        loaded[(i.position, lane)], exts)
-        ready = pending[0][2][0][READY]
-        imm_ready = pending[0][1][0][OPERANDS_READY]
-    conds = rf.condition_reads(block, ready)
-    # machine.atomics: per (position, lane) a maker of the word after the lane's atomic
-    # (made after the lane's result, so that it stays out of alu_high's MLP)
-    atomic = shared.get("record_values", {})
-    records = [store_records(c, bk, i, [all_words[(i.position, lane)] for lane in range(LANES)],
-                             [operand_b[(i.position, lane)] for lane in range(LANES)],
-                             [atomic[(i.position, lane)](results[(i.position, lane)])
-                              for lane in range(LANES)]
-                             if (i.position, 0) in atomic else None)
-               for i in ins]
+        # machine.atomics: per (position, lane) a maker of the word after the lane's
+        # atomic (made after the lane's result, so that it stays out of alu_high's MLP)
+        atomic = shared.get("record_values", {})
+        after = []
+        for i, _, _ in pending:
+            news = ([atomic[(i.position, lane)](results[(i.position, lane)])
+                     for lane in range(LANES)] if (i.position, 0) in atomic else None)
+            after += news or []
+            records[i.position] = store_records(
+                c, bk, i, [all_words[(i.position, lane)] for lane in range(LANES)],
+                [operand_b[(i.position, lane)] for lane in range(LANES)], news)
+        # stage k + 1's fetch waits for stage k's register reads; its reads for stage k's results
+        # and atomics' record values
+        fetch_after = list(regs.values())
+        ready = [*(results[(i.position, lane)] for i, _, _ in pending for lane in range(LANES)),
+                 *after]
+        if k == 0:
+            first_done = ready
+    conds = rf.condition_reads(block, first_done)  # the block's start value
+    records = [records[i.position] for i in ins]
     em = emission(c, bk, ins, block, results, conds, value_next, value_done, records)
     sch = scheduler(c, bk, block)
     output_value(c, em.value, list(range(1 << 16)), when=em.emit_value)
@@ -119,4 +131,5 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
 def compile_machine(shape: LayerShape | None = None, spec: MachineSpec | None = None, *,
                     cache: bool | str | Path = True, progress: bool = False) -> Compiled:
     shape = shape or LayerShape.qwen35_2b()
-    return compile_circuit(build_machine(spec), shape, cache=cache, progress=progress)
+    return compile_circuit(build_machine(spec), shape, max_layers=MAX_LAYERS, cache=cache,
+                           progress=progress)

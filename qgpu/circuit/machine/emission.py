@@ -109,28 +109,36 @@ def branch_taken(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: Blo
 
     (lw,) = unit(c, "cond.last_writer", [eqc], [("cond.last_writer", BITS, n + 1)], last)
 
-    def nonzero(ctx, outs):
-        (nz,) = outs
-        for lane in range(LANES):
-            for a, i in enumerate(ins):
-                ctx.step(ctx.sum01(results[(i.position, lane)]), 1,
-                         true_bit(nz[lane * (n + 1) + a]))
-            ctx.step(ctx.sum01(conds[lane]), 1, true_bit(nz[lane * (n + 1) + n]))
-
-    (nz,) = unit(c, "cond.nonzero", [*results.values(), *conds],
-                 [("cond.nonzero", BITS, LANES * (n + 1))], nonzero)
+    # one bit per (position, lane) right after the result, so that the results need not
+    # stay live until the last stage's result exists; the register read's bit as early
+    nz = {}
+    for lane in range(LANES):
+        for a, i in enumerate(ins):
+            nz[(a, lane)] = _nonzero(c, results[(i.position, lane)], f"{i.position}.{lane}")
+        nz[(n, lane)] = _nonzero(c, conds[lane], f"reg.{lane}")
 
     def taken(ctx, outs):
         (t,) = outs
         for lane in range(LANES):
             for a in range(n + 1):
-                ctx.step(plus(ctx.v01(lw, a), ctx.v01(nz, lane * (n + 1) + a)), 2,
+                ctx.step(plus(ctx.v01(lw, a), ctx.v01(nz[(a, lane)])), 2,
                          true_bit(t[lane]), when=[ctx.v01(block.kinds, 1),
                                                   ctx.v01(bk.cur_mask, lane)])
 
-    (t,) = unit(c, "branch.taken", [lw, nz, block.kinds, bk.cur_mask],
+    (t,) = unit(c, "branch.taken", [lw, *nz.values(), block.kinds, bk.cur_mask],
                 [("branch.taken", BITS, LANES)], taken)
     return t
+
+
+def _nonzero(c: Circuit, bits: Signal, name: str) -> Signal:
+    """One bit: some bit of `bits` is set."""
+
+    def body(ctx, outs):
+        (nz,) = outs
+        ctx.step(ctx.sum01(bits), 1, true_bit(nz[0]))
+
+    (nz,) = unit(c, f"cond.nonzero.{name}", [bits], [(f"cond.nonzero.{name}", BITS, 1)], body)
+    return nz
 
 
 def record_index(c: Circuit, bk: Bookkeeping, has_next: Signal, value_done: Signal):
@@ -171,12 +179,13 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
              results: dict, conds: list, value_next: Signal, value_done: Signal,
              records: list[Signal]) -> Emission:
     keys = queue_keys(c, ins, block)
-    raws = []
+    picked = None
     for i, key in zip(ins, keys, strict=True):
         q = c.table(f"queue.{i.position}", rows=limits.REGS, width=32 * LANES)
         q.write(key, [(results[(i.position, lane)], 0) for lane in range(LANES)],
                 enable=bk.is_exec, clear=bk.is_exec)
-        raws.append(q.read(bk.rec_reg_onehot, name=f"queue.{i.position}", restore=False).raw)
+        raw = q.read(bk.rec_reg_onehot, name=f"queue.{i.position}", restore=False).raw
+        picked = _queue_pick(c, bk, i.position, raw, picked, value_next)
     latched = []
     for i, rec in zip(ins, records, strict=True):
         t = c.table(f"records.{i.position}", rows=1, width=RECORD_WIDTH)
@@ -185,45 +194,19 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
 
     x, nxt, has = next_register(c, bk, block)
     case, k = record_index(c, bk, has, value_done)
-    pl = [(a, lane) for a in range(len(ins)) for lane in range(LANES)]
-    RANKS = 2.0 * len(pl) + 2  # the gating must outweigh any rank  # noqa: N806
-
-    def select(ctx, outs):
-        sel, has_k = outs
-        valid = [ctx.v01(latched[a], _fields(lane)[0]) for a, lane in pl]
-        for n, v in enumerate(valid):
-            rank = plus(*valid[:n]) if n else {}
-            for r in range(MAX_RECORDS + 1):
-                when = [v, ctx.v01(k, r)]
-                ctx.step(rank, r, true_bit(sel[n]), when=when, big=RANKS)
-                ctx.step(rank, r + 1, {sel[n]: -2.0}, when=when, big=RANKS)
-        for r in range(MAX_RECORDS + 1):
-            ctx.step(plus(*valid), r + 1, true_bit(has_k[0]), when=[ctx.v01(k, r)], big=RANKS)
-
-    sel, has_k = unit(c, "records.select", [*latched, k],
-                      [("records.select", BITS, len(pl)), ("records.has", BITS, 1)], select)
+    chosen = _records_chain(c, latched, k, case)
 
     def value(ctx, outs):
         v, addr = outs
-        for lane in range(LANES):
-            for h in range(2):
-                for b in range(16):
-                    form = plus(*({ctx.d(raw)[lane * 32 + h * 16 + b]: 1.0 / READ_SCALE}
-                                  for raw in raws))
-                    ctx.step(form, 1, true_bit(v[b]), when=[ctx.v01(value_next, 2 * lane + h),
-                                                            ctx.v01(bk.rec_is_r)])
-        for n, (a, lane) in enumerate(pl):
-            _, w, val = _fields(lane)
-            for h in range(2):
-                for b in range(16):
-                    ctx.step(ctx.v01(latched[a], val + 16 * h + b), 1, true_bit(v[b]),
-                             when=[ctx.v01(sel, n), ctx.v01(case, h)])
-            for b in range(WORD_BITS):
-                ctx.step(ctx.v01(latched[a], w + b), 1, true_bit(addr[b]),
-                         when=[ctx.v01(sel, n), ctx.v01(case, 2)])
+        for b in range(16):  # an R record's value (queues) or a memory record's
+            ctx.step(ctx.v01(picked, b), 1, true_bit(v[b]))
+            ctx.step(ctx.v01(chosen, b), 1, true_bit(v[b]))
+        for b in range(WORD_BITS):
+            ctx.step(ctx.v01(chosen, 16 + b), 1, true_bit(addr[b]))
 
-    v, addr = unit(c, "emit.value", [*raws, value_next, bk.rec_is_r, *latched, sel, case],
+    v, addr = unit(c, "emit.value", [picked, chosen],
                    [("emit.value", BITS, 16), ("emit.addr", BITS, WORD_BITS)], value)
+    has_k = chosen[16 + WORD_BITS]
 
     taken = branch_taken(c, bk, ins, block, results, conds)
     latch = c.table("latch.taken", rows=1, width=LANES)
@@ -250,6 +233,102 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
                           [("emit.v", BITS, 1), ("emit.r", BITS, 1), ("emit.addr_flag", BITS, 1),
                            ("emit.end", BITS, 1)], flags)
     return Emission(v, ev, nxt, er, addr, ea, taken_onehot, ee)
+
+
+def _records_chain(c: Circuit, latched: list[Signal], k: Signal, case: Signal) -> Signal:
+    """The block's k-th memory record (k: `record_index`), picked position by position so
+    that each latched record (164 bits) is read in the MLP after its table and then
+    freed, instead of all of them living to the last layer: per position a, `rank`
+    counts down rem = k - (valid records before a) as a one-hot (negative: none) and
+    marks the lane whose record is the k-th; `pick` adds that lane's fields for the
+    token that comes next (case: V lo, V hi, ADDR). Output bits: value (16) | word
+    (WORD_BITS) | found (the k-th record exists)."""
+    rem, chosen = k, None
+    for a, lat in enumerate(latched):
+        last = a == len(latched) - 1
+        sel, rem = _records_rank(c, a, lat, rem, first=a == 0, last=last)
+        chosen = _records_pick(c, a, lat, sel, case, chosen)
+    return chosen
+
+
+def _records_rank(c: Circuit, a: int, lat: Signal, rem: Signal, first: bool, last: bool):
+    members = MAX_RECORDS + 1
+    big = 2.0 * LANES + 2  # the gating outweighs any count of valid lanes
+
+    def body(ctx, outs):
+        sel = outs[0]
+        valid = [ctx.v01(lat, _fields(lane)[0]) for lane in range(LANES)]
+        n = plus(*valid)
+        for m in range(members):
+            is_m = ctx.v01(rem, m) if first else ctx.v01(rem.member(m))
+            for lane in range(LANES):
+                before = plus(*valid[:lane]) if lane else {}
+                when = [valid[lane], is_m]
+                ctx.step(before, m, true_bit(sel[lane]), when=when, big=big)
+                ctx.step(before, m + 1, {sel[lane]: -2.0}, when=when, big=big)
+            if last:
+                continue
+            nxt = outs[1]
+            for j in range(min(m, LANES) + 1):
+                on = true_member(nxt, m - j)
+                ctx.step(n, j, on, when=[is_m], big=big)
+                ctx.step(n, j + 1, {d: -x for d, x in on.items()}, when=[is_m], big=big)
+
+    outputs = [(f"records.sel.{a}", BITS, LANES)]
+    if not last:
+        outputs.append((f"records.rem.{a}", ONEHOT, members))
+    sigs = unit(c, f"records.rank.{a}", [lat, rem], outputs, body)
+    return sigs[0], (sigs[1] if not last else None)
+
+
+def _records_pick(c: Circuit, a: int, lat: Signal, sel: Signal, case: Signal,
+                  before: Signal | None) -> Signal:
+    width = 16 + WORD_BITS + 1
+
+    def body(ctx, outs):
+        (out,) = outs
+        if before is not None:
+            for b in range(width):
+                ctx.step(ctx.v01(before, b), 1, true_bit(out[b]))
+        for lane in range(LANES):
+            _, w, val = _fields(lane)
+            for h in range(2):
+                for b in range(16):
+                    ctx.step(ctx.v01(lat, val + 16 * h + b), 1, true_bit(out[b]),
+                             when=[ctx.v01(sel, lane), ctx.v01(case, h)])
+            for b in range(WORD_BITS):
+                ctx.step(ctx.v01(lat, w + b), 1, true_bit(out[16 + b]),
+                         when=[ctx.v01(sel, lane), ctx.v01(case, 2)])
+            ctx.step(ctx.v01(sel, lane), 1, true_bit(out[16 + WORD_BITS]))
+
+    (out,) = unit(c, f"records.pick.{a}", [lat, sel, case, *([before] if before else [])],
+                  [(f"records.pick.{a}", BITS, width)], body)
+    return out
+
+
+def _queue_pick(c: Circuit, bk: Bookkeeping, p: int, raw: Signal, before: Signal | None,
+                value_next: Signal) -> Signal:
+    """The 16 bits of the next value token taken from the result queues up to position p:
+    `before` (the queues before p) or queue p's read of the record's register, at the
+    (lane, half) that comes next, in an R record (0 elsewhere). At most one queue holds
+    the register (the others read 0), so a chain of these, one per queue, is the sum the
+    value needs; each queue's 128-bit read lives for one layer, not to the end."""
+
+    def body(ctx, outs):
+        (out,) = outs
+        for lane in range(LANES):
+            for h in range(2):
+                for b in range(16):
+                    form = {ctx.d(raw)[lane * 32 + h * 16 + b]: 1.0 / READ_SCALE}
+                    if before is not None:
+                        form = plus(form, ctx.v01(before, b))
+                    ctx.step(form, 1, true_bit(out[b]),
+                             when=[ctx.v01(value_next, 2 * lane + h), ctx.v01(bk.rec_is_r)])
+
+    (out,) = unit(c, f"queue.pick.{p}", [raw, *([before] if before is not None else []),
+                                          value_next, bk.rec_is_r],
+                  [(f"queue.pick.{p}", BITS, 16)], body)
+    return out
 
 
 def next_register(c: Circuit, bk: Bookkeeping, block: BlockRow):

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qgpu.circuit.ir import BITS, Circuit, Signal, Table
+from qgpu.circuit.ir import BITS, BinaryKey, Circuit, Signal, Table
+from qgpu.circuit.machine.alu import WORD_ADDRESS_BITS
 from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping, TokenTable
 from qgpu.circuit.machine.logic import true_bit, unit
 from qgpu.circuit.machine.rom import Instruction
@@ -44,7 +45,7 @@ class MemoryTables:
 
     def __init__(self, c: Circuit, tt: TokenTable, bk: Bookkeeping):
         self.c, self.bk = c, bk
-        self.key = tt.field_onehot("addr.key", "ADDR", limits.GLOBAL_WORDS)
+        self.key = address_key(tt, "addr", 0)
         self.copies: list[Table] = []
 
     def loads(self, k: int, words: dict, gates: dict | None = None) -> dict:
@@ -54,9 +55,30 @@ class MemoryTables:
         t.write(self.key, [(self.bk.v_bits, 1), (self.bk.v_bits, 0)], key_lag=2)
         self.copies.append(t)
         gates = gates or {}
-        return {pl: t.read(w, name=f"load.{pl[0]}.{pl[1]}", restore=False,
+        return {pl: t.read(word_key(w), name=f"load.{pl[0]}.{pl[1]}", restore=False,
                            gate=gates.get(pl[0])).raw
                 for pl, w in words.items()}
+
+
+def word_key(word: Signal) -> BinaryKey:
+    """A table query from alu_low's word signal (7 bits, then valid)."""
+    return BinaryKey(word[0:WORD_ADDRESS_BITS], word[WORD_ADDRESS_BITS])
+
+
+def address_key(tt: TokenTable, name: str, first: int) -> BinaryKey:
+    """The write key of a memory table whose rows are the flat addresses first ..
+    first + 127: an ADDR token's address - first as 7 bits and a valid flag (from the
+    embedding: 8 dims instead of a 129-member one-hot)."""
+    rows = limits.GLOBAL_WORDS
+
+    def row(t):
+        kind, f = tt.parsed[t]
+        return f[0] - first if kind == "ADDR" and 0 <= f[0] - first < rows else None
+
+    bits = tt.c.token_bits(f"{name}.bits", WORD_ADDRESS_BITS,
+                           lambda t: row(t) if row(t) is not None else 0)
+    valid = tt.c.token_flag(f"{name}.valid", lambda t: row(t) is not None)
+    return BinaryKey(bits.ref, valid.ref)
 
 
 @dataclass
@@ -75,16 +97,16 @@ RECORD_WIDTH = LANES * (1 + WORD_BITS + 32)
 def store_records(c: Circuit, bk: Bookkeeping, i: Instruction, words: list[Signal],
                   values: list[Signal], atomic: list[Signal] | None = None) -> Signal:
     """The records of store or atomic position i (bits, layout `_fields`). words: per lane
-    the word one-hot; values: per lane the b operand bits (a store's value); atomic: per
-    lane the word's value after the lane's atomic (machine.atomics: -1 bits, the value 0,
-    for every other operation), the value a record carries when that lane is the word's
-    last."""
+    alu_low's word (7 bits, valid); values: per lane the b operand bits (a store's
+    value); atomic: per lane the word's value after the lane's atomic (machine.atomics:
+    -1 bits, the value 0, for every other operation), the value a record carries when
+    that lane is the word's last."""
     p = i.position
     shared = [name for name in RECORD_OPS if ".shared" in name and i.has(name)]
     stores = [name for name in RECORD_OPS if name.startswith("st.") and i.has(name)]
 
     def number(ctx, lane):
-        return plus(*({ctx.d(words[lane])[w]: float(w)} for w in range(limits.GLOBAL_WORDS)))
+        return ctx.num(words[lane], 0, WORD_ADDRESS_BITS)
 
     def same(ctx, outs):
         eq, word = outs
@@ -99,9 +121,7 @@ def store_records(c: Circuit, bk: Bookkeeping, i: Instruction, words: list[Signa
                 ctx.step(d, 1, {eq[k]: -2.0}, when=when, big=512.0)
                 k += 1
             for b in range(WORD_BITS - 1):
-                up = plus(*({ctx.d(words[lane])[w]: 1.0} for w in range(limits.GLOBAL_WORDS)
-                            if w >> b & 1))
-                ctx.linear(up, {word[lane * WORD_BITS + b]: 2.0})
+                ctx.linear(ctx.v01(words[lane], b), {word[lane * WORD_BITS + b]: 2.0})
             if shared:
                 ctx.linear(plus(*(ctx.v01(i.op(n)) for n in shared)),
                            {word[lane * WORD_BITS + WORD_BITS - 1]: 2.0})

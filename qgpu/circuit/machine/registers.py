@@ -23,6 +23,8 @@ a copy per lane for the branch condition.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from qgpu.circuit.ir import ONEHOT, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping
 from qgpu.circuit.machine.logic import true_member, unit
@@ -32,76 +34,77 @@ from qgpu.isa import limits
 ROWS = limits.MAX_WARPS * limits.REGS  # row w * REGS + r
 
 
-def write_keys(c: Circuit, bk: Bookkeeping) -> list[Signal]:
-    """Per lane: one-hot register row (w, r) written at this token (none: no write)."""
-    keys = []
-    for lane in range(LANES):
-        def body(ctx, outs, lane=lane):
-            (key,) = outs
-            for w in range(limits.MAX_WARPS):
-                for r in range(1, limits.REGS):
-                    for j in range(LANES):
-                        ctx.step(ctx.v01(bk.rec_reg_onehot.member(r)), 1,
-                                 true_member(key, w * limits.REGS + r),
-                                 when=[ctx.v01(bk.count.member(2 * j + 2)),
-                                       ctx.v01(bk.lane_rank, lane * LANES + j),
-                                       ctx.v01(bk.rec_is_r),
-                                       ctx.v01(bk.cur_warp_onehot.member(w))])
+def write_key(c: Circuit, bk: Bookkeeping, lane: int, name: str,
+              after: Sequence[Signal] = ()) -> Signal:
+    """Lane's one-hot register row (w, r) written at this token (none: no write), made
+    for one table just before it (the unit waits for the signals `after`, which it does
+    not otherwise read), so that the 65-dim key lives for a layer per table instead of
+    across the whole pipeline."""
+    def body(ctx, outs):
+        (key,) = outs
+        for w in range(limits.MAX_WARPS):
+            for r in range(1, limits.REGS):
+                for j in range(LANES):
+                    ctx.step(ctx.v01(bk.rec_reg_onehot.member(r)), 1,
+                             true_member(key, w * limits.REGS + r),
+                             when=[ctx.v01(bk.count.member(2 * j + 2)),
+                                   ctx.v01(bk.lane_rank, lane * LANES + j),
+                                   ctx.v01(bk.rec_is_r),
+                                   ctx.v01(bk.cur_warp_onehot.member(w))])
 
-        (key,) = unit(c, f"rf.key.{lane}", [bk.rec_reg_onehot, bk.count, bk.lane_rank,
-                                             bk.rec_is_r, bk.cur_warp_onehot],
-                      [(f"rf.key.{lane}", ONEHOT, ROWS)], body)
-        keys.append(key)
-    return keys
+    (key,) = unit(c, f"rf.key.{name}", [bk.rec_reg_onehot, bk.count, bk.lane_rank,
+                                         bk.rec_is_r, bk.cur_warp_onehot, *after],
+                  [(f"rf.key.{name}", ONEHOT, ROWS)], body)
+    return key
 
 
 class RegisterFile:
     """The per-lane tables; `stage_reads` and `condition_reads` add read copies."""
 
-    def __init__(self, c: Circuit, bk: Bookkeeping, keys: list[Signal]):
-        self.c, self.bk, self.keys = c, bk, keys
+    def __init__(self, c: Circuit, bk: Bookkeeping):
+        self.c, self.bk = c, bk
 
-    def _query(self, query: Signal, name: str, gate: Signal | None) -> Signal:
-        """One-hot row (w, r) of the EXEC token's warp w and register query r."""
+    def _query(self, query: Signal, name: str, after: Sequence[Signal]) -> Signal:
+        """One-hot row (w, r) of the EXEC token's warp w and register query r (made
+        after the signals `after`)."""
         bk = self.bk
 
         def body(ctx, outs):
             (out,) = outs
-            when = [ctx.v01(gate)] if gate is not None else []
             for w in range(limits.MAX_WARPS):
                 for r in range(1, limits.REGS):
                     ctx.step(ctx.v01(query.member(r)), 1, true_member(out, w * limits.REGS + r),
-                             when=[ctx.v01(bk.exec_warp.member(w)), *when])
+                             when=[ctx.v01(bk.exec_warp.member(w))])
 
-        (out,) = unit(self.c, f"rf.query.{name}",
-                      [query, bk.exec_warp, *([gate] if gate is not None else [])],
+        (out,) = unit(self.c, f"rf.query.{name}", [query, bk.exec_warp, *after],
                       [(f"rf.query.{name}", ONEHOT, ROWS)], body)
         return out
 
-    def _table(self, lane: int, name: str):
+    def _table(self, lane: int, name: str, after: Sequence[Signal]):
         t = self.c.table(name, rows=ROWS, width=32)
-        t.write(self.keys[lane], [(self.bk.v_bits, 1), (self.bk.v_bits, 0)])
+        t.write(write_key(self.c, self.bk, lane, name, after),
+                [(self.bk.v_bits, 1), (self.bk.v_bits, 0)])
         return t
 
-    def stage_reads(self, k: int, ins: list[Instruction], gate: Signal | None) -> dict:
+    def stage_reads(self, k: int, ins: list[Instruction], after: Sequence[Signal]) -> dict:
         """{(p, j, lane): bits} for the operands of stage k's positions (0 when an operand
-        is not a register). gate: a bit that exists only when the stage is about to run,
-        so the reads and their dims wait for it."""
-        queries = {(i.position, j): self._query(i.queries[j], f"{i.position}.{j}", gate)
+        is not a register). after: signals that exist only when the stage is about to
+        run (the previous stage's results), so that the reads, their queries and keys
+        and their dims wait for them."""
+        queries = {(i.position, j): self._query(i.queries[j], f"{i.position}.{j}", after)
                    for i in ins for j in range(3)}
         out = {}
         for lane in range(LANES):
-            t = self._table(lane, f"rf.{lane}.stage{k}")
+            t = self._table(lane, f"rf.{lane}.stage{k}", after)
             for i in ins:
                 for j in range(3):
                     out[(i.position, j, lane)] = t.read(
-                        queries[(i.position, j)], gate=gate,
-                        name=f"rf.{lane}.{i.position}.{j}").bits
+                        queries[(i.position, j)], name=f"rf.{lane}.{i.position}.{j}").bits
         return out
 
-    def condition_reads(self, block: BlockRow, gate: Signal | None) -> list[Signal]:
+    def condition_reads(self, block: BlockRow, after: Sequence[Signal]) -> list[Signal]:
         """Per lane: the bits of br's condition register as the block began (read at EXEC,
-        where the branch outcome is computed and latched)."""
-        query = self._query(block.cond_query, "cond", gate)
-        return [self._table(lane, f"rf.{lane}.cond").read(
-            query, gate=gate, name=f"rf.{lane}.cond").bits for lane in range(LANES)]
+        where the branch outcome is computed and latched; after `after`)."""
+        query = self._query(block.cond_query, "cond", after)
+        return [self._table(lane, f"rf.{lane}.cond", after).read(
+            query, name=f"rf.{lane}.cond").bits for lane in range(LANES)]

@@ -20,6 +20,7 @@ warp just before the read) and forward bits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Signal
@@ -66,34 +67,44 @@ class BlockRow:
     not_taken: Signal
 
 
-def rom(c: Circuit, tt: TokenTable, bk: Bookkeeping, spec: MachineSpec) -> list[Instruction]:
+def rom(c: Circuit, tt: TokenTable, bk: Bookkeeping, spec: MachineSpec):
+    """fetch(p, after) -> Instruction: position p's ROM table, read at EXEC and decoded;
+    its write key (INS's block) is decoded after the signals `after` (the previous
+    stage's register reads; none for the first stage: a one-hot from the embedding,
+    fetched in layer 0), so that the fetch and the decoded fields of a stage come shortly
+    before the stage runs instead of all in layer 0."""
     op_bits = tt.field_bits("opd.op", "OPD", 0, OP_BITS)
     dst_bits = tt.field_bits("opd.dst", "OPD", 1, REG_BITS)
     sel_a = tt.field_bits("srcab.a", "SRCAB", 0, SEL_BITS)
     sel_b = tt.field_bits("srcab.b", "SRCAB", 1, SEL_BITS)
     sel_c = tt.field_bits("srcc.c", "SRCC", 0, SEL_BITS)
-    out = []
-    for p in spec.positions:
-        key = tt.field_onehot(f"ins.key.{p}", "INS", limits.ROM_BLOCKS, 0, where={1: p})
+
+    def fetch(p: int, after: Sequence[Signal] = ()) -> Instruction:
+        key = (tt.late_onehot(f"ins.key.{p}", "INS", limits.ROM_BLOCKS, after, 0,
+                              where={1: p}) if after else
+               tt.field_onehot(f"ins.key.{p}", "INS", limits.ROM_BLOCKS, 0, where={1: p}))
         table = c.table(f"rom.ins.{p}", rows=limits.ROM_BLOCKS,
                         width=OP_BITS + REG_BITS + 3 * SEL_BITS)
         table.write(key, [(op_bits, 2), (dst_bits, 2), (sel_a, 1), (sel_b, 1), (sel_c, 0)],
                     key_lag=3)
         row = table.read(bk.exec_block, name=f"ins.{p}").bits
-        out.append(_decode(c, spec, p, row))
-    return out
+        return _decode(c, spec, p, row)
+
+    return fetch
 
 
 def immediates(c: Circuit, tt: TokenTable, bk: Bookkeeping, ins: Instruction,
-               gate: Signal | None) -> None:
-    """Fetch the immediates of `ins` (sets ins.imms and ins.offset). gate: a bit that
-    exists only when the stage is about to run, so the read (and its dims) waits for it."""
+               after: Sequence[Signal] = ()) -> None:
+    """Fetch the immediates of `ins` (sets ins.imms and ins.offset). after: signals that
+    exist only when the stage is about to run: the tables' write keys are decoded after
+    them (`TokenTable.late_onehot`), so the keys, the reads and their dims wait."""
     p = ins.position
     for j in (*range(IMM_OPERANDS), OFFSET):
-        key = tt.field_onehot(f"imm.key.{p}.{j}", "IMM", limits.ROM_BLOCKS, 0, where={1: p, 2: j})
+        key = tt.late_onehot(f"imm.key.{p}.{j}", "IMM", limits.ROM_BLOCKS, after, 0,
+                             where={1: p, 2: j})
         table = c.table(f"rom.imm.{p}.{j}", rows=limits.ROM_BLOCKS, width=32)
         table.write(key, [(bk.v_bits, 1), (bk.v_bits, 0)], key_lag=2)
-        bits = table.read(bk.exec_block, gate=gate, name=f"imm.{p}.{j}").bits
+        bits = table.read(bk.exec_block, name=f"imm.{p}.{j}").bits
         if j == OFFSET:
             ins.offset = bits
         else:

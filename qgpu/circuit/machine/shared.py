@@ -23,6 +23,7 @@ from __future__ import annotations
 from qgpu.circuit.ir import BITS, READ_SCALE, Circuit, Signal, Table
 from qgpu.circuit.machine.families import Extension, StageView
 from qgpu.circuit.machine.logic import unit
+from qgpu.circuit.machine.memory import address_key, word_key
 from qgpu.circuit.machine.rom import Instruction
 from qgpu.circuit.machine.spec import ADDRESSED_OPS, SHARED_OPS
 from qgpu.isa import limits
@@ -35,16 +36,8 @@ class SharedTables:
     """The shared memory table's copies, one per stage."""
 
     def __init__(self, view: StageView):
-        tt = view.extra["tt"]
         self.c, self.bk = view.c, view.bk
-        parsed = tt.parsed
-
-        def row(t: int):
-            kind, f = parsed[t]
-            words = limits.GLOBAL_WORDS
-            return f[0] - words if kind == "ADDR" and f[0] >= words else None
-
-        self.key = self.c.token_onehot("addr.shared_key", ROWS, row)
+        self.key = address_key(view.extra["tt"], "addr.shared", limits.GLOBAL_WORDS)
         self.copies: dict[int, Table] = {}
         self.reads: dict[tuple[int, int], Signal] = {}
 
@@ -60,7 +53,8 @@ class SharedTables:
                 t.write(self.key, [(self.bk.v_bits, 1), (self.bk.v_bits, 0)], key_lag=2)
                 self.copies[stage] = t
             gates = space_gates(self.c, view.ins)
-            self.reads[(p, lane)] = t.read(view.words[lane], name=f"shared.load.{p}.{lane}",
+            self.reads[(p, lane)] = t.read(word_key(view.words[lane]),
+                                           name=f"shared.load.{p}.{lane}",
                                            restore=False, gate=gates and gates[1]).raw
         return self.reads[(p, lane)]
 
