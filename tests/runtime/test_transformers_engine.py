@@ -21,9 +21,8 @@ from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.merge.size import GIB, merge_size
 from qgpu.model.config import FULL, LINEAR
 from tests.memory import release_memory
-
-from ..merge.helpers import text_kl, write_release_layout
-from ..merge.machine_helpers import SHAPE, machine_base_config
+from tests.merge.helpers import text_kl, write_release_layout
+from tests.merge.machine_helpers import SHAPE, machine_base_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("transformers_engine")]
 TRANSFORMERS_BUDGET = 12 * GIB  # resident float32 model in CI's 24 GiB (two workers)
@@ -53,12 +52,13 @@ def test_suite_launches_generated_by_transformers(tmp_path):
     import torch
     from transformers import AutoModelForCausalLM
 
+    from qgpu.isa.limits import launch_warps
     from qgpu.merge import merge_checkpoint
     from qgpu.merge.circuits import machine_part
     from qgpu.model.checkpoint import save_checkpoint
     from qgpu.model.weights import EMBED, QwenWeights
     from qgpu.runtime.transformers_engine import TransformersMachine, engine_name
-    from qgpu.suite import compiled_module, launch_warps, positional_args
+    from qgpu.suite import compiled_module, positional_args
 
     release_memory(keep_default_machine=False)
     launches = _launches()
