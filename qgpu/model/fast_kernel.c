@@ -962,3 +962,5 @@ void qgpu_head_logits_of(Model *m, const float *h, float *logits) {
     normalize(m, h, m->final_norm, m->head_x);
     qgpu_head_logits(m, logits);
 }
+
+#include "fast_batch.c"

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 SOURCE = Path(__file__).with_name("fast_kernel.c")
+INCLUDED = (Path(__file__).with_name("fast_batch.c"),)  # #included by SOURCE
 FLAGS = ["-O3", "-g", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-pthread"]
 F32P = ctypes.POINTER(ctypes.c_float)
 I32P = ctypes.POINTER(ctypes.c_int32)
@@ -149,7 +150,7 @@ def _cache_dir() -> Path:
 
 
 def _build(cc: str) -> Path:
-    source = SOURCE.read_bytes()
+    source = SOURCE.read_bytes() + b"".join(p.read_bytes() for p in INCLUDED)
     for extra in (["-march=native"], []):
         flags = FLAGS + extra
         key = hashlib.sha256(source + repr((cc, flags, platform.machine(),
@@ -180,6 +181,11 @@ def _declare(lib: ctypes.CDLL) -> None:
                                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                         ctypes.c_void_p, I32, ctypes.c_void_p,
                                         ctypes.c_void_p]
+    lib.qgpu_forward_batch.restype = I32
+    lib.qgpu_forward_batch.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
+                                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                       ctypes.c_void_p, I32, ctypes.c_void_p,
+                                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     lib.qgpu_head_logits_of.restype = None
     lib.qgpu_head_logits_of.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
                                         ctypes.c_void_p]

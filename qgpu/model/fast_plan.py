@@ -282,6 +282,7 @@ class NativePlan:
         self.lib, self.config, self.fields = lib, config, fields
         self._keep: list[np.ndarray] = []
         self._bindings: dict[int, tuple] = {}
+        self._xcols = None
         self.live: dict[int, LiveHeads] = {}
         dk = config.linear_key_head_dim
         for i in range(config.num_hidden_layers):
@@ -391,9 +392,35 @@ class NativePlan:
             return int(np.argmax(full))
         return int(out)
 
-    def run_forced(self, state: ModelState, tokens: np.ndarray) -> np.ndarray:
-        """Teacher forcing: the given tokens in one call, layer by layer (each exactly as
-        `run` computes it); returns the greedy token after each (int32 array)."""
+    def _mlp_columns(self):
+        """(pointer table, counts): per layer, the hidden columns its MLP reads (gate
+        forms, up rows, the bias column), ascending: the rows the batched kernel
+        normalizes. Built on first use."""
+        if self._xcols is None:
+            f, n = self.fields, self.config.num_hidden_layers
+            arrays, counts = [], np.zeros(n, np.int32)
+            ptrs = (ctypes.c_void_p * n)()
+            for i in range(n):
+                p = f"layers.{i}."
+                parts = [np.asarray(f[p + k], np.int64) for k in
+                         ("gate.col", "gate_hi.col", "up_col", "up1_col") if p + k in f]
+                bias = int(f.get(p + "bias_col", -1))
+                parts.append(np.array([bias] if bias >= 0 else [], np.int64))
+                cols = np.unique(np.concatenate(parts)).astype(np.int32)
+                arrays.append(cols)
+                counts[i] = len(cols)
+                ptrs[i] = cols.ctypes.data
+            self._xcols = (ptrs, counts, arrays)
+        return self._xcols
+
+    def run_forced(self, state: ModelState, tokens: np.ndarray, batched: bool = True,
+                   hidden: np.ndarray | None = None) -> np.ndarray:
+        """Teacher forcing: the given tokens in one call, layer by layer; returns the
+        greedy token after each (int32 array). batched: every layer's products over all
+        the tokens at once (qgpu_forward_batch, fast_batch.c), else each token exactly as
+        `run` computes it (qgpu_forward_forced); both give the same bits. hidden: an
+        [n, hidden_size] float32 array that receives each token's residual stream after
+        the last layer (tests compare them)."""
         tokens = np.ascontiguousarray(tokens, np.int64)
         n = len(tokens)
         greedy = np.zeros(n, np.int32)
@@ -401,10 +428,20 @@ class NativePlan:
             return greedy
         entry = self._binding(state)
         states, convs, windows, counts = entry[2:6]
-        hs = np.zeros((n, self.config.hidden_size), F32)
-        self.lib.qgpu_forward_forced(self._model_ref, states, convs, windows, counts,
-                                     tokens.ctypes.data, n, hs.ctypes.data,
-                                     greedy.ctypes.data)
+        hs = np.zeros((n, self.config.hidden_size), F32) if hidden is None else hidden
+        if hs.shape != (n, self.config.hidden_size) or hs.dtype != F32 \
+                or not hs.flags.c_contiguous:
+            raise ValueError("hidden must be a C-contiguous float32 [n, hidden_size] array")
+        done = False
+        if batched:
+            ptrs, n_cols, _ = self._mlp_columns()
+            done = self.lib.qgpu_forward_batch(
+                self._model_ref, states, convs, windows, counts, tokens.ctypes.data, n,
+                hs.ctypes.data, greedy.ctypes.data, ptrs, n_cols.ctypes.data) == 0
+        if not done:  # not batched, or its scratch could not be allocated
+            self.lib.qgpu_forward_forced(self._model_ref, states, convs, windows, counts,
+                                         tokens.ctypes.data, n, hs.ctypes.data,
+                                         greedy.ctypes.data)
         entry[-1][0] = state.position + n  # the engine counts the tokens
         for t in np.flatnonzero(greedy < 0).tolist():  # not finite: numpy's argmax rules
             full = np.zeros(self.config.vocab_size, F32)

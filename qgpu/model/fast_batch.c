@@ -1,0 +1,499 @@
+/* qgpu batched teacher forcing (included by fast_kernel.c): n known tokens through the
+ * model layer by layer, every product over all n positions at once, bit-identical to
+ * running the tokens one by one through qgpu_forward.
+ *
+ * Why the results are the same bits: every value is computed by the same float32
+ * operations in the same order as the per-token kernel computes it, position by
+ * position; what changes is which operations run side by side.
+ * - The residual stream is kept position-minor (HT[feature][position]): a norm's
+ *   pairwise sum of squares runs the per-token recursion with each accumulator a row of
+ *   positions (pw_rows), and the normalized inputs are (h * r) * w as normalize() does.
+ * - A sparse product (csc_batch) adds, for each input column in the per-token order,
+ *   weight * x over the positions. The per-token kernel skips the positions where x is
+ *   +-0; the batch adds their terms, which are +-0 (weights are finite), and adding +-0
+ *   to an accumulator that starts at +0 leaves it unchanged (an accumulator started at
+ *   +0 is never -0: x + (-x) rounds to +0). So each output receives the same nonzero
+ *   terms in the same order. The same holds for the MLP's down product (units in
+ *   ascending order, which is the per-token order for any thread count) and out_proj.
+ * - The causal conv of a channel over the positions reads the window [state, inputs]
+ *   and shifts it once per token; the per-token kernel shifts only channels whose window
+ *   or input is nonzero, but a channel it leaves alone holds only +0 (conv inputs are
+ *   sums started at +0), so shifting it changes nothing.
+ * - The delta rule, the norms of q and k and the gated output norm run position by
+ *   position (the recurrence is sequential), with the per-token kernel's code.
+ * - Adds into the residual stream touch the same rows as the per-token kernel (all the
+ *   down rows after an MLP, the out rows after a mixer whose heads read anything), so a
+ *   -0 turns into +0 exactly where it does token by token.
+ * tests/model/test_fast_batch.py checks greedy tokens, logits and states against the
+ * per-token kernel on random models whose sums are not exact, and on the machine.
+ */
+#include <stdlib.h>
+
+typedef struct {
+    int32_t n, N;          /* positions, row stride (n rounded up to 8) */
+    float *HT;             /* [hidden][N] residual stream */
+    float *XF;             /* [hidden][N] a norm's output, rows of the columns read */
+    uint8_t *xnz;          /* [hidden] row of XF holds a nonzero */
+    float *MX;             /* [hidden][N] a product into the residual stream */
+    uint8_t *mxt;          /* [hidden] row of MX touched (zeroed and written) */
+    float *ST;             /* [max slots or forms][N] projections / gate forms */
+    uint8_t *stt;          /* row of ST touched */
+    float *CT;             /* [max channels][N] conv outputs */
+    uint8_t *cact;         /* channel active (row of CT written) */
+    float *Y;              /* [max heads * dv or units][N] gated outputs / acts */
+    uint8_t *yt;           /* row of Y touched */
+    int32_t *list, *list2; /* scratch lists */
+    float *r, *row, *row2, *pw;  /* [N] each; pw: pairwise scratch */
+    float *fmax;           /* per gate form: max over positions */
+    int32_t *any_out;      /* [N] */
+    float *tmp;            /* [dk] dense head vector */
+} Batch;
+
+static void *bzalloc(size_t bytes) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
+/* out[t] = pairwise_sumsq of column t of rows [a, a + len) (rows of N floats), t < n:
+   pairwise_sumsq's recursion, each scalar a row of positions */
+static void pw_rows(const float *X, int64_t N, int32_t n, int64_t a, int64_t len, float *out,
+                    float *acc, float *stack) {
+    if (len < 8) {
+        for (int32_t t = 0; t < n; t++) out[t] = 0.0f;
+        for (int64_t i = 0; i < len; i++) {
+            const float *x = X + (a + i) * N;
+            for (int32_t t = 0; t < n; t++) out[t] += x[t] * x[t];
+        }
+        return;
+    }
+    if (len <= 128) {
+        for (int32_t j = 0; j < 8; j++) {
+            const float *x = X + (a + j) * N;
+            float *r = acc + j * N;
+            for (int32_t t = 0; t < n; t++) r[t] = x[t] * x[t];
+        }
+        int64_t i;
+        for (i = 8; i < len - (len % 8); i += 8)
+            for (int32_t j = 0; j < 8; j++) {
+                const float *x = X + (a + i + j) * N;
+                float *r = acc + j * N;
+                for (int32_t t = 0; t < n; t++) r[t] += x[t] * x[t];
+            }
+        const float *r0 = acc, *r1 = acc + N, *r2 = acc + 2 * N, *r3 = acc + 3 * N,
+                    *r4 = acc + 4 * N, *r5 = acc + 5 * N, *r6 = acc + 6 * N, *r7 = acc + 7 * N;
+        for (int32_t t = 0; t < n; t++)
+            out[t] = ((r0[t] + r1[t]) + (r2[t] + r3[t])) + ((r4[t] + r5[t]) + (r6[t] + r7[t]));
+        for (; i < len; i++) {
+            const float *x = X + (a + i) * N;
+            for (int32_t t = 0; t < n; t++) out[t] += x[t] * x[t];
+        }
+        return;
+    }
+    int64_t n2 = len / 2;
+    n2 -= n2 % 8;
+    pw_rows(X, N, n, a, n2, out, acc, stack + N);
+    pw_rows(X, N, n, a + n2, len - n2, stack, acc, stack + N);
+    for (int32_t t = 0; t < n; t++) out[t] = out[t] + stack[t];
+}
+
+/* b->r[t]: norm_scale of position t of the residual stream */
+static void batch_norm_scale(const Model *m, Batch *b) {
+    const int32_t n = b->n;
+    pw_rows(b->HT, b->N, n, 0, m->hidden, b->r, b->pw, b->pw + 8 * b->N);
+    for (int32_t t = 0; t < n; t++) b->r[t] = 1.0f / sqrtf(b->r[t] / (float)m->hidden + m->eps);
+}
+
+/* rows `cols` of XF: (h * r) * w, as normalize() computes them; xnz flags nonzero rows */
+static void batch_fill(const Model *m, Batch *b, const float *w, const int32_t *cols,
+                       int32_t nc) {
+    const int32_t n = b->n, N = b->N;
+    for (int32_t j = 0; j < nc; j++) {
+        const int32_t c = cols[j];
+        const float *h = b->HT + (int64_t)c * N, *r = b->r;
+        float *x = b->XF + (int64_t)c * N;
+        const float wc = w[c];
+        int32_t any = 0;
+        for (int32_t t = 0; t < n; t++) {
+            const float v = (h[t] * r[t]) * wc;
+            x[t] = v;
+            any |= v != 0.0f;
+        }
+        b->xnz[c] = (uint8_t)any;
+    }
+}
+
+/* out rows += val * x rows, columns in order (rows zeroed on first touch: touched) */
+static void csc_batch(const Csc *a, const float *X, const uint8_t *xnz, float *out,
+                      uint8_t *touched, int32_t n, int32_t N) {
+    for (int32_t c = 0; c < a->n_cols; c++) {
+        const int32_t col = a->col[c];
+        if (!xnz[col]) continue;
+        const float *x = X + (int64_t)col * N;
+        for (int32_t p = a->ptr[c]; p < a->ptr[c + 1]; p++) {
+            const int32_t r = a->row[p];
+            float *o = out + (int64_t)r * N;
+            const float v = a->val[p];
+            if (!touched[r]) {
+                touched[r] = 1;
+                for (int32_t t = 0; t < n; t++) o[t] = 0.0f + v * x[t];
+            } else {
+                for (int32_t t = 0; t < n; t++) o[t] += v * x[t];
+            }
+        }
+    }
+}
+
+/* HT rows `rows` += MX rows (untouched: + 0.0f), at every position or where mask[t] */
+static void batch_add(Batch *b, const int32_t *rows, int32_t nr, const int32_t *mask) {
+    const int32_t n = b->n, N = b->N;
+    for (int32_t k = 0; k < nr; k++) {
+        const int32_t r = rows[k];
+        float *h = b->HT + (int64_t)r * N;
+        const float *d = b->MX + (int64_t)r * N;
+        if (!mask) {
+            if (b->mxt[r]) for (int32_t t = 0; t < n; t++) h[t] += d[t];
+            else for (int32_t t = 0; t < n; t++) h[t] += 0.0f;
+        } else {
+            for (int32_t t = 0; t < n; t++)
+                if (mask[t]) h[t] += b->mxt[r] ? d[t] : 0.0f;
+        }
+    }
+}
+
+static void clear_flags(uint8_t *flags, int32_t n) { memset(flags, 0, (size_t)n); }
+
+static inline float st_at(const Batch *b, int32_t row, int32_t t) {
+    return b->stt[row] ? b->ST[(int64_t)row * b->N + t] : 0.0f;
+}
+
+static void batch_gdn(const Model *m, const Layer *L, Batch *b, float *S_all, float *conv,
+                      int32_t *win, int32_t *n_win) {
+    const int32_t dk = m->dk, dv = m->dv, K = m->conv_k, nh = L->n_heads, nkh = L->n_key_heads;
+    const int32_t n_qk = nkh * dk, n_ch = 2 * n_qk + nh * dv, n = b->n, N = b->N;
+    batch_norm_scale(m, b);
+    batch_fill(m, b, L->in_norm, L->proj.col, L->proj.n_cols);
+    clear_flags(b->stt, L->n_slots);
+    csc_batch(&L->proj, b->XF, b->xnz, b->ST, b->stt, n, N);
+    /* the causal conv, channel by channel over the positions */
+    int32_t kept = 0, n_qkact = 0;
+    float *seq = b->row2;  /* [K - 1 + n]: the window then the inputs */
+    for (int32_t c = 0; c < n_ch; c++) {
+        float *st = conv + (int64_t)c * K;
+        int32_t any = 0;
+        for (int32_t j = 0; j < K; j++) any |= st[j] != 0.0f;
+        if (!any && !b->stt[c]) { b->cact[c] = 0; continue; }
+        const float *in = b->ST + (int64_t)c * N;
+        if (!any) {
+            int32_t nz = 0;
+            for (int32_t t = 0; t < n; t++) nz |= in[t] != 0.0f;
+            if (!nz) { b->cact[c] = 0; continue; }
+        }
+        b->cact[c] = 1;
+        const float *w = L->conv_w + (int64_t)c * K;
+        for (int32_t j = 0; j < K - 1; j++) seq[j] = st[j + 1];
+        if (b->stt[c]) memcpy(seq + K - 1, in, sizeof(float) * n);
+        else memset(seq + K - 1, 0, sizeof(float) * n);
+        float *out = b->CT + (int64_t)c * N;
+        if (K == 4) {
+            const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+            for (int32_t t = 0; t < n; t++) {
+                float acc = 0.0f;
+                acc += w0 * seq[t];
+                acc += w1 * seq[t + 1];
+                acc += w2 * seq[t + 2];
+                acc += w3 * seq[t + 3];
+                out[t] = acc;
+            }
+        } else {
+            for (int32_t t = 0; t < n; t++) {
+                float acc = 0.0f;
+                for (int32_t j = 0; j < K; j++) acc += w[j] * seq[t + j];
+                out[t] = acc;
+            }
+        }
+        /* the window after the last token: [state, inputs][n .. n + K) */
+        float last[64];
+        for (int32_t j = 0; j < K; j++) last[j] = n + j < K ? st[n + j] : seq[n + j - 1];
+        int32_t nz = 0;
+        for (int32_t j = 0; j < K; j++) { st[j] = last[j]; nz |= last[j] != 0.0f; }
+        win[kept] = c;
+        kept += nz;
+        silu_array(out, n);
+        if (c < 2 * n_qk) b->list[n_qkact++] = c;
+    }
+    *n_win = kept;
+    /* position by position: q/k norms, the delta rule, the gated output norm */
+    const int32_t z0 = n_ch, b0 = n_ch + nh * dv, a0 = b0 + nh;
+    clear_flags(b->yt, nh * dv);
+    float *vloc = b->tmp + dk, *zloc = vloc + dv;
+    for (int32_t t = 0; t < n; t++) {
+        for (int32_t kh = 0; kh < nkh; kh++) m->nq[kh] = m->nk[kh] = 0;
+        for (int32_t j = 0; j < n_qkact; j++) {
+            const int32_t c = b->list[j];
+            if (b->CT[(int64_t)c * N + t] == 0.0f) continue;
+            if (c < n_qk) { int32_t kh = c / dk; m->nzq[kh * dk + m->nq[kh]++] = c - kh * dk; }
+            else { int32_t kh = (c - n_qk) / dk; m->nzk[kh * dk + m->nk[kh]++] = c - n_qk - kh * dk; }
+        }
+        for (int32_t kh = 0; kh < nkh; kh++) {
+            for (int32_t half = 0; half < 2; half++) {
+                const int32_t cnt = half ? m->nk[kh] : m->nq[kh];
+                if (!cnt) continue;
+                const int32_t *nz = (half ? m->nzk : m->nzq) + kh * dk;
+                const int32_t base = half ? n_qk + kh * dk : kh * dk;
+                for (int32_t k = 0; k < cnt; k++)
+                    b->tmp[nz[k]] = b->CT[(int64_t)(base + nz[k]) * N + t];
+                l2norm_head(b->tmp, dk, half ? 1.0f : m->sqrt_dk, (half ? m->kn : m->qn) + kh * dk,
+                            nz, cnt);
+                for (int32_t k = 0; k < cnt; k++) b->tmp[nz[k]] = 0.0f;
+            }
+        }
+        int any_out = 0;
+        for (int32_t s = 0; s < nh; s++) {
+            float *S = S_all + (int64_t)L->head_ids[s] * dk * dv;
+            float a_in = st_at(b, a0 + s, t) + L->dt_bias[s];
+            float decay = np_expf(L->neg_exp_a_log[s] * softplus(a_in));
+            if (decay != 1.0f) for (int64_t i = 0; i < (int64_t)dk * dv; i++) S[i] *= decay;
+            const int32_t ks = L->key_slot[s];
+            const int32_t nk = m->nk[ks], *nzk = m->nzk + ks * dk;
+            const float *kn = m->kn + ks * dk;
+            if (nk) {
+                for (int32_t e = 0; e < dv; e++) {
+                    const int32_t c = 2 * n_qk + s * dv + e;
+                    vloc[e] = b->cact[c] ? b->CT[(int64_t)c * N + t] : 0.0f;
+                }
+                float beta = sigmoid(st_at(b, b0 + s, t));
+                float *delta = m->o;
+                for (int32_t e = 0; e < dv; e++) delta[e] = 0.0f;
+                for (int32_t k = 0; k < nk; k++) {
+                    const float *row = S + (int64_t)nzk[k] * dv;
+                    float kj = kn[nzk[k]];
+                    for (int32_t e = 0; e < dv; e++) delta[e] += row[e] * kj;
+                }
+                for (int32_t e = 0; e < dv; e++) delta[e] = (vloc[e] - delta[e]) * beta;
+                for (int32_t k = 0; k < nk; k++) {
+                    float *row = S + (int64_t)nzk[k] * dv;
+                    float kj = kn[nzk[k]];
+                    for (int32_t e = 0; e < dv; e++) row[e] += kj * delta[e];
+                }
+            }
+            const int32_t nq = m->nq[ks], *nzq = m->nzq + ks * dk;
+            if (!nq) continue;
+            const float *qn = m->qn + ks * dk;
+            float *o = m->o;
+            for (int32_t e = 0; e < dv; e++) o[e] = 0.0f;
+            for (int32_t k = 0; k < nq; k++) {
+                const float *row = S + (int64_t)nzq[k] * dv;
+                float qj = qn[nzq[k]];
+                for (int32_t e = 0; e < dv; e++) o[e] += row[e] * qj;
+            }
+            float r = 1.0f / sqrtf(pairwise_sumsq(o, dv) / (float)dv + m->eps);
+            for (int32_t e = 0; e < dv; e++) zloc[e] = st_at(b, z0 + s * dv + e, t);
+            for (int32_t e = 0; e < dv; e++) {
+                const int32_t c = s * dv + e;
+                float *y = b->Y + (int64_t)c * N;
+                if (!b->yt[c]) { b->yt[c] = 1; memset(y, 0, sizeof(float) * N); }
+                y[t] = (L->norm_w[e] * (o[e] * r)) * silu(zloc[e]);
+            }
+            any_out = 1;
+        }
+        b->any_out[t] = any_out;
+    }
+    /* out_proj over the positions, then the residual where some head read */
+    int32_t some = 0;
+    for (int32_t t = 0; t < n; t++) some |= b->any_out[t];
+    if (!some) return;
+    for (int32_t c = 0; c < nh * dv; c++) {
+        int32_t any = 0;
+        if (b->yt[c]) {
+            const float *y = b->Y + (int64_t)c * N;
+            for (int32_t t = 0; t < n; t++) any |= y[t] != 0.0f;
+        }
+        b->list2[c] = any;
+    }
+    clear_flags(b->mxt, m->hidden);
+    for (int32_t c = 0; c < L->out.n_cols; c++) {
+        const int32_t col = L->out.col[c];
+        if (!b->list2[col]) continue;
+        const float *y = b->Y + (int64_t)col * N;
+        for (int32_t p = L->out.ptr[c]; p < L->out.ptr[c + 1]; p++) {
+            const int32_t r = L->out.row[p];
+            float *o = b->MX + (int64_t)r * N;
+            const float v = L->out.val[p];
+            if (!b->mxt[r]) { b->mxt[r] = 1; for (int32_t t = 0; t < n; t++) o[t] = 0.0f + v * y[t]; }
+            else for (int32_t t = 0; t < n; t++) o[t] += v * y[t];
+        }
+    }
+    batch_add(b, L->out_rows, L->n_out_rows, b->any_out);
+}
+
+/* the MLP over the positions: gate forms, units (skipped where a bound shows silu(gate)
+   is 0 at every position), acts, down */
+static void batch_mlp(const Model *m, const Layer *L, Batch *b, const int32_t *cols,
+                      int32_t nc) {
+    const int32_t n = b->n, N = b->N, nu = L->n_units;
+    batch_norm_scale(m, b);
+    batch_fill(m, b, L->post_norm, cols, nc);
+    clear_flags(b->stt, L->n_forms);
+    csc_batch(&L->gate, b->XF, b->xnz, b->ST, b->stt, n, N);
+    csc_batch(&L->gate_hi, b->XF, b->xnz, b->ST, b->stt, n, N);
+    float *zero = b->row;
+    memset(zero, 0, sizeof(float) * N);
+    for (int32_t f = 0; f < L->n_forms; f++) {
+        float mx = 0.0f;
+        if (b->stt[f]) {
+            const float *x = b->ST + (int64_t)f * N;
+            int32_t nan = 0;
+            mx = x[0];
+            for (int32_t t = 0; t < n; t++) { mx = x[t] > mx ? x[t] : mx; nan |= x[t] != x[t]; }
+            if (nan) mx = INFINITY;
+        }
+        b->fmax[f] = mx;
+    }
+    const float *bias = L->bias_col >= 0 && b->xnz[L->bias_col]
+                        ? b->XF + (int64_t)L->bias_col * N : zero;
+    float bmax = 0.0f, bmin = 0.0f;
+    {
+        int32_t nan = 0;
+        bmax = bmin = bias[0];
+        for (int32_t t = 0; t < n; t++) {
+            bmax = bias[t] > bmax ? bias[t] : bmax;
+            bmin = bias[t] < bmin ? bias[t] : bmin;
+            nan |= bias[t] != bias[t];
+        }
+        if (nan) { bmax = INFINITY; bmin = -INFINITY; }
+    }
+    int32_t na = 0;
+    float *g = b->row2, *up = b->pw;
+    for (int32_t u = 0; u < nu; u++) {
+        const int32_t form = L->unit_form[u];
+        const float ub = L->unit_bias[u];
+        const float pmax = ub >= 0.0f ? ub * bmax : ub * bmin;
+        if (b->fmax[form] + pmax <= -89.0f) continue;  /* every gate <= -89: silu is 0 */
+        const float *f = b->stt[form] ? b->ST + (int64_t)form * N : zero;
+        int32_t on = 0, between = 0;
+        for (int32_t t = 0; t < n; t++) {
+            const float v = f[t] + ub * bias[t];
+            g[t] = v;
+            on |= (v > -89.0f) & (v != 0.0f);
+            between |= (v > -89.0f) & (v < 17.0f) & (v != 0.0f);
+        }
+        if (!on) continue;
+        if (between) for (int32_t t = 0; t < n; t++) g[t] = unit_silu(g[t]);
+        else for (int32_t t = 0; t < n; t++) g[t] = g[t] >= 17.0f ? g[t] : 0.0f;
+        if (u < L->n_single) {
+            const float v = L->up1_val[u], *x = b->XF + (int64_t)L->up1_col[u] * N;
+            if (b->xnz[L->up1_col[u]]) for (int32_t t = 0; t < n; t++) up[t] = 0.0f + v * x[t];
+            else for (int32_t t = 0; t < n; t++) up[t] = 0.0f;
+        } else {
+            for (int32_t t = 0; t < n; t++) up[t] = 0.0f;
+            for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++) {
+                const int32_t c = L->up_col[p];
+                if (!b->xnz[c]) continue;  /* +-0 terms */
+                const float v = L->up_val[p], *x = b->XF + (int64_t)c * N;
+                for (int32_t t = 0; t < n; t++) up[t] += v * x[t];
+            }
+        }
+        float *act = b->Y + (int64_t)na * N;
+        int32_t cnt = 0;
+        for (int32_t t = 0; t < n; t++) { act[t] = g[t] * up[t]; cnt += act[t] != 0.0f; }
+        if (!cnt) continue;
+        b->list[na] = u;
+        b->list2[na] = cnt;
+        na++;
+    }
+    clear_flags(b->mxt, m->hidden);
+    int32_t *lanes = (int32_t *)b->fmax;  /* fmax is read no more */
+    for (int32_t k = 0; k < na; k++) {
+        const int32_t u = b->list[k];
+        const float *act = b->Y + (int64_t)k * N;
+        const int sparse = b->list2[k] * 8 < n;
+        int32_t nl = 0;
+        if (sparse) for (int32_t t = 0; t < n; t++) if (act[t] != 0.0f) lanes[nl++] = t;
+        for (int32_t part = 0; part < 2; part++) {
+            const Csc *d = part ? &L->down_hi : &L->down;
+            for (int32_t p = d->ptr[u]; p < d->ptr[u + 1]; p++) {
+                const int32_t r = d->row[p];
+                float *o = b->MX + (int64_t)r * N;
+                const float v = d->val[p];
+                if (!b->mxt[r]) { b->mxt[r] = 1; memset(o, 0, sizeof(float) * N); }
+                if (sparse) for (int32_t j = 0; j < nl; j++) o[lanes[j]] += v * act[lanes[j]];
+                else for (int32_t t = 0; t < n; t++) o[t] += v * act[t];
+            }
+        }
+    }
+    batch_add(b, L->down_rows, L->n_down_rows, NULL);
+}
+
+/* Teacher forcing in batch: qgpu_forward_forced's contract (hs: n * hidden floats, the
+   residual stream of each token after the last layer; greedy[t], -1 where the head's
+   input is not finite), every layer's products over all n positions at once. xcols[i] /
+   n_xcols[i]: the columns layer i's MLP reads (gate forms, up, the bias column).
+   Returns 0, or -1 when scratch cannot be allocated (nothing was run). */
+int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
+                           int32_t *const *wins, int32_t *win_counts, const int64_t *tokens,
+                           int32_t n, float *hs, int32_t *greedy, int32_t *const *xcols,
+                           const int32_t *n_xcols) {
+    const int64_t H = m->hidden;
+    Batch bb, *b = &bb;
+    memset(b, 0, sizeof bb);
+    b->n = n;
+    b->N = (n + 7) & ~7;
+    const int64_t N = b->N;
+    int64_t rows = 1, chans = 1, yrows = 1;
+    for (int32_t i = 0; i < m->n_layers; i++) {
+        const Layer *L = &m->layers[i];
+        if (L->n_slots > rows) rows = L->n_slots;
+        if (L->n_forms > rows) rows = L->n_forms;
+        const int64_t ch = 2 * (int64_t)L->n_key_heads * m->dk + (int64_t)L->n_heads * m->dv;
+        if (ch > chans) chans = ch;
+        if ((int64_t)L->n_heads * m->dv > yrows) yrows = (int64_t)L->n_heads * m->dv;
+        if (L->n_units > yrows) yrows = L->n_units;
+    }
+    b->HT = bzalloc(sizeof(float) * H * N);
+    b->XF = bzalloc(sizeof(float) * H * N);
+    b->MX = bzalloc(sizeof(float) * H * N);
+    b->ST = bzalloc(sizeof(float) * rows * N);
+    b->CT = bzalloc(sizeof(float) * chans * N);
+    b->Y = bzalloc(sizeof(float) * yrows * N);
+    b->xnz = bzalloc(H); b->mxt = bzalloc(H); b->stt = bzalloc(rows);
+    b->cact = bzalloc(chans); b->yt = bzalloc(yrows);
+    b->list = bzalloc(sizeof(int32_t) * (chans + yrows));
+    b->list2 = bzalloc(sizeof(int32_t) * (chans + yrows));
+    b->r = bzalloc(sizeof(float) * N);
+    b->row = bzalloc(sizeof(float) * N);
+    b->row2 = bzalloc(sizeof(float) * (N + 64));
+    b->pw = bzalloc(sizeof(float) * N * 48);
+    b->fmax = bzalloc(sizeof(float) * (rows > N ? rows : N));
+    b->any_out = bzalloc(sizeof(int32_t) * N);
+    b->tmp = bzalloc(sizeof(float) * (m->dk + 2 * m->dv));
+    int32_t rc = 0;
+    if (!b->HT || !b->XF || !b->MX || !b->ST || !b->CT || !b->Y || !b->xnz || !b->mxt ||
+        !b->stt || !b->cact || !b->yt || !b->list || !b->list2 || !b->r || !b->row ||
+        !b->row2 || !b->pw || !b->fmax || !b->any_out || !b->tmp || m->conv_k > 64) {
+        rc = -1;
+        goto done;
+    }
+    for (int32_t t = 0; t < n; t++)
+        for (int32_t p = m->embed_ptr[tokens[t]]; p < m->embed_ptr[tokens[t] + 1]; p++)
+            b->HT[(int64_t)m->embed_col[p] * N + t] = m->embed_val[p];
+    for (int32_t i = 0; i < m->n_layers; i++) {
+        const Layer *L = &m->layers[i];
+        if (L->kind == 1 && L->n_heads)
+            batch_gdn(m, L, b, states[i], convs[i], wins[i], win_counts + i);
+        if (L->n_units) batch_mlp(m, L, b, xcols[i], n_xcols[i]);
+    }
+    for (int32_t t = 0; t < n; t++) {
+        float *h = hs + t * H;
+        for (int64_t c = 0; c < H; c++) h[c] = b->HT[c * N + t];
+        normalize(m, h, m->final_norm, m->head_x);
+        greedy[t] = head_argmax(m, m->head_x);
+    }
+done:
+    free(b->HT); free(b->XF); free(b->MX); free(b->ST); free(b->CT); free(b->Y);
+    free(b->xnz); free(b->mxt); free(b->stt); free(b->cact); free(b->yt); free(b->list);
+    free(b->list2); free(b->r); free(b->row); free(b->row2); free(b->pw); free(b->fmax);
+    free(b->any_out); free(b->tmp);
+    return rc;
+}
