@@ -30,7 +30,7 @@
 #include <stdlib.h>
 
 typedef struct {
-    int32_t n, N;          /* positions, row stride (n rounded up to 8) */
+    int32_t n, N;          /* positions, row stride (>= n, a multiple of 8) */
     float *HT;             /* [hidden][N] residual stream */
     float *XF;             /* [hidden][N] a norm's output, rows of the columns read */
     uint8_t *xnz;          /* [hidden] row of XF holds a nonzero */
@@ -46,7 +46,10 @@ typedef struct {
     float *r, *row, *row2, *pw;  /* [N] each; pw: pairwise scratch */
     float *fmax;           /* per gate form: max over positions */
     int32_t *any_out;      /* [N] */
-    float *tmp;            /* [dk] dense head vector */
+    float *tmp;            /* [dk + 2 dv] dense head vector, v, z */
+    int32_t *nq, *nk;      /* [N] per position: nonzero q / k entries of a key head */
+    int32_t *nzq, *nzk;    /* [N][dk] their indices */
+    float *qn, *kn;        /* [N][dk] the normalized values at those indices */
 } Batch;
 
 static void *bzalloc(size_t bytes) {
@@ -106,7 +109,7 @@ static void batch_norm_scale(const Model *m, Batch *b) {
 }
 
 /* rows `cols` of XF: (h * r) * w, as normalize() computes them; xnz flags nonzero rows */
-static void batch_fill(const Model *m, Batch *b, const float *w, const int32_t *cols,
+__attribute__((noinline)) static void batch_fill(const Model *m, Batch *b, const float *w, const int32_t *cols,
                        int32_t nc) {
     const int32_t n = b->n, N = b->N;
     for (int32_t j = 0; j < nc; j++) {
@@ -146,7 +149,7 @@ static void csc_batch(const Csc *a, const float *X, const uint8_t *xnz, float *o
 }
 
 /* HT rows `rows` += MX rows (untouched: + 0.0f), at every position or where mask[t] */
-static void batch_add(Batch *b, const int32_t *rows, int32_t nr, const int32_t *mask) {
+__attribute__((noinline)) static void batch_add(Batch *b, const int32_t *rows, int32_t nr, const int32_t *mask) {
     const int32_t n = b->n, N = b->N;
     for (int32_t k = 0; k < nr; k++) {
         const int32_t r = rows[k];
@@ -168,7 +171,7 @@ static inline float st_at(const Batch *b, int32_t row, int32_t t) {
     return b->stt[row] ? b->ST[(int64_t)row * b->N + t] : 0.0f;
 }
 
-static void batch_gdn(const Model *m, const Layer *L, Batch *b, float *S_all, float *conv,
+__attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, Batch *b, float *S_all, float *conv,
                       int32_t *win, int32_t *n_win) {
     const int32_t dk = m->dk, dv = m->dv, K = m->conv_k, nh = L->n_heads, nkh = L->n_key_heads;
     const int32_t n_qk = nkh * dk, n_ch = 2 * n_qk + nh * dv, n = b->n, N = b->N;
@@ -177,7 +180,7 @@ static void batch_gdn(const Model *m, const Layer *L, Batch *b, float *S_all, fl
     clear_flags(b->stt, L->n_slots);
     csc_batch(&L->proj, b->XF, b->xnz, b->ST, b->stt, n, N);
     /* the causal conv, channel by channel over the positions */
-    int32_t kept = 0, n_qkact = 0;
+    int32_t kept = 0;
     float *seq = b->row2;  /* [K - 1 + n]: the window then the inputs */
     for (int32_t c = 0; c < n_ch; c++) {
         float *st = conv + (int64_t)c * K;
@@ -221,84 +224,91 @@ static void batch_gdn(const Model *m, const Layer *L, Batch *b, float *S_all, fl
         win[kept] = c;
         kept += nz;
         silu_array(out, n);
-        if (c < 2 * n_qk) b->list[n_qkact++] = c;
     }
     *n_win = kept;
-    /* position by position: q/k norms, the delta rule, the gated output norm */
+    /* head by head (heads are independent: each has its own state), position by
+       position within a head: q/k lists and norms of its key head, the delta rule, the
+       gated output norm -- the per-token kernel's operations on each head */
     const int32_t z0 = n_ch, b0 = n_ch + nh * dv, a0 = b0 + nh;
     clear_flags(b->yt, nh * dv);
+    for (int32_t t = 0; t < n; t++) b->any_out[t] = 0;
     float *vloc = b->tmp + dk, *zloc = vloc + dv;
-    for (int32_t t = 0; t < n; t++) {
-        for (int32_t kh = 0; kh < nkh; kh++) m->nq[kh] = m->nk[kh] = 0;
-        for (int32_t j = 0; j < n_qkact; j++) {
-            const int32_t c = b->list[j];
-            if (b->CT[(int64_t)c * N + t] == 0.0f) continue;
-            if (c < n_qk) { int32_t kh = c / dk; m->nzq[kh * dk + m->nq[kh]++] = c - kh * dk; }
-            else { int32_t kh = (c - n_qk) / dk; m->nzk[kh * dk + m->nk[kh]++] = c - n_qk - kh * dk; }
-        }
-        for (int32_t kh = 0; kh < nkh; kh++) {
-            for (int32_t half = 0; half < 2; half++) {
-                const int32_t cnt = half ? m->nk[kh] : m->nq[kh];
-                if (!cnt) continue;
-                const int32_t *nz = (half ? m->nzk : m->nzq) + kh * dk;
-                const int32_t base = half ? n_qk + kh * dk : kh * dk;
-                for (int32_t k = 0; k < cnt; k++)
-                    b->tmp[nz[k]] = b->CT[(int64_t)(base + nz[k]) * N + t];
-                l2norm_head(b->tmp, dk, half ? 1.0f : m->sqrt_dk, (half ? m->kn : m->qn) + kh * dk,
-                            nz, cnt);
-                for (int32_t k = 0; k < cnt; k++) b->tmp[nz[k]] = 0.0f;
+    for (int32_t kh = 0; kh < nkh; kh++) {
+        int32_t has_head = 0;
+        for (int32_t s = 0; s < nh; s++) has_head |= L->key_slot[s] == kh;
+        if (!has_head) continue;
+        for (int32_t half = 0; half < 2; half++) {  /* q, then k: lists per position */
+            int32_t *cnt = half ? b->nk : b->nq, *nz = half ? b->nzk : b->nzq;
+            float *norm = half ? b->kn : b->qn;
+            const int32_t base = half ? n_qk + kh * dk : kh * dk;
+            for (int32_t t = 0; t < n; t++) cnt[t] = 0;
+            for (int32_t j = 0; j < dk; j++) {
+                if (!b->cact[base + j]) continue;
+                const float *row = b->CT + (int64_t)(base + j) * N;
+                for (int32_t t = 0; t < n; t++) {  /* branch-free append */
+                    nz[(int64_t)t * dk + cnt[t]] = j;
+                    cnt[t] += row[t] != 0.0f;
+                }
+            }
+            for (int32_t t = 0; t < n; t++) {
+                const int32_t k = cnt[t], *z = nz + (int64_t)t * dk;
+                if (!k) continue;
+                for (int32_t i = 0; i < k; i++)
+                    b->tmp[z[i]] = b->CT[(int64_t)(base + z[i]) * N + t];
+                l2norm_head(b->tmp, dk, half ? 1.0f : m->sqrt_dk, norm + (int64_t)t * dk, z, k);
+                for (int32_t i = 0; i < k; i++) b->tmp[z[i]] = 0.0f;
             }
         }
-        int any_out = 0;
         for (int32_t s = 0; s < nh; s++) {
+            if (L->key_slot[s] != kh) continue;
             float *S = S_all + (int64_t)L->head_ids[s] * dk * dv;
-            float a_in = st_at(b, a0 + s, t) + L->dt_bias[s];
-            float decay = np_expf(L->neg_exp_a_log[s] * softplus(a_in));
-            if (decay != 1.0f) for (int64_t i = 0; i < (int64_t)dk * dv; i++) S[i] *= decay;
-            const int32_t ks = L->key_slot[s];
-            const int32_t nk = m->nk[ks], *nzk = m->nzk + ks * dk;
-            const float *kn = m->kn + ks * dk;
-            if (nk) {
+            for (int32_t t = 0; t < n; t++) {
+                float a_in = st_at(b, a0 + s, t) + L->dt_bias[s];
+                float decay = np_expf(L->neg_exp_a_log[s] * softplus(a_in));
+                if (decay != 1.0f) for (int64_t i = 0; i < (int64_t)dk * dv; i++) S[i] *= decay;
+                const int32_t nk = b->nk[t], *nzk = b->nzk + (int64_t)t * dk;
+                const float *kn = b->kn + (int64_t)t * dk;
+                if (nk) {  /* delta rule: m = S^T k; S += k (beta (v - m))^T */
+                    for (int32_t e = 0; e < dv; e++) {
+                        const int32_t c = 2 * n_qk + s * dv + e;
+                        vloc[e] = b->cact[c] ? b->CT[(int64_t)c * N + t] : 0.0f;
+                    }
+                    float beta = sigmoid(st_at(b, b0 + s, t));
+                    float *delta = m->o;
+                    for (int32_t e = 0; e < dv; e++) delta[e] = 0.0f;
+                    for (int32_t k = 0; k < nk; k++) {
+                        const float *row = S + (int64_t)nzk[k] * dv;
+                        float kj = kn[nzk[k]];
+                        for (int32_t e = 0; e < dv; e++) delta[e] += row[e] * kj;
+                    }
+                    for (int32_t e = 0; e < dv; e++) delta[e] = (vloc[e] - delta[e]) * beta;
+                    for (int32_t k = 0; k < nk; k++) {
+                        float *row = S + (int64_t)nzk[k] * dv;
+                        float kj = kn[nzk[k]];
+                        for (int32_t e = 0; e < dv; e++) row[e] += kj * delta[e];
+                    }
+                }
+                const int32_t nq = b->nq[t], *nzq = b->nzq + (int64_t)t * dk;
+                if (!nq) continue;  /* reads 0: the head's output is 0 */
+                const float *qn = b->qn + (int64_t)t * dk;
+                float *o = m->o;
+                for (int32_t e = 0; e < dv; e++) o[e] = 0.0f;
+                for (int32_t k = 0; k < nq; k++) {
+                    const float *row = S + (int64_t)nzq[k] * dv;
+                    float qj = qn[nzq[k]];
+                    for (int32_t e = 0; e < dv; e++) o[e] += row[e] * qj;
+                }
+                float r = 1.0f / sqrtf(pairwise_sumsq(o, dv) / (float)dv + m->eps);
+                for (int32_t e = 0; e < dv; e++) zloc[e] = st_at(b, z0 + s * dv + e, t);
                 for (int32_t e = 0; e < dv; e++) {
-                    const int32_t c = 2 * n_qk + s * dv + e;
-                    vloc[e] = b->cact[c] ? b->CT[(int64_t)c * N + t] : 0.0f;
+                    const int32_t c = s * dv + e;
+                    float *y = b->Y + (int64_t)c * N;
+                    if (!b->yt[c]) { b->yt[c] = 1; memset(y, 0, sizeof(float) * N); }
+                    y[t] = (L->norm_w[e] * (o[e] * r)) * silu(zloc[e]);
                 }
-                float beta = sigmoid(st_at(b, b0 + s, t));
-                float *delta = m->o;
-                for (int32_t e = 0; e < dv; e++) delta[e] = 0.0f;
-                for (int32_t k = 0; k < nk; k++) {
-                    const float *row = S + (int64_t)nzk[k] * dv;
-                    float kj = kn[nzk[k]];
-                    for (int32_t e = 0; e < dv; e++) delta[e] += row[e] * kj;
-                }
-                for (int32_t e = 0; e < dv; e++) delta[e] = (vloc[e] - delta[e]) * beta;
-                for (int32_t k = 0; k < nk; k++) {
-                    float *row = S + (int64_t)nzk[k] * dv;
-                    float kj = kn[nzk[k]];
-                    for (int32_t e = 0; e < dv; e++) row[e] += kj * delta[e];
-                }
+                b->any_out[t] = 1;
             }
-            const int32_t nq = m->nq[ks], *nzq = m->nzq + ks * dk;
-            if (!nq) continue;
-            const float *qn = m->qn + ks * dk;
-            float *o = m->o;
-            for (int32_t e = 0; e < dv; e++) o[e] = 0.0f;
-            for (int32_t k = 0; k < nq; k++) {
-                const float *row = S + (int64_t)nzq[k] * dv;
-                float qj = qn[nzq[k]];
-                for (int32_t e = 0; e < dv; e++) o[e] += row[e] * qj;
-            }
-            float r = 1.0f / sqrtf(pairwise_sumsq(o, dv) / (float)dv + m->eps);
-            for (int32_t e = 0; e < dv; e++) zloc[e] = st_at(b, z0 + s * dv + e, t);
-            for (int32_t e = 0; e < dv; e++) {
-                const int32_t c = s * dv + e;
-                float *y = b->Y + (int64_t)c * N;
-                if (!b->yt[c]) { b->yt[c] = 1; memset(y, 0, sizeof(float) * N); }
-                y[t] = (L->norm_w[e] * (o[e] * r)) * silu(zloc[e]);
-            }
-            any_out = 1;
         }
-        b->any_out[t] = any_out;
     }
     /* out_proj over the positions, then the residual where some head read */
     int32_t some = 0;
@@ -328,9 +338,37 @@ static void batch_gdn(const Model *m, const Layer *L, Batch *b, float *S_all, fl
     batch_add(b, L->out_rows, L->n_out_rows, b->any_out);
 }
 
+/* the max of x[0..n) (+inf when one is NaN); row_max_neg: the max of -x */
+static float row_max_sign(const float *x, int32_t n, float sign) {
+    int32_t t = 0, nan = 0;
+    float mx = -INFINITY;
+#ifdef __AVX2__
+    __m256 vmax = _mm256_set1_ps(-INFINITY), vnan = _mm256_setzero_ps();
+    const __m256 vs = _mm256_set1_ps(sign);
+    for (; t + 8 <= n; t += 8) {
+        const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + t), vs);
+        vnan = _mm256_or_ps(vnan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        vmax = _mm256_max_ps(vmax, v);
+    }
+    nan = _mm256_movemask_ps(vnan) != 0;
+    float lanes[8];
+    _mm256_storeu_ps(lanes, vmax);
+    for (int32_t j = 0; j < 8; j++) mx = lanes[j] > mx ? lanes[j] : mx;
+#endif
+    for (; t < n; t++) {
+        const float v = x[t] * sign;
+        nan |= v != v;
+        mx = v > mx ? v : mx;
+    }
+    return nan ? INFINITY : mx;
+}
+
+static float row_max(const float *x, int32_t n) { return row_max_sign(x, n, 1.0f); }
+static float row_max_neg(const float *x, int32_t n) { return row_max_sign(x, n, -1.0f); }
+
 /* the MLP over the positions: gate forms, units (skipped where a bound shows silu(gate)
    is 0 at every position), acts, down */
-static void batch_mlp(const Model *m, const Layer *L, Batch *b, const int32_t *cols,
+__attribute__((noinline)) static void batch_mlp(const Model *m, const Layer *L, Batch *b, const int32_t *cols,
                       int32_t nc) {
     const int32_t n = b->n, N = b->N, nu = L->n_units;
     batch_norm_scale(m, b);
@@ -341,29 +379,11 @@ static void batch_mlp(const Model *m, const Layer *L, Batch *b, const int32_t *c
     float *zero = b->row;
     memset(zero, 0, sizeof(float) * N);
     for (int32_t f = 0; f < L->n_forms; f++) {
-        float mx = 0.0f;
-        if (b->stt[f]) {
-            const float *x = b->ST + (int64_t)f * N;
-            int32_t nan = 0;
-            mx = x[0];
-            for (int32_t t = 0; t < n; t++) { mx = x[t] > mx ? x[t] : mx; nan |= x[t] != x[t]; }
-            if (nan) mx = INFINITY;
-        }
-        b->fmax[f] = mx;
+        b->fmax[f] = b->stt[f] ? row_max(b->ST + (int64_t)f * N, n) : 0.0f;
     }
     const float *bias = L->bias_col >= 0 && b->xnz[L->bias_col]
                         ? b->XF + (int64_t)L->bias_col * N : zero;
-    float bmax = 0.0f, bmin = 0.0f;
-    {
-        int32_t nan = 0;
-        bmax = bmin = bias[0];
-        for (int32_t t = 0; t < n; t++) {
-            bmax = bias[t] > bmax ? bias[t] : bmax;
-            bmin = bias[t] < bmin ? bias[t] : bmin;
-            nan |= bias[t] != bias[t];
-        }
-        if (nan) { bmax = INFINITY; bmin = -INFINITY; }
-    }
+    float bmax = row_max(bias, n), bmin = -row_max_neg(bias, n);
     int32_t na = 0;
     float *g = b->row2, *up = b->pw;
     for (int32_t u = 0; u < nu; u++) {
@@ -426,31 +446,22 @@ static void batch_mlp(const Model *m, const Layer *L, Batch *b, const int32_t *c
     batch_add(b, L->down_rows, L->n_down_rows, NULL);
 }
 
-/* Teacher forcing in batch: qgpu_forward_forced's contract (hs: n * hidden floats, the
-   residual stream of each token after the last layer; greedy[t], -1 where the head's
-   input is not finite), every layer's products over all n positions at once. xcols[i] /
-   n_xcols[i]: the columns layer i's MLP reads (gate forms, up, the bias column).
-   Returns 0, or -1 when scratch cannot be allocated (nothing was run). */
-int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
-                           int32_t *const *wins, int32_t *win_counts, const int64_t *tokens,
-                           int32_t n, float *hs, int32_t *greedy, int32_t *const *xcols,
-                           const int32_t *n_xcols) {
-    const int64_t H = m->hidden;
-    Batch bb, *b = &bb;
-    memset(b, 0, sizeof bb);
-    b->n = n;
-    b->N = (n + 7) & ~7;
-    const int64_t N = b->N;
-    int64_t rows = 1, chans = 1, yrows = 1;
-    for (int32_t i = 0; i < m->n_layers; i++) {
-        const Layer *L = &m->layers[i];
-        if (L->n_slots > rows) rows = L->n_slots;
-        if (L->n_forms > rows) rows = L->n_forms;
-        const int64_t ch = 2 * (int64_t)L->n_key_heads * m->dk + (int64_t)L->n_heads * m->dv;
-        if (ch > chans) chans = ch;
-        if ((int64_t)L->n_heads * m->dv > yrows) yrows = (int64_t)L->n_heads * m->dv;
-        if (L->n_units > yrows) yrows = L->n_units;
-    }
+static void batch_free(Batch *b) {
+    free(b->HT); free(b->XF); free(b->MX); free(b->ST); free(b->CT); free(b->Y);
+    free(b->xnz); free(b->mxt); free(b->stt); free(b->cact); free(b->yt); free(b->list);
+    free(b->list2); free(b->r); free(b->row); free(b->row2); free(b->pw); free(b->fmax);
+    free(b->any_out); free(b->tmp); free(b->nq); free(b->nk); free(b->nzq); free(b->nzk);
+    free(b->qn); free(b->kn);
+    memset(b, 0, sizeof *b);
+}
+
+/* sizes: hidden, row stride N, rows (slots, forms), channels, y rows (heads * dv,
+   units), dk, dv; 0 when done, -1 when out of memory */
+static int batch_alloc(Batch *b, const int64_t *sizes) {
+    const int64_t H = sizes[0], N = sizes[1], rows = sizes[2], chans = sizes[3],
+                  yrows = sizes[4], dk = sizes[5], dv = sizes[6];
+    memset(b, 0, sizeof *b);
+    b->N = (int32_t)N;
     b->HT = bzalloc(sizeof(float) * H * N);
     b->XF = bzalloc(sizeof(float) * H * N);
     b->MX = bzalloc(sizeof(float) * H * N);
@@ -467,14 +478,63 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
     b->pw = bzalloc(sizeof(float) * N * 48);
     b->fmax = bzalloc(sizeof(float) * (rows > N ? rows : N));
     b->any_out = bzalloc(sizeof(int32_t) * N);
-    b->tmp = bzalloc(sizeof(float) * (m->dk + 2 * m->dv));
-    int32_t rc = 0;
-    if (!b->HT || !b->XF || !b->MX || !b->ST || !b->CT || !b->Y || !b->xnz || !b->mxt ||
-        !b->stt || !b->cact || !b->yt || !b->list || !b->list2 || !b->r || !b->row ||
-        !b->row2 || !b->pw || !b->fmax || !b->any_out || !b->tmp || m->conv_k > 64) {
-        rc = -1;
-        goto done;
+    b->tmp = bzalloc(sizeof(float) * (dk + 2 * dv));
+    b->nq = bzalloc(sizeof(int32_t) * N); b->nk = bzalloc(sizeof(int32_t) * N);
+    b->nzq = bzalloc(sizeof(int32_t) * N * dk); b->nzk = bzalloc(sizeof(int32_t) * N * dk);
+    b->qn = bzalloc(sizeof(float) * N * dk); b->kn = bzalloc(sizeof(float) * N * dk);
+    return b->HT && b->XF && b->MX && b->ST && b->CT && b->Y && b->xnz && b->mxt &&
+           b->stt && b->cact && b->yt && b->list && b->list2 && b->r && b->row &&
+           b->row2 && b->pw && b->fmax && b->any_out && b->tmp && b->nq && b->nk &&
+           b->nzq && b->nzk && b->qn && b->kn ? 0 : -1;
+}
+
+static Batch batch_kept;
+static int64_t batch_sizes[8];
+static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Teacher forcing in batch: qgpu_forward_forced's contract (hs: n * hidden floats, the
+   residual stream of each token after the last layer; greedy[t], -1 where the head's
+   input is not finite), every layer's products over all n positions at once. xcols[i] /
+   n_xcols[i]: the columns layer i's MLP reads (gate forms, up, the bias column).
+   Returns 0, or -1 when its scratch cannot be allocated (nothing was run). */
+int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
+                           int32_t *const *wins, int32_t *win_counts, const int64_t *tokens,
+                           int32_t n, float *hs, int32_t *greedy, int32_t *const *xcols,
+                           const int32_t *n_xcols) {
+    const int64_t H = m->hidden;
+    int64_t rows = 1, chans = 1, yrows = 1;
+    for (int32_t i = 0; i < m->n_layers; i++) {
+        const Layer *L = &m->layers[i];
+        if (L->n_slots > rows) rows = L->n_slots;
+        if (L->n_forms > rows) rows = L->n_forms;
+        const int64_t ch = 2 * (int64_t)L->n_key_heads * m->dk + (int64_t)L->n_heads * m->dv;
+        if (ch > chans) chans = ch;
+        if ((int64_t)L->n_heads * m->dv > yrows) yrows = (int64_t)L->n_heads * m->dv;
+        if (L->n_units > yrows) yrows = L->n_units;
     }
+    /* the scratch is kept between calls (one call at a time) and grown when needed */
+    pthread_mutex_lock(&batch_lock);
+    const int64_t want[8] = {H, ((n + 7) & ~7) + 16, rows, chans, yrows, m->dk, m->dv, 0};
+    int grow = 0;
+    for (int32_t k = 0; k < 7; k++) grow |= want[k] > batch_sizes[k];
+    if (grow || want[0] != batch_sizes[0] || want[5] != batch_sizes[5] ||
+        want[6] != batch_sizes[6]) {
+        batch_free(&batch_kept);
+        int64_t sizes[8];
+        for (int32_t k = 0; k < 7; k++)
+            sizes[k] = want[k] > batch_sizes[k] || k == 0 || k >= 5 ? want[k] : batch_sizes[k];
+        memset(batch_sizes, 0, sizeof batch_sizes);
+        if (batch_alloc(&batch_kept, sizes) != 0 || m->conv_k > 64) {
+            batch_free(&batch_kept);
+            pthread_mutex_unlock(&batch_lock);
+            return -1;
+        }
+        memcpy(batch_sizes, sizes, sizeof sizes);
+    }
+    Batch *b = &batch_kept;
+    b->n = n;
+    const int64_t N = b->N;
+    memset(b->HT, 0, sizeof(float) * H * N);
     for (int32_t t = 0; t < n; t++)
         for (int32_t p = m->embed_ptr[tokens[t]]; p < m->embed_ptr[tokens[t] + 1]; p++)
             b->HT[(int64_t)m->embed_col[p] * N + t] = m->embed_val[p];
@@ -490,10 +550,6 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
         normalize(m, h, m->final_norm, m->head_x);
         greedy[t] = head_argmax(m, m->head_x);
     }
-done:
-    free(b->HT); free(b->XF); free(b->MX); free(b->ST); free(b->CT); free(b->Y);
-    free(b->xnz); free(b->mxt); free(b->stt); free(b->cact); free(b->yt); free(b->list);
-    free(b->list2); free(b->r); free(b->row); free(b->row2); free(b->pw); free(b->fmax);
-    free(b->any_out); free(b->tmp);
-    return rc;
+    pthread_mutex_unlock(&batch_lock);
+    return 0;
 }
