@@ -22,6 +22,7 @@ from qgpu.errors import CheckMismatch, ProtocolError
 from qgpu.interp import run_launch
 from qgpu.isa import limits
 from qgpu.isa.program import Program
+from qgpu.progress import progress
 from qgpu.protocol import (
     Launch,
     decode_prompt,
@@ -136,13 +137,16 @@ def forced_launch(machine, program: Program, grid: int, block: int, memory=(),
     for a in range(0, len(prompt) - 1, chunk):  # the prompt, also layer by layer
         forced(state, prompt[a:min(a + chunk, len(prompt) - 1)])
     feed = [prompt[-1]] + want[:-1]  # the token before each trace position
-    for a in range(0, len(feed), chunk):
-        got = forced(state, feed[a:a + chunk])
-        for j, token in enumerate(got):
-            if token != want[a + j]:
-                raise _with_traces(CheckMismatch(_forced_mismatch(
-                    prompt, want, a + j, token, expected is not None)), want,
-                    want[:a + j] + [token])
+    # a bar (tokens, tokens/s) once the pass has taken 2 s, on a terminal only
+    with progress(total=len(feed), desc="model check (forced)", unit="tok", delay=2.0) as bar:
+        for a in range(0, len(feed), chunk):
+            got = forced(state, feed[a:a + chunk])
+            for j, token in enumerate(got):
+                if token != want[a + j]:
+                    raise _with_traces(CheckMismatch(_forced_mismatch(
+                        prompt, want, a + j, token, expected is not None)), want,
+                        want[:a + j] + [token])
+            bar.update(len(got))
     seconds = time.perf_counter() - start
     run = ModelRun(prompt, want, state, seconds, machine.read_memory(state))
     if expected is None:
