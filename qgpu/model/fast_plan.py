@@ -393,9 +393,9 @@ class NativePlan:
         return int(out)
 
     def _mlp_columns(self):
-        """(pointer table, counts): per layer, the hidden columns its MLP reads (gate
-        forms, up rows, the bias column), ascending: the rows the batched kernel
-        normalizes. Built on first use."""
+        """(pointer table, counts, arrays, all weights finite): per layer, the hidden
+        columns its MLP reads (gate forms, up rows, the bias column), ascending: the rows
+        the batched kernel normalizes. Built on first use."""
         if self._xcols is None:
             f, n = self.fields, self.config.num_hidden_layers
             arrays, counts = [], np.zeros(n, np.int32)
@@ -410,15 +410,26 @@ class NativePlan:
                 arrays.append(cols)
                 counts[i] = len(cols)
                 ptrs[i] = cols.ctypes.data
-            self._xcols = (ptrs, counts, arrays)
+            self._xcols = (ptrs, counts, arrays, self._finite_layers())
         return self._xcols
+
+    def _finite_layers(self) -> bool:
+        """Whether every layer weight is finite: the batched kernel adds weight * x where
+        the per-token kernel skips an x of 0, which is the same sum only when weight * 0
+        is +-0 (fast_batch.c's argument)."""
+        names = ("proj.val", "gate.val", "gate_hi.val", "up_val", "up1_val", "down.val",
+                 "down_hi.val", "out.val", "unit_bias", "conv_w")
+        return all(bool(np.isfinite(np.asarray(self.fields[f"layers.{i}.{k}"])).all())
+                   for i in range(self.config.num_hidden_layers) for k in names
+                   if f"layers.{i}.{k}" in self.fields)
 
     def run_forced(self, state: ModelState, tokens: np.ndarray, batched: bool = True,
                    hidden: np.ndarray | None = None) -> np.ndarray:
         """Teacher forcing: the given tokens in one call, layer by layer; returns the
         greedy token after each (int32 array). batched: every layer's products over all
-        the tokens at once (qgpu_forward_batch, fast_batch.c), else each token exactly as
-        `run` computes it (qgpu_forward_forced); both give the same bits. hidden: an
+        the tokens at once (qgpu_forward_batch, fast_batch.c; used when every layer
+        weight is finite), else each token exactly as `run` computes it
+        (qgpu_forward_forced); both give the same bits. hidden: an
         [n, hidden_size] float32 array that receives each token's residual stream after
         the last layer (tests compare them)."""
         tokens = np.ascontiguousarray(tokens, np.int64)
@@ -433,8 +444,8 @@ class NativePlan:
                 or not hs.flags.c_contiguous:
             raise ValueError("hidden must be a C-contiguous float32 [n, hidden_size] array")
         done = False
-        if batched:
-            ptrs, n_cols, _ = self._mlp_columns()
+        if batched and self._mlp_columns()[3]:
+            ptrs, n_cols = self._mlp_columns()[:2]
             done = self.lib.qgpu_forward_batch(
                 self._model_ref, states, convs, windows, counts, tokens.ctypes.data, n,
                 hs.ctypes.data, greedy.ctypes.data, ptrs, n_cols.ctypes.data) == 0
