@@ -8,13 +8,15 @@
  * - The residual stream is kept position-minor (HT[feature][position]): a norm's
  *   pairwise sum of squares runs the per-token recursion with each accumulator a row of
  *   positions (pw_rows), and the normalized inputs are (h * r) * w as normalize() does.
- * - A sparse product (csc_batch) adds, for each input column in the per-token order,
- *   weight * x over the positions. The per-token kernel skips the positions where x is
- *   +-0; the batch adds their terms, which are +-0 (weights are finite), and adding +-0
- *   to an accumulator that starts at +0 leaves it unchanged (an accumulator started at
- *   +0 is never -0: x + (-x) rounds to +0). So each output receives the same nonzero
- *   terms in the same order. The same holds for the MLP's down product (units in
- *   ascending order, which is the per-token order for any thread count) and out_proj.
+ * - A sparse product (rows_batch) sums, for each output row, weight * x over the
+ *   positions with the row's terms in the per-token order (ascending input index: the
+ *   per-token kernel's column order). The per-token kernel skips the positions where x
+ *   is +-0; the batch adds their terms, which are +-0 (weights are finite: fast_plan
+ *   checks, else the per-token kernel runs), and adding +-0 to an accumulator that
+ *   starts at +0 leaves it unchanged (an accumulator started at +0 is never -0: x + (-x)
+ *   rounds to +0). So each output receives the same nonzero terms in the same order.
+ *   The same holds for the MLP's down product (units in ascending order, which is the
+ *   per-token order for any thread count) and out_proj.
  * - The causal conv of a channel over the positions reads the window [state, inputs]
  *   and shifts it once per token; the per-token kernel shifts only channels whose window
  *   or input is nonzero, but a channel it leaves alone holds only +0 (conv inputs are
@@ -29,6 +31,38 @@
  */
 #include <stdlib.h>
 
+/* a product's rows (mirrored by fast_native.BatchRows): output row ids, and per row its
+   entries in ascending input order (the per-token kernel's order of terms) */
+typedef struct {
+    int32_t n_rows;
+    const int32_t *row, *ptr, *col;
+    const float *val;
+} BatchRows;
+
+/* per layer, what the batched kernel reads besides the Layer (fast_native.BatchLayer):
+   proj (input: hidden), gate forms (input: hidden), down (input: units), out (input: y
+   slots) by rows; the hidden columns the MLP reads (gate forms, up rows, bias column) */
+typedef struct {
+    BatchRows proj, gate, down, out;
+    int32_t n_xcols;
+    const int32_t *xcols;
+} BatchLayer;
+
+const char *qgpu_batch_layout(void) {
+    static char buf[2048];
+    if (buf[0]) return buf;
+    size_t n = 0;
+#define PUT_S(T) n += (size_t)snprintf(buf + n, sizeof buf - n, SZ(T), sizeof(T))
+#define PUT(T, f) n += (size_t)snprintf(buf + n, sizeof buf - n, OF(T, f), offsetof(T, f))
+    PUT_S(BatchRows); PUT(BatchRows, n_rows); PUT(BatchRows, row); PUT(BatchRows, ptr);
+    PUT(BatchRows, col); PUT(BatchRows, val);
+    PUT_S(BatchLayer); PUT(BatchLayer, proj); PUT(BatchLayer, gate); PUT(BatchLayer, down);
+    PUT(BatchLayer, out); PUT(BatchLayer, n_xcols); PUT(BatchLayer, xcols);
+#undef PUT
+#undef PUT_S
+    return buf;
+}
+
 typedef struct {
     int32_t n, N;          /* positions, row stride (>= n, a multiple of 8) */
     float *HT;             /* [hidden][N] residual stream */
@@ -42,11 +76,15 @@ typedef struct {
     uint8_t *cact;         /* channel active (row of CT written) */
     float *Y;              /* [max heads * dv or units][N] gated outputs / acts */
     uint8_t *yt;           /* row of Y touched */
-    int32_t *list, *list2; /* scratch lists */
+    int32_t *list;         /* scratch list */
     float *r, *row, *row2, *pw;  /* [N] each; pw: pairwise scratch */
     float *fmax;           /* per gate form: max over positions */
     int32_t *any_out;      /* [N] */
     float *tmp;            /* [dk + 2 dv] dense head vector, v, z */
+    uint8_t *ynz, *ones;   /* [y rows]: row of Y holds a nonzero; all 1 */
+    int32_t *umap;         /* [units]: row of Y holding a unit's acts, or -1 */
+    int32_t *cols;         /* [hidden + channels + y rows]: a row's live entries */
+    float *vals;
     int32_t *nq, *nk;      /* [N] per position: nonzero q / k entries of a key head */
     int32_t *nzq, *nzk;    /* [N][dk] their indices */
     float *qn, *kn;        /* [N][dk] the normalized values at those indices */
@@ -127,23 +165,73 @@ __attribute__((noinline)) static void batch_fill(const Model *m, Batch *b, const
     }
 }
 
-/* out rows += val * x rows, columns in order (rows zeroed on first touch: touched) */
-static void csc_batch(const Csc *a, const float *X, const uint8_t *xnz, float *out,
-                      uint8_t *touched, int32_t n, int32_t N) {
-    for (int32_t c = 0; c < a->n_cols; c++) {
-        const int32_t col = a->col[c];
-        if (!xnz[col]) continue;
-        const float *x = X + (int64_t)col * N;
-        for (int32_t p = a->ptr[c]; p < a->ptr[c + 1]; p++) {
-            const int32_t r = a->row[p];
-            float *o = out + (int64_t)r * N;
-            const float v = a->val[p];
-            if (!touched[r]) {
-                touched[r] = 1;
-                for (int32_t t = 0; t < n; t++) o[t] = 0.0f + v * x[t];
-            } else {
-                for (int32_t t = 0; t < n; t++) o[t] += v * x[t];
+#define TILE 16  /* positions per register tile */
+
+/* out rows = the product over the positions, row by row: each row's terms in its order
+   (inputs whose row of X is all +-0 skipped: their terms are +-0), 16 positions in
+   registers at a time; used[c] (or NULL: every input) marks the inputs X has; touched:
+   the rows written (the others are all +0) */
+static void rows_batch(const BatchRows *a, const float *X, const uint8_t *xnz,
+                       const int32_t *xrow, float *out, uint8_t *touched, int32_t n,
+                       int32_t N, int32_t *cols, float *vals) {
+    for (int32_t i = 0; i < a->n_rows; i++) {
+        int32_t k = 0;
+        for (int32_t p = a->ptr[i]; p < a->ptr[i + 1]; p++) {
+            const int32_t c = a->col[p];
+            const int32_t x = xrow ? xrow[c] : c;
+            if (x < 0 || !xnz[x]) continue;
+            cols[k] = x;
+            vals[k++] = a->val[p];
+        }
+        const int32_t r = a->row[i];
+        if (!k) continue;
+        touched[r] = 1;
+        float *o = out + (int64_t)r * N;
+        int32_t t0 = 0;
+#ifdef __AVX512F__
+        for (; t0 + 4 * TILE <= n; t0 += 4 * TILE) {  /* 4 tiles: independent chains */
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            for (int32_t j = 0; j < k; j++) {
+                const __m512 v = _mm512_set1_ps(vals[j]);
+                const float *x = X + (int64_t)cols[j] * N + t0;
+                a0 = _mm512_add_ps(a0, _mm512_mul_ps(v, _mm512_loadu_ps(x)));
+                a1 = _mm512_add_ps(a1, _mm512_mul_ps(v, _mm512_loadu_ps(x + 16)));
+                a2 = _mm512_add_ps(a2, _mm512_mul_ps(v, _mm512_loadu_ps(x + 32)));
+                a3 = _mm512_add_ps(a3, _mm512_mul_ps(v, _mm512_loadu_ps(x + 48)));
             }
+            _mm512_storeu_ps(o + t0, a0);
+            _mm512_storeu_ps(o + t0 + 16, a1);
+            _mm512_storeu_ps(o + t0 + 32, a2);
+            _mm512_storeu_ps(o + t0 + 48, a3);
+        }
+        for (; t0 < n; t0 += TILE) {
+            __m512 a0 = _mm512_setzero_ps();
+            for (int32_t j = 0; j < k; j++)
+                a0 = _mm512_add_ps(a0, _mm512_mul_ps(_mm512_set1_ps(vals[j]),
+                                                     _mm512_loadu_ps(X + (int64_t)cols[j] * N + t0)));
+            _mm512_storeu_ps(o + t0, a0);
+        }
+#elif defined(__AVX2__)
+        for (; t0 < n; t0 += TILE) {
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+            for (int32_t j = 0; j < k; j++) {
+                const __m256 v = _mm256_set1_ps(vals[j]);
+                const float *x = X + (int64_t)cols[j] * N + t0;
+                a0 = _mm256_add_ps(a0, _mm256_mul_ps(v, _mm256_loadu_ps(x)));
+                a1 = _mm256_add_ps(a1, _mm256_mul_ps(v, _mm256_loadu_ps(x + 8)));
+            }
+            _mm256_storeu_ps(o + t0, a0);
+            _mm256_storeu_ps(o + t0 + 8, a1);
+        }
+#endif
+        for (; t0 < n; t0 += TILE) {  /* no vector unit: the same operations */
+            float acc[TILE];
+            for (int32_t l = 0; l < TILE; l++) acc[l] = 0.0f;
+            for (int32_t j = 0; j < k; j++) {
+                const float v = vals[j], *x = X + (int64_t)cols[j] * N + t0;
+                for (int32_t l = 0; l < TILE; l++) acc[l] += v * x[l];
+            }
+            for (int32_t l = 0; l < TILE; l++) o[t0 + l] = acc[l];
         }
     }
 }
@@ -171,14 +259,14 @@ static inline float st_at(const Batch *b, int32_t row, int32_t t) {
     return b->stt[row] ? b->ST[(int64_t)row * b->N + t] : 0.0f;
 }
 
-__attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, Batch *b, float *S_all, float *conv,
-                      int32_t *win, int32_t *n_win) {
+__attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batch *b,
+                      float *S_all, float *conv, int32_t *win, int32_t *n_win) {
     const int32_t dk = m->dk, dv = m->dv, K = m->conv_k, nh = L->n_heads, nkh = L->n_key_heads;
     const int32_t n_qk = nkh * dk, n_ch = 2 * n_qk + nh * dv, n = b->n, N = b->N;
     batch_norm_scale(m, b);
     batch_fill(m, b, L->in_norm, L->proj.col, L->proj.n_cols);
     clear_flags(b->stt, L->n_slots);
-    csc_batch(&L->proj, b->XF, b->xnz, b->ST, b->stt, n, N);
+    rows_batch(&bl->proj, b->XF, b->xnz, NULL, b->ST, b->stt, n, N, b->cols, b->vals);
     /* the causal conv, channel by channel over the positions */
     int32_t kept = 0;
     float *seq = b->row2;  /* [K - 1 + n]: the window then the inputs */
@@ -315,26 +403,15 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
     for (int32_t t = 0; t < n; t++) some |= b->any_out[t];
     if (!some) return;
     for (int32_t c = 0; c < nh * dv; c++) {
-        int32_t any = 0;
+        uint8_t any = 0;
         if (b->yt[c]) {
             const float *y = b->Y + (int64_t)c * N;
             for (int32_t t = 0; t < n; t++) any |= y[t] != 0.0f;
         }
-        b->list2[c] = any;
+        b->ynz[c] = any;
     }
     clear_flags(b->mxt, m->hidden);
-    for (int32_t c = 0; c < L->out.n_cols; c++) {
-        const int32_t col = L->out.col[c];
-        if (!b->list2[col]) continue;
-        const float *y = b->Y + (int64_t)col * N;
-        for (int32_t p = L->out.ptr[c]; p < L->out.ptr[c + 1]; p++) {
-            const int32_t r = L->out.row[p];
-            float *o = b->MX + (int64_t)r * N;
-            const float v = L->out.val[p];
-            if (!b->mxt[r]) { b->mxt[r] = 1; for (int32_t t = 0; t < n; t++) o[t] = 0.0f + v * y[t]; }
-            else for (int32_t t = 0; t < n; t++) o[t] += v * y[t];
-        }
-    }
+    rows_batch(&bl->out, b->Y, b->ynz, NULL, b->MX, b->mxt, n, N, b->cols, b->vals);
     batch_add(b, L->out_rows, L->n_out_rows, b->any_out);
 }
 
@@ -368,14 +445,12 @@ static float row_max_neg(const float *x, int32_t n) { return row_max_sign(x, n, 
 
 /* the MLP over the positions: gate forms, units (skipped where a bound shows silu(gate)
    is 0 at every position), acts, down */
-__attribute__((noinline)) static void batch_mlp(const Model *m, const Layer *L, Batch *b, const int32_t *cols,
-                      int32_t nc) {
+__attribute__((noinline)) static void batch_mlp(const Model *m, const Layer *L, const BatchLayer *bl, Batch *b) {
     const int32_t n = b->n, N = b->N, nu = L->n_units;
     batch_norm_scale(m, b);
-    batch_fill(m, b, L->post_norm, cols, nc);
+    batch_fill(m, b, L->post_norm, bl->xcols, bl->n_xcols);
     clear_flags(b->stt, L->n_forms);
-    csc_batch(&L->gate, b->XF, b->xnz, b->ST, b->stt, n, N);
-    csc_batch(&L->gate_hi, b->XF, b->xnz, b->ST, b->stt, n, N);
+    rows_batch(&bl->gate, b->XF, b->xnz, NULL, b->ST, b->stt, n, N, b->cols, b->vals);
     float *zero = b->row;
     memset(zero, 0, sizeof(float) * N);
     for (int32_t f = 0; f < L->n_forms; f++) {
@@ -419,39 +494,22 @@ __attribute__((noinline)) static void batch_mlp(const Model *m, const Layer *L, 
         int32_t cnt = 0;
         for (int32_t t = 0; t < n; t++) { act[t] = g[t] * up[t]; cnt += act[t] != 0.0f; }
         if (!cnt) continue;
-        b->list[na] = u;
-        b->list2[na] = cnt;
-        na++;
+        b->list[na++] = u;
     }
+    for (int32_t u = 0; u < nu; u++) b->umap[u] = -1;
+    for (int32_t k = 0; k < na; k++) b->umap[b->list[k]] = k;
     clear_flags(b->mxt, m->hidden);
-    int32_t *lanes = (int32_t *)b->fmax;  /* fmax is read no more */
-    for (int32_t k = 0; k < na; k++) {
-        const int32_t u = b->list[k];
-        const float *act = b->Y + (int64_t)k * N;
-        const int sparse = b->list2[k] * 8 < n;
-        int32_t nl = 0;
-        if (sparse) for (int32_t t = 0; t < n; t++) if (act[t] != 0.0f) lanes[nl++] = t;
-        for (int32_t part = 0; part < 2; part++) {
-            const Csc *d = part ? &L->down_hi : &L->down;
-            for (int32_t p = d->ptr[u]; p < d->ptr[u + 1]; p++) {
-                const int32_t r = d->row[p];
-                float *o = b->MX + (int64_t)r * N;
-                const float v = d->val[p];
-                if (!b->mxt[r]) { b->mxt[r] = 1; memset(o, 0, sizeof(float) * N); }
-                if (sparse) for (int32_t j = 0; j < nl; j++) o[lanes[j]] += v * act[lanes[j]];
-                else for (int32_t t = 0; t < n; t++) o[t] += v * act[t];
-            }
-        }
-    }
+    rows_batch(&bl->down, b->Y, b->ones, b->umap, b->MX, b->mxt, n, N, b->cols, b->vals);
     batch_add(b, L->down_rows, L->n_down_rows, NULL);
 }
 
 static void batch_free(Batch *b) {
     free(b->HT); free(b->XF); free(b->MX); free(b->ST); free(b->CT); free(b->Y);
     free(b->xnz); free(b->mxt); free(b->stt); free(b->cact); free(b->yt); free(b->list);
-    free(b->list2); free(b->r); free(b->row); free(b->row2); free(b->pw); free(b->fmax);
+    free(b->r); free(b->row); free(b->row2); free(b->pw); free(b->fmax);
     free(b->any_out); free(b->tmp); free(b->nq); free(b->nk); free(b->nzq); free(b->nzk);
-    free(b->qn); free(b->kn);
+    free(b->qn); free(b->kn); free(b->ynz); free(b->ones); free(b->umap); free(b->cols);
+    free(b->vals);
     memset(b, 0, sizeof *b);
 }
 
@@ -471,7 +529,6 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->xnz = bzalloc(H); b->mxt = bzalloc(H); b->stt = bzalloc(rows);
     b->cact = bzalloc(chans); b->yt = bzalloc(yrows);
     b->list = bzalloc(sizeof(int32_t) * (chans + yrows));
-    b->list2 = bzalloc(sizeof(int32_t) * (chans + yrows));
     b->r = bzalloc(sizeof(float) * N);
     b->row = bzalloc(sizeof(float) * N);
     b->row2 = bzalloc(sizeof(float) * (N + 64));
@@ -482,8 +539,12 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->nq = bzalloc(sizeof(int32_t) * N); b->nk = bzalloc(sizeof(int32_t) * N);
     b->nzq = bzalloc(sizeof(int32_t) * N * dk); b->nzk = bzalloc(sizeof(int32_t) * N * dk);
     b->qn = bzalloc(sizeof(float) * N * dk); b->kn = bzalloc(sizeof(float) * N * dk);
-    return b->HT && b->XF && b->MX && b->ST && b->CT && b->Y && b->xnz && b->mxt &&
-           b->stt && b->cact && b->yt && b->list && b->list2 && b->r && b->row &&
+    b->ynz = bzalloc(yrows); b->ones = bzalloc(yrows); b->umap = bzalloc(sizeof(int32_t) * yrows);
+    b->cols = bzalloc(sizeof(int32_t) * (H + chans + yrows));
+    b->vals = bzalloc(sizeof(float) * (H + chans + yrows));
+    if (b->ones) memset(b->ones, 1, yrows);
+    return b->ynz && b->ones && b->umap && b->cols && b->vals && b->HT && b->XF && b->MX && b->ST && b->CT && b->Y && b->xnz && b->mxt &&
+           b->stt && b->cact && b->yt && b->list && b->r && b->row &&
            b->row2 && b->pw && b->fmax && b->any_out && b->tmp && b->nq && b->nk &&
            b->nzq && b->nzk && b->qn && b->kn ? 0 : -1;
 }
@@ -494,13 +555,13 @@ static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Teacher forcing in batch: qgpu_forward_forced's contract (hs: n * hidden floats, the
    residual stream of each token after the last layer; greedy[t], -1 where the head's
-   input is not finite), every layer's products over all n positions at once. xcols[i] /
-   n_xcols[i]: the columns layer i's MLP reads (gate forms, up, the bias column).
+   input is not finite), every layer's products over all n positions at once. layers[i]:
+   layer i's products by rows and the columns its MLP reads (fast_plan.NativePlan).
    Returns 0, or -1 when its scratch cannot be allocated (nothing was run). */
 int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
                            int32_t *const *wins, int32_t *win_counts, const int64_t *tokens,
-                           int32_t n, float *hs, int32_t *greedy, int32_t *const *xcols,
-                           const int32_t *n_xcols) {
+                           int32_t n, float *hs, int32_t *greedy,
+                           const BatchLayer *layers) {
     const int64_t H = m->hidden;
     int64_t rows = 1, chans = 1, yrows = 1;
     for (int32_t i = 0; i < m->n_layers; i++) {
@@ -514,7 +575,7 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
     }
     /* the scratch is kept between calls (one call at a time) and grown when needed */
     pthread_mutex_lock(&batch_lock);
-    const int64_t want[8] = {H, ((n + 7) & ~7) + 16, rows, chans, yrows, m->dk, m->dv, 0};
+    const int64_t want[8] = {H, ((n + TILE - 1) / TILE) * TILE + 16, rows, chans, yrows, m->dk, m->dv, 0};
     int grow = 0;
     for (int32_t k = 0; k < 7; k++) grow |= want[k] > batch_sizes[k];
     if (grow || want[0] != batch_sizes[0] || want[5] != batch_sizes[5] ||
@@ -541,8 +602,8 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
         if (L->kind == 1 && L->n_heads)
-            batch_gdn(m, L, b, states[i], convs[i], wins[i], win_counts + i);
-        if (L->n_units) batch_mlp(m, L, b, xcols[i], n_xcols[i]);
+            batch_gdn(m, L, &layers[i], b, states[i], convs[i], wins[i], win_counts + i);
+        if (L->n_units) batch_mlp(m, L, &layers[i], b);
     }
     for (int32_t t = 0; t < n; t++) {
         float *h = hs + t * H;

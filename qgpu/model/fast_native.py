@@ -55,6 +55,15 @@ class Layer(ctypes.Structure):
     ]
 
 
+class BatchRows(ctypes.Structure):
+    _fields_ = [("n_rows", I32), ("row", I32P), ("ptr", I32P), ("col", I32P), ("val", F32P)]
+
+
+class BatchLayer(ctypes.Structure):
+    _fields_ = [("proj", BatchRows), ("gate", BatchRows), ("down", BatchRows),
+                ("out", BatchRows), ("n_xcols", I32), ("xcols", I32P)]
+
+
 class Head(ctypes.Structure):
     _fields_ = [
         ("n_rows", I32), ("row_ids", I32P), ("ptr", I32P), ("col", I32P), ("val", F32P),
@@ -113,17 +122,18 @@ def field_owner(model: Model, layers, path: str):
 
 
 def check_layout(lib: ctypes.CDLL) -> None:
-    """The C compiler's struct layout (qgpu_layout: sizeof and every field's offset, as
-    offsetof computes them) must be the ctypes Structures': a drift would make the
-    kernel read the wrong field."""
-    lib.qgpu_layout.restype = ctypes.c_char_p
-    lib.qgpu_layout.argtypes = []
+    """The C compiler's struct layout (qgpu_layout, qgpu_batch_layout: sizeof and every
+    field's offset, as offsetof computes them) must be the ctypes Structures': a drift
+    would make the kernel read the wrong field."""
     c_side = {}
-    for item in lib.qgpu_layout().decode().split():
-        key, value = item.split("=")
-        c_side[key] = int(value)
+    for function in (lib.qgpu_layout, lib.qgpu_batch_layout):
+        function.restype = ctypes.c_char_p
+        function.argtypes = []
+        for item in function().decode().split():
+            key, value = item.split("=")
+            c_side[key] = int(value)
     py_side = {}
-    for struct in (Csc, Layer, Head, Model):
+    for struct in (Csc, Layer, Head, Model, BatchRows, BatchLayer):
         py_side[f"{struct.__name__}"] = ctypes.sizeof(struct)
         for name, _ in struct._fields_:
             py_side[f"{struct.__name__}.{name}"] = getattr(struct, name).offset
@@ -185,7 +195,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_forward_batch.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
                                        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                        ctypes.c_void_p, I32, ctypes.c_void_p,
-                                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+                                       ctypes.c_void_p, ctypes.c_void_p]
     lib.qgpu_head_logits_of.restype = None
     lib.qgpu_head_logits_of.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
                                         ctypes.c_void_p]

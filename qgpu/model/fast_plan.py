@@ -29,7 +29,14 @@ import numpy as np
 
 from qgpu.model.config import LINEAR
 from qgpu.model.csr import Csr, indptr_of
-from qgpu.model.fast_native import POINTER_DTYPES, Layer, Model, field_owner, field_type
+from qgpu.model.fast_native import (
+    POINTER_DTYPES,
+    BatchLayer,
+    Layer,
+    Model,
+    field_owner,
+    field_type,
+)
 from qgpu.model.fast_numpy import LiveHeads, live_gdn_heads, live_mlp_units
 from qgpu.model.state import ModelState
 from qgpu.model.weights import EMBED, FINAL_NORM, QwenWeights
@@ -282,7 +289,7 @@ class NativePlan:
         self.lib, self.config, self.fields = lib, config, fields
         self._keep: list[np.ndarray] = []
         self._bindings: dict[int, tuple] = {}
-        self._xcols = None
+        self._batch = None
         self.live: dict[int, LiveHeads] = {}
         dk = config.linear_key_head_dim
         for i in range(config.num_hidden_layers):
@@ -392,26 +399,69 @@ class NativePlan:
             return int(np.argmax(full))
         return int(out)
 
-    def _mlp_columns(self):
-        """(pointer table, counts, arrays, all weights finite): per layer, the hidden
-        columns its MLP reads (gate forms, up rows, the bias column), ascending: the rows
-        the batched kernel normalizes. Built on first use."""
-        if self._xcols is None:
-            f, n = self.fields, self.config.num_hidden_layers
-            arrays, counts = [], np.zeros(n, np.int32)
-            ptrs = (ctypes.c_void_p * n)()
+    def _batch_layers(self):
+        """(BatchLayer table, arrays kept, all weights finite) for the batched kernel,
+        built on first use: per layer, each product by rows (proj, gate forms, down, out:
+        the per-token kernel's column-sparse arrays transposed, each row's entries in
+        ascending input order) and the hidden columns its MLP reads (gate forms, up rows,
+        the bias column), ascending."""
+        if self._batch is None:
+            n = self.config.num_hidden_layers
+            table = (BatchLayer * n)()
+            keep: list[np.ndarray] = []
+
+            def put(struct, name, array, dtype):
+                a = np.ascontiguousarray(array, dtype)
+                keep.append(a)
+                setattr(struct, name, a.ctypes.data_as(ctypes.POINTER(
+                    ctypes.c_int32 if dtype == np.int32 else ctypes.c_float)))
+
             for i in range(n):
-                p = f"layers.{i}."
-                parts = [np.asarray(f[p + k], np.int64) for k in
-                         ("gate.col", "gate_hi.col", "up_col", "up1_col") if p + k in f]
-                bias = int(f.get(p + "bias_col", -1))
-                parts.append(np.array([bias] if bias >= 0 else [], np.int64))
-                cols = np.unique(np.concatenate(parts)).astype(np.int32)
-                arrays.append(cols)
-                counts[i] = len(cols)
-                ptrs[i] = cols.ctypes.data
-            self._xcols = (ptrs, counts, arrays, self._finite_layers())
-        return self._xcols
+                layer = table[i]
+                for name, parts in (("proj", ("proj",)), ("gate", ("gate", "gate_hi")),
+                                    ("down", ("down", "down_hi")), ("out", ("out",))):
+                    rows, ptr, cols, vals = self._rows_of(i, parts)
+                    target = getattr(layer, name)
+                    target.n_rows = len(rows)
+                    for field, array, dtype in (("row", rows, np.int32), ("ptr", ptr, np.int32),
+                                                ("col", cols, np.int32),
+                                                ("val", vals, np.float32)):
+                        put(target, field, array, dtype)
+                xcols = self._mlp_columns(i)
+                layer.n_xcols = len(xcols)
+                put(layer, "xcols", xcols, np.int32)
+            self._batch = (table, keep, self._finite_layers())
+        return self._batch
+
+    def _rows_of(self, i: int, parts: tuple[str, ...]):
+        """Layer i's column-sparse products `parts` (rows disjoint) as rows: (row ids,
+        ptr, input index, value), entries of a row in ascending input order."""
+        f, p = self.fields, f"layers.{i}."
+        rows, cols, vals = [], [], []
+        for part in parts:
+            if p + part + ".ptr" not in f:
+                continue
+            ptr = np.asarray(f[p + part + ".ptr"], np.int64)
+            col = np.asarray(f[p + part + ".col"], np.int64)
+            rows.append(np.asarray(f[p + part + ".row"], np.int64))
+            cols.append(np.repeat(col, np.diff(ptr)))
+            vals.append(np.asarray(f[p + part + ".val"], np.float32))
+        if not rows:
+            return np.zeros(0), np.zeros(1), np.zeros(0), np.zeros(0)
+        row, col, val = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+        order = np.lexsort((col, row))
+        row, col, val = row[order], col[order], val[order]
+        ids, start = np.unique(row, return_index=True)
+        return ids, np.append(start, len(row)), col, val
+
+    def _mlp_columns(self, i: int) -> np.ndarray:
+        """The hidden columns layer i's MLP reads, ascending."""
+        f, p = self.fields, f"layers.{i}."
+        parts = [np.asarray(f[p + k], np.int64) for k in
+                 ("gate.col", "gate_hi.col", "up_col", "up1_col") if p + k in f]
+        bias = int(f.get(p + "bias_col", -1))
+        parts.append(np.array([bias] if bias >= 0 else [], np.int64))
+        return np.unique(np.concatenate(parts))
 
     def _finite_layers(self) -> bool:
         """Whether every layer weight is finite: the batched kernel adds weight * x where
@@ -444,11 +494,10 @@ class NativePlan:
                 or not hs.flags.c_contiguous:
             raise ValueError("hidden must be a C-contiguous float32 [n, hidden_size] array")
         done = False
-        if batched and self._mlp_columns()[3]:
-            ptrs, n_cols = self._mlp_columns()[:2]
+        if batched and self._batch_layers()[2]:
             done = self.lib.qgpu_forward_batch(
                 self._model_ref, states, convs, windows, counts, tokens.ctypes.data, n,
-                hs.ctypes.data, greedy.ctypes.data, ptrs, n_cols.ctypes.data) == 0
+                hs.ctypes.data, greedy.ctypes.data, self._batch_layers()[0]) == 0
         if not done:  # not batched, or its scratch could not be allocated
             self.lib.qgpu_forward_forced(self._model_ref, states, convs, windows, counts,
                                          tokens.ctypes.data, n, hs.ctypes.data,
