@@ -82,6 +82,8 @@ typedef struct {
     int32_t *any_out;      /* [N] */
     float *tmp;            /* [dk + 2 dv] dense head vector, v, z */
     uint8_t *ynz, *ones;   /* [y rows]: row of Y holds a nonzero; all 1 */
+    int32_t *hmask;        /* [N]: the head read at this position */
+    float *vt, *ot;        /* [N][dv]: a head's v and o * r, by position */
     int32_t *umap;         /* [units]: row of Y holding a unit's acts, or -1 */
     int32_t *cols;         /* [hidden + channels + y rows]: a row's live entries */
     float *vals;
@@ -320,7 +322,6 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
     const int32_t z0 = n_ch, b0 = n_ch + nh * dv, a0 = b0 + nh;
     clear_flags(b->yt, nh * dv);
     for (int32_t t = 0; t < n; t++) b->any_out[t] = 0;
-    float *vloc = b->tmp + dk, *zloc = vloc + dv;
     for (int32_t kh = 0; kh < nkh; kh++) {
         int32_t has_head = 0;
         for (int32_t s = 0; s < nh; s++) has_head |= L->key_slot[s] == kh;
@@ -333,7 +334,19 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
             for (int32_t j = 0; j < dk; j++) {
                 if (!b->cact[base + j]) continue;
                 const float *row = b->CT + (int64_t)(base + j) * N;
-                for (int32_t t = 0; t < n; t++) {  /* branch-free append */
+                int32_t t = 0;
+#ifdef __AVX512F__
+                for (; t + 16 <= n; t += 16) {  /* the nonzero positions by mask */
+                    __mmask16 mk = _mm512_cmp_ps_mask(_mm512_loadu_ps(row + t),
+                                                      _mm512_setzero_ps(), _CMP_NEQ_UQ);
+                    while (mk) {
+                        const int32_t tt = t + __builtin_ctz(mk);
+                        mk &= mk - 1;
+                        nz[(int64_t)tt * dk + cnt[tt]++] = j;
+                    }
+                }
+#endif
+                for (; t < n; t++) {  /* branch-free append */
                     nz[(int64_t)t * dk + cnt[t]] = j;
                     cnt[t] += row[t] != 0.0f;
                 }
@@ -350,6 +363,18 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
         for (int32_t s = 0; s < nh; s++) {
             if (L->key_slot[s] != kh) continue;
             float *S = S_all + (int64_t)L->head_ids[s] * dk * dv;
+            int32_t read = 0;  /* the head read at some position */
+            for (int32_t t = 0; t < n; t++) b->hmask[t] = 0;
+            float *VT = b->vt, *OT = b->ot;  /* [N][dv]: v and o * r by position */
+            for (int32_t t0 = 0; t0 < n; t0 += TILE) {  /* v, transposed in tiles */
+                const int32_t t1 = t0 + TILE < n ? t0 + TILE : n;
+                for (int32_t e = 0; e < dv; e++) {
+                    const int32_t c = 2 * n_qk + s * dv + e;
+                    const float *src = b->CT + (int64_t)c * N;
+                    if (b->cact[c]) for (int32_t t = t0; t < t1; t++) VT[(int64_t)t * dv + e] = src[t];
+                    else for (int32_t t = t0; t < t1; t++) VT[(int64_t)t * dv + e] = 0.0f;
+                }
+            }
             for (int32_t t = 0; t < n; t++) {
                 float a_in = st_at(b, a0 + s, t) + L->dt_bias[s];
                 float decay = np_expf(L->neg_exp_a_log[s] * softplus(a_in));
@@ -357,10 +382,7 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
                 const int32_t nk = b->nk[t], *nzk = b->nzk + (int64_t)t * dk;
                 const float *kn = b->kn + (int64_t)t * dk;
                 if (nk) {  /* delta rule: m = S^T k; S += k (beta (v - m))^T */
-                    for (int32_t e = 0; e < dv; e++) {
-                        const int32_t c = 2 * n_qk + s * dv + e;
-                        vloc[e] = b->cact[c] ? b->CT[(int64_t)c * N + t] : 0.0f;
-                    }
+                    const float *vloc = VT + (int64_t)t * dv;
                     float beta = sigmoid(st_at(b, b0 + s, t));
                     float *delta = m->o;
                     for (int32_t e = 0; e < dv; e++) delta[e] = 0.0f;
@@ -387,14 +409,30 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
                     for (int32_t e = 0; e < dv; e++) o[e] += row[e] * qj;
                 }
                 float r = 1.0f / sqrtf(pairwise_sumsq(o, dv) / (float)dv + m->eps);
-                for (int32_t e = 0; e < dv; e++) zloc[e] = st_at(b, z0 + s * dv + e, t);
-                for (int32_t e = 0; e < dv; e++) {
-                    const int32_t c = s * dv + e;
-                    float *y = b->Y + (int64_t)c * N;
-                    if (!b->yt[c]) { b->yt[c] = 1; memset(y, 0, sizeof(float) * N); }
-                    y[t] = (L->norm_w[e] * (o[e] * r)) * silu(zloc[e]);
-                }
+                read = 1;
+                for (int32_t e = 0; e < dv; e++) OT[(int64_t)t * dv + e] = o[e] * r;
+                b->hmask[t] = 1;
                 b->any_out[t] = 1;
+            }
+            if (!read) continue;
+            /* y = (norm_w * (o r)) * silu(z) row by row, where the head read (+0 elsewhere) */
+            for (int32_t t0 = 0; t0 < n; t0 += TILE) {  /* o r, transposed in tiles */
+                const int32_t t1 = t0 + TILE < n ? t0 + TILE : n;
+                for (int32_t e = 0; e < dv; e++) {
+                    float *y = b->Y + (int64_t)(s * dv + e) * N;
+                    for (int32_t t = t0; t < t1; t++) y[t] = OT[(int64_t)t * dv + e];
+                }
+            }
+            float *zs = b->row2;
+            for (int32_t e = 0; e < dv; e++) {
+                b->yt[s * dv + e] = 1;
+                const int32_t zr = z0 + s * dv + e;
+                if (b->stt[zr]) memcpy(zs, b->ST + (int64_t)zr * N, sizeof(float) * n);
+                else memset(zs, 0, sizeof(float) * n);
+                silu_array(zs, n);
+                float *y = b->Y + (int64_t)(s * dv + e) * N;
+                const float w = L->norm_w[e];
+                for (int32_t t = 0; t < n; t++) y[t] = b->hmask[t] ? (w * y[t]) * zs[t] : 0.0f;
             }
         }
     }
@@ -508,7 +546,7 @@ static void batch_free(Batch *b) {
     free(b->xnz); free(b->mxt); free(b->stt); free(b->cact); free(b->yt); free(b->list);
     free(b->r); free(b->row); free(b->row2); free(b->pw); free(b->fmax);
     free(b->any_out); free(b->tmp); free(b->nq); free(b->nk); free(b->nzq); free(b->nzk);
-    free(b->qn); free(b->kn); free(b->ynz); free(b->ones); free(b->umap); free(b->cols);
+    free(b->qn); free(b->kn); free(b->ynz); free(b->ones); free(b->umap); free(b->hmask); free(b->vt); free(b->ot); free(b->cols);
     free(b->vals);
     memset(b, 0, sizeof *b);
 }
@@ -541,9 +579,11 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->qn = bzalloc(sizeof(float) * N * dk); b->kn = bzalloc(sizeof(float) * N * dk);
     b->ynz = bzalloc(yrows); b->ones = bzalloc(yrows); b->umap = bzalloc(sizeof(int32_t) * yrows);
     b->cols = bzalloc(sizeof(int32_t) * (H + chans + yrows));
+    b->hmask = bzalloc(sizeof(int32_t) * N);
+    b->vt = bzalloc(sizeof(float) * N * dv); b->ot = bzalloc(sizeof(float) * N * dv);
     b->vals = bzalloc(sizeof(float) * (H + chans + yrows));
     if (b->ones) memset(b->ones, 1, yrows);
-    return b->ynz && b->ones && b->umap && b->cols && b->vals && b->HT && b->XF && b->MX && b->ST && b->CT && b->Y && b->xnz && b->mxt &&
+    return b->ynz && b->ones && b->umap && b->hmask && b->vt && b->ot && b->cols && b->vals && b->HT && b->XF && b->MX && b->ST && b->CT && b->Y && b->xnz && b->mxt &&
            b->stt && b->cact && b->yt && b->list && b->r && b->row &&
            b->row2 && b->pw && b->fmax && b->any_out && b->tmp && b->nq && b->nk &&
            b->nzq && b->nzk && b->qn && b->kn ? 0 : -1;
