@@ -360,13 +360,15 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
                 for (int32_t i = 0; i < k; i++) b->tmp[z[i]] = 0.0f;
             }
         }
+        int32_t writes = 0;  /* some position writes (k nonzero) */
+        for (int32_t t = 0; t < n; t++) writes |= b->nk[t];
         for (int32_t s = 0; s < nh; s++) {
             if (L->key_slot[s] != kh) continue;
             float *S = S_all + (int64_t)L->head_ids[s] * dk * dv;
             int32_t read = 0;  /* the head read at some position */
             for (int32_t t = 0; t < n; t++) b->hmask[t] = 0;
             float *VT = b->vt, *OT = b->ot;  /* [N][dv]: v and o * r by position */
-            for (int32_t t0 = 0; t0 < n; t0 += TILE) {  /* v, transposed in tiles */
+            for (int32_t t0 = 0; t0 < n && writes; t0 += TILE) {  /* v, transposed in tiles */
                 const int32_t t1 = t0 + TILE < n ? t0 + TILE : n;
                 for (int32_t e = 0; e < dv; e++) {
                     const int32_t c = 2 * n_qk + s * dv + e;
