@@ -29,14 +29,8 @@ import numpy as np
 
 from qgpu.model.config import LINEAR
 from qgpu.model.csr import Csr, indptr_of
-from qgpu.model.fast_native import (
-    POINTER_DTYPES,
-    BatchLayer,
-    Layer,
-    Model,
-    field_owner,
-    field_type,
-)
+from qgpu.model.fast_batch_plan import BatchTables, batch_tables
+from qgpu.model.fast_native import POINTER_DTYPES, Layer, Model, field_owner, field_type
 from qgpu.model.fast_numpy import LiveHeads, live_gdn_heads, live_mlp_units
 from qgpu.model.state import ModelState
 from qgpu.model.weights import EMBED, FINAL_NORM, QwenWeights
@@ -399,79 +393,12 @@ class NativePlan:
             return int(np.argmax(full))
         return int(out)
 
-    def _batch_layers(self):
-        """(BatchLayer table, arrays kept, all weights finite) for the batched kernel,
-        built on first use: per layer, each product by rows (proj, gate forms, down, out:
-        the per-token kernel's column-sparse arrays transposed, each row's entries in
-        ascending input order) and the hidden columns its MLP reads (gate forms, up rows,
-        the bias column), ascending."""
+    def _batch_layers(self) -> BatchTables:
+        """The batched kernel's per-layer tables (model.fast_batch_plan), built on first
+        use."""
         if self._batch is None:
-            n = self.config.num_hidden_layers
-            table = (BatchLayer * n)()
-            keep: list[np.ndarray] = []
-
-            def put(struct, name, array, dtype):
-                a = np.ascontiguousarray(array, dtype)
-                keep.append(a)
-                setattr(struct, name, a.ctypes.data_as(ctypes.POINTER(
-                    ctypes.c_int32 if dtype == np.int32 else ctypes.c_float)))
-
-            for i in range(n):
-                layer = table[i]
-                for name, parts in (("proj", ("proj",)), ("gate", ("gate", "gate_hi")),
-                                    ("down", ("down", "down_hi")), ("out", ("out",))):
-                    rows, ptr, cols, vals = self._rows_of(i, parts)
-                    target = getattr(layer, name)
-                    target.n_rows = len(rows)
-                    for field, array, dtype in (("row", rows, np.int32), ("ptr", ptr, np.int32),
-                                                ("col", cols, np.int32),
-                                                ("val", vals, np.float32)):
-                        put(target, field, array, dtype)
-                xcols = self._mlp_columns(i)
-                layer.n_xcols = len(xcols)
-                put(layer, "xcols", xcols, np.int32)
-            self._batch = (table, keep, self._finite_layers())
+            self._batch = batch_tables(self.fields, self.config.num_hidden_layers)
         return self._batch
-
-    def _rows_of(self, i: int, parts: tuple[str, ...]):
-        """Layer i's column-sparse products `parts` (rows disjoint) as rows: (row ids,
-        ptr, input index, value), entries of a row in ascending input order."""
-        f, p = self.fields, f"layers.{i}."
-        rows, cols, vals = [], [], []
-        for part in parts:
-            if p + part + ".ptr" not in f:
-                continue
-            ptr = np.asarray(f[p + part + ".ptr"], np.int64)
-            col = np.asarray(f[p + part + ".col"], np.int64)
-            rows.append(np.asarray(f[p + part + ".row"], np.int64))
-            cols.append(np.repeat(col, np.diff(ptr)))
-            vals.append(np.asarray(f[p + part + ".val"], np.float32))
-        if not rows:
-            return np.zeros(0), np.zeros(1), np.zeros(0), np.zeros(0)
-        row, col, val = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
-        order = np.lexsort((col, row))
-        row, col, val = row[order], col[order], val[order]
-        ids, start = np.unique(row, return_index=True)
-        return ids, np.append(start, len(row)), col, val
-
-    def _mlp_columns(self, i: int) -> np.ndarray:
-        """The hidden columns layer i's MLP reads, ascending."""
-        f, p = self.fields, f"layers.{i}."
-        parts = [np.asarray(f[p + k], np.int64) for k in
-                 ("gate.col", "gate_hi.col", "up_col", "up1_col") if p + k in f]
-        bias = int(f.get(p + "bias_col", -1))
-        parts.append(np.array([bias] if bias >= 0 else [], np.int64))
-        return np.unique(np.concatenate(parts))
-
-    def _finite_layers(self) -> bool:
-        """Whether every layer weight is finite: the batched kernel adds weight * x where
-        the per-token kernel skips an x of 0, which is the same sum only when weight * 0
-        is +-0 (fast_batch.c's argument)."""
-        names = ("proj.val", "gate.val", "gate_hi.val", "up_val", "up1_val", "down.val",
-                 "down_hi.val", "out.val", "unit_bias", "conv_w")
-        return all(bool(np.isfinite(np.asarray(self.fields[f"layers.{i}.{k}"])).all())
-                   for i in range(self.config.num_hidden_layers) for k in names
-                   if f"layers.{i}.{k}" in self.fields)
 
     def run_forced(self, state: ModelState, tokens: np.ndarray, batched: bool = True,
                    hidden: np.ndarray | None = None) -> np.ndarray:
@@ -494,10 +421,10 @@ class NativePlan:
                 or not hs.flags.c_contiguous:
             raise ValueError("hidden must be a C-contiguous float32 [n, hidden_size] array")
         done = False
-        if batched and self._batch_layers()[2]:
+        if batched and self._batch_layers().finite:
             done = self.lib.qgpu_forward_batch(
                 self._model_ref, states, convs, windows, counts, tokens.ctypes.data, n,
-                hs.ctypes.data, greedy.ctypes.data, self._batch_layers()[0]) == 0
+                hs.ctypes.data, greedy.ctypes.data, self._batch_layers().table) == 0
         if not done:  # not batched, or its scratch could not be allocated
             self.lib.qgpu_forward_forced(self._model_ref, states, convs, windows, counts,
                                          tokens.ctypes.data, n, hs.ctypes.data,

@@ -83,7 +83,7 @@ def test_non_finite_weight_runs_per_token():
     up[0] = np.inf
     fields["layers.1.up_val"] = up
     plan = NativePlan(engine.plan.lib, fields, engine.config)
-    assert not plan._batch_layers()[2]
+    assert not plan._batch_layers().finite
     tokens = np.random.default_rng(15).integers(0, engine.config.vocab_size, 30)
     a = forced(plan, tokens, 30, True, engine.new_state())
     b = forced(plan, tokens, 30, False, engine.new_state())
