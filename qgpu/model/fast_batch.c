@@ -84,6 +84,9 @@ typedef struct {
     uint8_t *ynz, *ones;   /* [y rows]: row of Y holds a nonzero; all 1 */
     int32_t *hmask;        /* [N]: the head read at this position */
     float *vt, *ot;        /* [N][dv]: a head's v and o * r, by position */
+    float *o, *head_x;     /* [dv], [hidden] */
+    double *group_ub;      /* [head groups] head_argmax's scratch */
+    int32_t *group_order;
     int32_t *umap;         /* [units]: row of Y holding a unit's acts, or -1 */
     int32_t *cols;         /* [hidden + channels + y rows]: a row's live entries */
     float *vals;
@@ -386,7 +389,7 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
                 if (nk) {  /* delta rule: m = S^T k; S += k (beta (v - m))^T */
                     const float *vloc = VT + (int64_t)t * dv;
                     float beta = sigmoid(st_at(b, b0 + s, t));
-                    float *delta = m->o;
+                    float *delta = b->o;
                     for (int32_t e = 0; e < dv; e++) delta[e] = 0.0f;
                     for (int32_t k = 0; k < nk; k++) {
                         const float *row = S + (int64_t)nzk[k] * dv;
@@ -403,7 +406,7 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
                 const int32_t nq = b->nq[t], *nzq = b->nzq + (int64_t)t * dk;
                 if (!nq) continue;  /* reads 0: the head's output is 0 */
                 const float *qn = b->qn + (int64_t)t * dk;
-                float *o = m->o;
+                float *o = b->o;
                 for (int32_t e = 0; e < dv; e++) o[e] = 0.0f;
                 for (int32_t k = 0; k < nq; k++) {
                     const float *row = S + (int64_t)nzq[k] * dv;
@@ -548,13 +551,14 @@ static void batch_free(Batch *b) {
     free(b->xnz); free(b->mxt); free(b->stt); free(b->cact); free(b->yt); free(b->list);
     free(b->r); free(b->row); free(b->row2); free(b->pw); free(b->fmax);
     free(b->any_out); free(b->tmp); free(b->nq); free(b->nk); free(b->nzq); free(b->nzk);
-    free(b->qn); free(b->kn); free(b->ynz); free(b->ones); free(b->umap); free(b->hmask); free(b->vt); free(b->ot); free(b->cols);
+    free(b->qn); free(b->kn); free(b->ynz); free(b->ones); free(b->umap); free(b->hmask); free(b->vt); free(b->ot); free(b->o); free(b->head_x);
+    free(b->group_ub); free(b->group_order); free(b->cols);
     free(b->vals);
     memset(b, 0, sizeof *b);
 }
 
 /* sizes: hidden, row stride N, rows (slots, forms), channels, y rows (heads * dv,
-   units), dk, dv; 0 when done, -1 when out of memory */
+   units), dk, dv, head groups; 0 when done, -1 when out of memory */
 static int batch_alloc(Batch *b, const int64_t *sizes) {
     const int64_t H = sizes[0], N = sizes[1], rows = sizes[2], chans = sizes[3],
                   yrows = sizes[4], dk = sizes[5], dv = sizes[6];
@@ -583,17 +587,34 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->cols = bzalloc(sizeof(int32_t) * (H + chans + yrows));
     b->hmask = bzalloc(sizeof(int32_t) * N);
     b->vt = bzalloc(sizeof(float) * N * dv); b->ot = bzalloc(sizeof(float) * N * dv);
+    b->o = bzalloc(sizeof(float) * dv); b->head_x = bzalloc(sizeof(float) * H);
+    b->group_ub = bzalloc(sizeof(double) * (sizes[7] + 1));
+    b->group_order = bzalloc(sizeof(int32_t) * (sizes[7] + 1));
     b->vals = bzalloc(sizeof(float) * (H + chans + yrows));
     if (b->ones) memset(b->ones, 1, yrows);
-    return b->ynz && b->ones && b->umap && b->hmask && b->vt && b->ot && b->cols && b->vals && b->HT && b->XF && b->MX && b->ST && b->CT && b->Y && b->xnz && b->mxt &&
+    return b->ynz && b->ones && b->umap && b->hmask && b->vt && b->ot && b->o && b->head_x && b->group_ub &&
+           b->group_order && b->cols && b->vals && b->HT && b->XF && b->MX && b->ST && b->CT && b->Y && b->xnz && b->mxt &&
            b->stt && b->cact && b->yt && b->list && b->r && b->row &&
            b->row2 && b->pw && b->fmax && b->any_out && b->tmp && b->nq && b->nk &&
            b->nzq && b->nzk && b->qn && b->kn ? 0 : -1;
 }
 
-static Batch batch_kept;
-static int64_t batch_sizes[8];
-static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
+/* each calling thread keeps its own scratch (freed when the thread ends), so that
+   threads may run forced passes of different states at once */
+typedef struct {
+    Batch b;
+    int64_t sizes[8];
+} BatchKept;
+
+static pthread_key_t batch_key;
+static pthread_once_t batch_once = PTHREAD_ONCE_INIT;
+
+static void batch_destroy(void *p) {
+    batch_free(&((BatchKept *)p)->b);
+    free(p);
+}
+
+static void batch_key_init(void) { pthread_key_create(&batch_key, batch_destroy); }
 
 /* Teacher forcing in batch: qgpu_forward_forced's contract (hs: n * hidden floats, the
    residual stream of each token after the last layer; greedy[t], -1 where the head's
@@ -615,26 +636,32 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
         if ((int64_t)L->n_heads * m->dv > yrows) yrows = (int64_t)L->n_heads * m->dv;
         if (L->n_units > yrows) yrows = L->n_units;
     }
-    /* the scratch is kept between calls (one call at a time) and grown when needed */
-    pthread_mutex_lock(&batch_lock);
-    const int64_t want[8] = {H, ((n + TILE - 1) / TILE) * TILE + 16, rows, chans, yrows, m->dk, m->dv, 0};
+    /* the scratch is kept between calls (per thread) and grown when needed */
+    pthread_once(&batch_once, batch_key_init);
+    BatchKept *kept = pthread_getspecific(batch_key);
+    if (!kept) {
+        kept = calloc(1, sizeof *kept);
+        if (!kept || pthread_setspecific(batch_key, kept) != 0) { free(kept); return -1; }
+    }
+    const int64_t want[8] = {H, ((n + TILE - 1) / TILE) * TILE + 16, rows, chans, yrows,
+                             m->dk, m->dv, m->head.n_groups};
     int grow = 0;
-    for (int32_t k = 0; k < 7; k++) grow |= want[k] > batch_sizes[k];
-    if (grow || want[0] != batch_sizes[0] || want[5] != batch_sizes[5] ||
-        want[6] != batch_sizes[6]) {
-        batch_free(&batch_kept);
+    for (int32_t k = 0; k < 8; k++) grow |= want[k] > kept->sizes[k];
+    if (grow || want[0] != kept->sizes[0] || want[5] != kept->sizes[5] ||
+        want[6] != kept->sizes[6]) {
+        batch_free(&kept->b);
         int64_t sizes[8];
-        for (int32_t k = 0; k < 7; k++)
-            sizes[k] = want[k] > batch_sizes[k] || k == 0 || k >= 5 ? want[k] : batch_sizes[k];
-        memset(batch_sizes, 0, sizeof batch_sizes);
-        if (batch_alloc(&batch_kept, sizes) != 0 || m->conv_k > 64) {
-            batch_free(&batch_kept);
-            pthread_mutex_unlock(&batch_lock);
+        for (int32_t k = 0; k < 8; k++)
+            sizes[k] = want[k] > kept->sizes[k] || k == 0 || k == 5 || k == 6
+                       ? want[k] : kept->sizes[k];
+        memset(kept->sizes, 0, sizeof kept->sizes);
+        if (batch_alloc(&kept->b, sizes) != 0 || m->conv_k > 64) {
+            batch_free(&kept->b);
             return -1;
         }
-        memcpy(batch_sizes, sizes, sizeof sizes);
+        memcpy(kept->sizes, sizes, sizeof sizes);
     }
-    Batch *b = &batch_kept;
+    Batch *b = &kept->b;
     b->n = n;
     const int64_t N = b->N;
     memset(b->HT, 0, sizeof(float) * H * N);
@@ -650,9 +677,8 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
     for (int32_t t = 0; t < n; t++) {
         float *h = hs + t * H;
         for (int64_t c = 0; c < H; c++) h[c] = b->HT[c * N + t];
-        normalize(m, h, m->final_norm, m->head_x);
-        greedy[t] = head_argmax(m, m->head_x);
+        normalize(m, h, m->final_norm, b->head_x);
+        greedy[t] = head_argmax_in(m, b->head_x, b->group_ub, b->group_order);
     }
-    pthread_mutex_unlock(&batch_lock);
     return 0;
 }

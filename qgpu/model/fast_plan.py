@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import operator
+import threading
 import weakref
 
 import numpy as np
@@ -284,6 +285,7 @@ class NativePlan:
         self._keep: list[np.ndarray] = []
         self._bindings: dict[int, tuple] = {}
         self._batch = None
+        self._batch_lock = threading.Lock()
         self.live: dict[int, LiveHeads] = {}
         dk = config.linear_key_head_dim
         for i in range(config.num_hidden_layers):
@@ -396,8 +398,9 @@ class NativePlan:
     def _batch_layers(self) -> BatchTables:
         """The batched kernel's per-layer tables (model.fast_batch_plan), built on first
         use."""
-        if self._batch is None:
-            self._batch = batch_tables(self.fields, self.config.num_hidden_layers)
+        with self._batch_lock:  # threads may run forced passes of different states
+            if self._batch is None:
+                self._batch = batch_tables(self.fields, self.config.num_hidden_layers)
         return self._batch
 
     def run_forced(self, state: ModelState, tokens: np.ndarray, batched: bool = True,
@@ -421,10 +424,11 @@ class NativePlan:
                 or not hs.flags.c_contiguous:
             raise ValueError("hidden must be a C-contiguous float32 [n, hidden_size] array")
         done = False
-        if batched and self._batch_layers().finite:
+        tables = self._batch_layers() if batched else None
+        if tables is not None and tables.finite:
             done = self.lib.qgpu_forward_batch(
                 self._model_ref, states, convs, windows, counts, tokens.ctypes.data, n,
-                hs.ctypes.data, greedy.ctypes.data, self._batch_layers().table) == 0
+                hs.ctypes.data, greedy.ctypes.data, tables.table) == 0
         if not done:  # not batched, or its scratch could not be allocated
             self.lib.qgpu_forward_forced(self._model_ref, states, convs, windows, counts,
                                          tokens.ctypes.data, n, hs.ctypes.data,
