@@ -74,6 +74,7 @@ typedef struct {
     uint8_t *stt;          /* row of ST touched */
     float *CT;             /* [max channels][N] conv outputs */
     uint8_t *cact;         /* channel active (row of CT written) */
+    uint8_t *wflag;        /* [channels] in the window list (all 0 between layers) */
     float *Y;              /* [max heads * dv or units][N] gated outputs / acts */
     uint8_t *yt;           /* row of Y touched */
     int32_t *list;         /* scratch list */
@@ -241,6 +242,53 @@ static void rows_batch(const BatchRows *a, const float *X, const uint8_t *xnz,
     }
 }
 
+/* the same product by columns (the per-token kernel's arrays: columns ascending, each
+   scattered over its rows): cheaper when few inputs are live or the positions few */
+static void csc_batch(const Csc *a, const float *X, const uint8_t *xnz, const int32_t *xrow,
+                      float *out, uint8_t *touched, int32_t n, int32_t N) {
+    for (int32_t c = 0; c < a->n_cols; c++) {
+        const int32_t x = xrow ? xrow[a->col[c]] : a->col[c];
+        if (x < 0 || !xnz[x]) continue;
+        const float *xv = X + (int64_t)x * N;
+        for (int32_t p = a->ptr[c]; p < a->ptr[c + 1]; p++) {
+            const int32_t r = a->row[p];
+            float *o = out + (int64_t)r * N;
+            const float v = a->val[p];
+            if (!touched[r]) {
+                touched[r] = 1;
+                for (int32_t t = 0; t < n; t++) o[t] = 0.0f + v * xv[t];
+            } else {
+                for (int32_t t = 0; t < n; t++) o[t] += v * xv[t];
+            }
+        }
+    }
+}
+
+/* live entries of column-sparse products (inputs live in xnz, through xrow) */
+static int64_t csc_live(const Csc *a, const uint8_t *xnz, const int32_t *xrow) {
+    int64_t live = 0;
+    for (int32_t c = 0; c < a->n_cols; c++) {
+        const int32_t x = xrow ? xrow[a->col[c]] : a->col[c];
+        if (x >= 0 && xnz[x]) live += a->ptr[c + 1] - a->ptr[c];
+    }
+    return live;
+}
+
+/* out = the product of rows `r` (or, the same sums, of columns a [and a2]): by columns
+   when the positions are few or under a quarter of the entries are live */
+static void product(const BatchRows *r, const Csc *a, const Csc *a2, const float *X,
+                    const uint8_t *xnz, const int32_t *xrow, float *out, uint8_t *touched,
+                    Batch *b) {
+    const int64_t total = r->ptr[r->n_rows];
+    int64_t live = csc_live(a, xnz, xrow) + (a2 ? csc_live(a2, xnz, xrow) : 0);
+    if (b->n <= 32 || 4 * live < total) {
+        csc_batch(a, X, xnz, xrow, out, touched, b->n, b->N);
+        if (a2) csc_batch(a2, X, xnz, xrow, out, touched, b->n, b->N);
+    } else {
+        rows_batch(r, X, xnz, xrow, out, touched, b->n, b->N, b->cols, b->vals);
+    }
+}
+
 /* HT rows `rows` += MX rows (untouched: + 0.0f), at every position or where mask[t] */
 __attribute__((noinline)) static void batch_add(Batch *b, const int32_t *rows, int32_t nr, const int32_t *mask) {
     const int32_t n = b->n, N = b->N;
@@ -271,15 +319,17 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
     batch_norm_scale(m, b);
     batch_fill(m, b, L->in_norm, L->proj.col, L->proj.n_cols);
     clear_flags(b->stt, L->n_slots);
-    rows_batch(&bl->proj, b->XF, b->xnz, NULL, b->ST, b->stt, n, N, b->cols, b->vals);
+    product(&bl->proj, &L->proj, NULL, b->XF, b->xnz, NULL, b->ST, b->stt, b);
     /* the causal conv, channel by channel over the positions */
     int32_t kept = 0;
     float *seq = b->row2;  /* [K - 1 + n]: the window then the inputs */
+    for (int32_t k = 0; k < *n_win; k++) b->wflag[win[k]] = 1;  /* state not all 0 */
     for (int32_t c = 0; c < n_ch; c++) {
         float *st = conv + (int64_t)c * K;
+        if (!b->wflag[c] && !b->stt[c]) { b->cact[c] = 0; continue; }
+        b->wflag[c] = 0;
         int32_t any = 0;
         for (int32_t j = 0; j < K; j++) any |= st[j] != 0.0f;
-        if (!any && !b->stt[c]) { b->cact[c] = 0; continue; }
         const float *in = b->ST + (int64_t)c * N;
         if (!any) {
             int32_t nz = 0;
@@ -454,7 +504,7 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
         b->ynz[c] = any;
     }
     clear_flags(b->mxt, m->hidden);
-    rows_batch(&bl->out, b->Y, b->ynz, NULL, b->MX, b->mxt, n, N, b->cols, b->vals);
+    product(&bl->out, &L->out, NULL, b->Y, b->ynz, NULL, b->MX, b->mxt, b);
     batch_add(b, L->out_rows, L->n_out_rows, b->any_out);
 }
 
@@ -493,7 +543,7 @@ __attribute__((noinline)) static void batch_mlp(const Model *m, const Layer *L, 
     batch_norm_scale(m, b);
     batch_fill(m, b, L->post_norm, bl->xcols, bl->n_xcols);
     clear_flags(b->stt, L->n_forms);
-    rows_batch(&bl->gate, b->XF, b->xnz, NULL, b->ST, b->stt, n, N, b->cols, b->vals);
+    product(&bl->gate, &L->gate, &L->gate_hi, b->XF, b->xnz, NULL, b->ST, b->stt, b);
     float *zero = b->row;
     memset(zero, 0, sizeof(float) * N);
     for (int32_t f = 0; f < L->n_forms; f++) {
@@ -542,13 +592,13 @@ __attribute__((noinline)) static void batch_mlp(const Model *m, const Layer *L, 
     for (int32_t u = 0; u < nu; u++) b->umap[u] = -1;
     for (int32_t k = 0; k < na; k++) b->umap[b->list[k]] = k;
     clear_flags(b->mxt, m->hidden);
-    rows_batch(&bl->down, b->Y, b->ones, b->umap, b->MX, b->mxt, n, N, b->cols, b->vals);
+    product(&bl->down, &L->down, &L->down_hi, b->Y, b->ones, b->umap, b->MX, b->mxt, b);
     batch_add(b, L->down_rows, L->n_down_rows, NULL);
 }
 
 static void batch_free(Batch *b) {
     free(b->HT); free(b->XF); free(b->MX); free(b->ST); free(b->CT); free(b->Y);
-    free(b->xnz); free(b->mxt); free(b->stt); free(b->cact); free(b->yt); free(b->list);
+    free(b->xnz); free(b->mxt); free(b->stt); free(b->cact); free(b->yt); free(b->wflag); free(b->list);
     free(b->r); free(b->row); free(b->row2); free(b->pw); free(b->fmax);
     free(b->any_out); free(b->tmp); free(b->nq); free(b->nk); free(b->nzq); free(b->nzk);
     free(b->qn); free(b->kn); free(b->ynz); free(b->ones); free(b->umap); free(b->hmask); free(b->vt); free(b->ot); free(b->o); free(b->head_x);
@@ -571,7 +621,7 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->CT = bzalloc(sizeof(float) * chans * N);
     b->Y = bzalloc(sizeof(float) * yrows * N);
     b->xnz = bzalloc(H); b->mxt = bzalloc(H); b->stt = bzalloc(rows);
-    b->cact = bzalloc(chans); b->yt = bzalloc(yrows);
+    b->cact = bzalloc(chans); b->yt = bzalloc(yrows); b->wflag = bzalloc(chans);
     b->list = bzalloc(sizeof(int32_t) * (chans + yrows));
     b->r = bzalloc(sizeof(float) * N);
     b->row = bzalloc(sizeof(float) * N);
@@ -594,7 +644,7 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     if (b->ones) memset(b->ones, 1, yrows);
     return b->ynz && b->ones && b->umap && b->hmask && b->vt && b->ot && b->o && b->head_x && b->group_ub &&
            b->group_order && b->cols && b->vals && b->HT && b->XF && b->MX && b->ST && b->CT && b->Y && b->xnz && b->mxt &&
-           b->stt && b->cact && b->yt && b->list && b->r && b->row &&
+           b->stt && b->cact && b->yt && b->wflag && b->list && b->r && b->row &&
            b->row2 && b->pw && b->fmax && b->any_out && b->tmp && b->nq && b->nk &&
            b->nzq && b->nzk && b->qn && b->kn ? 0 : -1;
 }
