@@ -306,6 +306,45 @@ __attribute__((noinline)) static void batch_add(Batch *b, const int32_t *rows, i
     }
 }
 
+/* dst[c * ds + r] = src[r * ss + c] for r < R, c < C (8x8 blocks in registers) */
+static void transpose(const float *src, int64_t ss, float *dst, int64_t ds, int32_t R,
+                      int32_t C) {
+    int32_t r0 = 0;
+#ifdef __AVX2__
+    for (; r0 + 8 <= R; r0 += 8) {
+        int32_t c0 = 0;
+        for (; c0 + 8 <= C; c0 += 8) {
+            const float *s0 = src + (int64_t)r0 * ss + c0;
+            __m256 a0 = _mm256_loadu_ps(s0), a1 = _mm256_loadu_ps(s0 + ss),
+                   a2 = _mm256_loadu_ps(s0 + 2 * ss), a3 = _mm256_loadu_ps(s0 + 3 * ss),
+                   a4 = _mm256_loadu_ps(s0 + 4 * ss), a5 = _mm256_loadu_ps(s0 + 5 * ss),
+                   a6 = _mm256_loadu_ps(s0 + 6 * ss), a7 = _mm256_loadu_ps(s0 + 7 * ss);
+            __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1),
+                   t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3),
+                   t4 = _mm256_unpacklo_ps(a4, a5), t5 = _mm256_unpackhi_ps(a4, a5),
+                   t6 = _mm256_unpacklo_ps(a6, a7), t7 = _mm256_unpackhi_ps(a6, a7);
+            __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+                   u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+                   u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+                   u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+            float *d0 = dst + (int64_t)c0 * ds + r0;
+            _mm256_storeu_ps(d0, _mm256_permute2f128_ps(u0, u4, 0x20));
+            _mm256_storeu_ps(d0 + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
+            _mm256_storeu_ps(d0 + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
+            _mm256_storeu_ps(d0 + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
+            _mm256_storeu_ps(d0 + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
+            _mm256_storeu_ps(d0 + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
+            _mm256_storeu_ps(d0 + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
+            _mm256_storeu_ps(d0 + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
+        }
+        for (; c0 < C; c0++)
+            for (int32_t r = r0; r < r0 + 8; r++) dst[(int64_t)c0 * ds + r] = src[(int64_t)r * ss + c0];
+    }
+#endif
+    for (; r0 < R; r0++)
+        for (int32_t c = 0; c < C; c++) dst[(int64_t)c * ds + r0] = src[(int64_t)r0 * ss + c];
+}
+
 static void clear_flags(uint8_t *flags, int32_t n) { memset(flags, 0, (size_t)n); }
 
 static inline float st_at(const Batch *b, int32_t row, int32_t t) {
@@ -326,7 +365,11 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
     for (int32_t k = 0; k < *n_win; k++) b->wflag[win[k]] = 1;  /* state not all 0 */
     for (int32_t c = 0; c < n_ch; c++) {
         float *st = conv + (int64_t)c * K;
-        if (!b->wflag[c] && !b->stt[c]) { b->cact[c] = 0; continue; }
+        if (!b->wflag[c] && !b->stt[c]) {
+            b->cact[c] = 0;
+            if (c >= 2 * n_qk) memset(b->CT + (int64_t)c * N, 0, sizeof(float) * n);  /* v */
+            continue;
+        }
         b->wflag[c] = 0;
         int32_t any = 0;
         for (int32_t j = 0; j < K; j++) any |= st[j] != 0.0f;
@@ -334,7 +377,11 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
         if (!any) {
             int32_t nz = 0;
             for (int32_t t = 0; t < n; t++) nz |= in[t] != 0.0f;
-            if (!nz) { b->cact[c] = 0; continue; }
+            if (!nz) {
+                b->cact[c] = 0;
+                if (c >= 2 * n_qk) memset(b->CT + (int64_t)c * N, 0, sizeof(float) * n);
+                continue;
+            }
         }
         b->cact[c] = 1;
         const float *w = L->conv_w + (int64_t)c * K;
@@ -421,15 +468,8 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
             int32_t read = 0;  /* the head read at some position */
             for (int32_t t = 0; t < n; t++) b->hmask[t] = 0;
             float *VT = b->vt, *OT = b->ot;  /* [N][dv]: v and o * r by position */
-            for (int32_t t0 = 0; t0 < n && writes; t0 += TILE) {  /* v, transposed in tiles */
-                const int32_t t1 = t0 + TILE < n ? t0 + TILE : n;
-                for (int32_t e = 0; e < dv; e++) {
-                    const int32_t c = 2 * n_qk + s * dv + e;
-                    const float *src = b->CT + (int64_t)c * N;
-                    if (b->cact[c]) for (int32_t t = t0; t < t1; t++) VT[(int64_t)t * dv + e] = src[t];
-                    else for (int32_t t = t0; t < t1; t++) VT[(int64_t)t * dv + e] = 0.0f;
-                }
-            }
+            if (writes)  /* v by position (rows of inactive channels hold +0) */
+                transpose(b->CT + (int64_t)(2 * n_qk + s * dv) * N, N, VT, dv, dv, n);
             for (int32_t t = 0; t < n; t++) {
                 float a_in = st_at(b, a0 + s, t) + L->dt_bias[s];
                 float decay = np_expf(L->neg_exp_a_log[s] * softplus(a_in));
@@ -471,13 +511,7 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
             }
             if (!read) continue;
             /* y = (norm_w * (o r)) * silu(z) row by row, where the head read (+0 elsewhere) */
-            for (int32_t t0 = 0; t0 < n; t0 += TILE) {  /* o r, transposed in tiles */
-                const int32_t t1 = t0 + TILE < n ? t0 + TILE : n;
-                for (int32_t e = 0; e < dv; e++) {
-                    float *y = b->Y + (int64_t)(s * dv + e) * N;
-                    for (int32_t t = t0; t < t1; t++) y[t] = OT[(int64_t)t * dv + e];
-                }
-            }
+            transpose(OT, dv, b->Y + (int64_t)s * dv * N, N, n, dv);  /* o r by feature */
             float *zs = b->row2;
             for (int32_t e = 0; e < dv; e++) {
                 b->yt[s * dv + e] = 1;
