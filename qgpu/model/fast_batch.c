@@ -66,6 +66,7 @@ const char *qgpu_batch_layout(void) {
 typedef struct {
     int32_t n, N;          /* positions, row stride (>= n, a multiple of 8) */
     float *HT;             /* [hidden][N] residual stream */
+    uint8_t *hnz;          /* [hidden] row of HT may hold a nonzero (0: all +-0) */
     float *XF;             /* [hidden][N] a norm's output, rows of the columns read */
     uint8_t *xnz;          /* [hidden] row of XF holds a nonzero */
     float *MX;             /* [hidden][N] a product into the residual stream */
@@ -104,12 +105,15 @@ static void *bzalloc(size_t bytes) {
 }
 
 /* out[t] = pairwise_sumsq of column t of rows [a, a + len) (rows of N floats), t < n:
-   pairwise_sumsq's recursion, each scalar a row of positions */
-static void pw_rows(const float *X, int64_t N, int32_t n, int64_t a, int64_t len, float *out,
-                    float *acc, float *stack) {
+   pairwise_sumsq's recursion, each scalar a row of positions. Rows whose nz flag is 0
+   (all +-0) are skipped: their terms are +0, and an accumulator of squares (>= +0)
+   plus +0 is itself, so every partial sum is the same. */
+static void pw_rows(const float *X, const uint8_t *nz, int64_t N, int32_t n, int64_t a,
+                    int64_t len, float *out, float *acc, float *stack) {
     if (len < 8) {
         for (int32_t t = 0; t < n; t++) out[t] = 0.0f;
         for (int64_t i = 0; i < len; i++) {
+            if (!nz[a + i]) continue;
             const float *x = X + (a + i) * N;
             for (int32_t t = 0; t < n; t++) out[t] += x[t] * x[t];
         }
@@ -119,11 +123,13 @@ static void pw_rows(const float *X, int64_t N, int32_t n, int64_t a, int64_t len
         for (int32_t j = 0; j < 8; j++) {
             const float *x = X + (a + j) * N;
             float *r = acc + j * N;
+            if (!nz[a + j]) { for (int32_t t = 0; t < n; t++) r[t] = 0.0f; continue; }
             for (int32_t t = 0; t < n; t++) r[t] = x[t] * x[t];
         }
         int64_t i;
         for (i = 8; i < len - (len % 8); i += 8)
             for (int32_t j = 0; j < 8; j++) {
+                if (!nz[a + i + j]) continue;
                 const float *x = X + (a + i + j) * N;
                 float *r = acc + j * N;
                 for (int32_t t = 0; t < n; t++) r[t] += x[t] * x[t];
@@ -133,6 +139,7 @@ static void pw_rows(const float *X, int64_t N, int32_t n, int64_t a, int64_t len
         for (int32_t t = 0; t < n; t++)
             out[t] = ((r0[t] + r1[t]) + (r2[t] + r3[t])) + ((r4[t] + r5[t]) + (r6[t] + r7[t]));
         for (; i < len; i++) {
+            if (!nz[a + i]) continue;
             const float *x = X + (a + i) * N;
             for (int32_t t = 0; t < n; t++) out[t] += x[t] * x[t];
         }
@@ -140,15 +147,15 @@ static void pw_rows(const float *X, int64_t N, int32_t n, int64_t a, int64_t len
     }
     int64_t n2 = len / 2;
     n2 -= n2 % 8;
-    pw_rows(X, N, n, a, n2, out, acc, stack + N);
-    pw_rows(X, N, n, a + n2, len - n2, stack, acc, stack + N);
+    pw_rows(X, nz, N, n, a, n2, out, acc, stack + N);
+    pw_rows(X, nz, N, n, a + n2, len - n2, stack, acc, stack + N);
     for (int32_t t = 0; t < n; t++) out[t] = out[t] + stack[t];
 }
 
 /* b->r[t]: norm_scale of position t of the residual stream */
 static void batch_norm_scale(const Model *m, Batch *b) {
     const int32_t n = b->n;
-    pw_rows(b->HT, b->N, n, 0, m->hidden, b->r, b->pw, b->pw + 8 * b->N);
+    pw_rows(b->HT, b->hnz, b->N, n, 0, m->hidden, b->r, b->pw, b->pw + 8 * b->N);
     for (int32_t t = 0; t < n; t++) b->r[t] = 1.0f / sqrtf(b->r[t] / (float)m->hidden + m->eps);
 }
 
@@ -158,6 +165,7 @@ __attribute__((noinline)) static void batch_fill(const Model *m, Batch *b, const
     const int32_t n = b->n, N = b->N;
     for (int32_t j = 0; j < nc; j++) {
         const int32_t c = cols[j];
+        if (!b->hnz[c]) { b->xnz[c] = 0; continue; }  /* (+-0 * r) * w is +-0 */
         const float *h = b->HT + (int64_t)c * N, *r = b->r;
         float *x = b->XF + (int64_t)c * N;
         const float wc = w[c];
@@ -296,6 +304,7 @@ __attribute__((noinline)) static void batch_add(Batch *b, const int32_t *rows, i
         const int32_t r = rows[k];
         float *h = b->HT + (int64_t)r * N;
         const float *d = b->MX + (int64_t)r * N;
+        b->hnz[r] |= b->mxt[r];  /* may be nonzero now */
         if (!mask) {
             if (b->mxt[r]) for (int32_t t = 0; t < n; t++) h[t] += d[t];
             else for (int32_t t = 0; t < n; t++) h[t] += 0.0f;
@@ -632,7 +641,7 @@ __attribute__((noinline)) static void batch_mlp(const Model *m, const Layer *L, 
 
 static void batch_free(Batch *b) {
     free(b->HT); free(b->XF); free(b->MX); free(b->ST); free(b->CT); free(b->Y);
-    free(b->xnz); free(b->mxt); free(b->stt); free(b->cact); free(b->yt); free(b->wflag); free(b->list);
+    free(b->hnz); free(b->xnz); free(b->mxt); free(b->stt); free(b->cact); free(b->yt); free(b->wflag); free(b->list);
     free(b->r); free(b->row); free(b->row2); free(b->pw); free(b->fmax);
     free(b->any_out); free(b->tmp); free(b->nq); free(b->nk); free(b->nzq); free(b->nzk);
     free(b->qn); free(b->kn); free(b->ynz); free(b->ones); free(b->umap); free(b->hmask); free(b->vt); free(b->ot); free(b->o); free(b->head_x);
@@ -654,7 +663,7 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->ST = bzalloc(sizeof(float) * rows * N);
     b->CT = bzalloc(sizeof(float) * chans * N);
     b->Y = bzalloc(sizeof(float) * yrows * N);
-    b->xnz = bzalloc(H); b->mxt = bzalloc(H); b->stt = bzalloc(rows);
+    b->hnz = bzalloc(H); b->xnz = bzalloc(H); b->mxt = bzalloc(H); b->stt = bzalloc(rows);
     b->cact = bzalloc(chans); b->yt = bzalloc(yrows); b->wflag = bzalloc(chans);
     b->list = bzalloc(sizeof(int32_t) * (chans + yrows));
     b->r = bzalloc(sizeof(float) * N);
@@ -749,18 +758,21 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
     b->n = n;
     const int64_t N = b->N;
     memset(b->HT, 0, sizeof(float) * H * N);
+    memset(b->hnz, 0, (size_t)H);
     for (int32_t t = 0; t < n; t++)
-        for (int32_t p = m->embed_ptr[tokens[t]]; p < m->embed_ptr[tokens[t] + 1]; p++)
+        for (int32_t p = m->embed_ptr[tokens[t]]; p < m->embed_ptr[tokens[t] + 1]; p++) {
             b->HT[(int64_t)m->embed_col[p] * N + t] = m->embed_val[p];
+            b->hnz[m->embed_col[p]] |= m->embed_val[p] != 0.0f;
+        }
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
         if (L->kind == 1 && L->n_heads)
             batch_gdn(m, L, &layers[i], b, states[i], convs[i], wins[i], win_counts + i);
         if (L->n_units) batch_mlp(m, L, &layers[i], b);
     }
+    transpose(b->HT, N, hs, H, (int32_t)H, n);
     for (int32_t t = 0; t < n; t++) {
         float *h = hs + t * H;
-        for (int64_t c = 0; c < H; c++) h[c] = b->HT[c * N + t];
         normalize(m, h, m->final_norm, b->head_x);
         greedy[t] = head_argmax_in(m, b->head_x, b->group_ub, b->group_order);
     }
