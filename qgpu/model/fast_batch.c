@@ -66,7 +66,7 @@ const char *qgpu_batch_layout(void) {
 typedef struct {
     int32_t n, N;          /* positions, row stride (>= n, a multiple of 8) */
     float *HT;             /* [hidden][N] residual stream */
-    uint8_t *hnz;          /* [hidden] row of HT may hold a nonzero (0: all +-0) */
+    uint8_t *hnz;          /* [hidden] row of HT may hold a value other than +0 */
     float *XF;             /* [hidden][N] a norm's output, rows of the columns read */
     uint8_t *xnz;          /* [hidden] row of XF holds a nonzero */
     float *MX;             /* [hidden][N] a product into the residual stream */
@@ -106,8 +106,8 @@ static void *bzalloc(size_t bytes) {
 
 /* out[t] = pairwise_sumsq of column t of rows [a, a + len) (rows of N floats), t < n:
    pairwise_sumsq's recursion, each scalar a row of positions. Rows whose nz flag is 0
-   (all +-0) are skipped: their terms are +0, and an accumulator of squares (>= +0)
-   plus +0 is itself, so every partial sum is the same. */
+   (all +0) are skipped: their terms are +0, and an accumulator of squares (>= +0) plus
+   +0 is itself, so every partial sum is the same. */
 static void pw_rows(const float *X, const uint8_t *nz, int64_t N, int32_t n, int64_t a,
                     int64_t len, float *out, float *acc, float *stack) {
     if (len < 8) {
@@ -304,6 +304,7 @@ __attribute__((noinline)) static void batch_add(Batch *b, const int32_t *rows, i
         const int32_t r = rows[k];
         float *h = b->HT + (int64_t)r * N;
         const float *d = b->MX + (int64_t)r * N;
+        if (!b->mxt[r] && !b->hnz[r]) continue;  /* +0 + +0: nothing changes */
         b->hnz[r] |= b->mxt[r];  /* may be nonzero now */
         if (!mask) {
             if (b->mxt[r]) for (int32_t t = 0; t < n; t++) h[t] += d[t];
@@ -762,7 +763,7 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
     for (int32_t t = 0; t < n; t++)
         for (int32_t p = m->embed_ptr[tokens[t]]; p < m->embed_ptr[tokens[t] + 1]; p++) {
             b->HT[(int64_t)m->embed_col[p] * N + t] = m->embed_val[p];
-            b->hnz[m->embed_col[p]] |= m->embed_val[p] != 0.0f;
+            b->hnz[m->embed_col[p]] |= f2u(m->embed_val[p]) != 0;  /* -0 too */
         }
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];

@@ -27,6 +27,7 @@ def engine_for(keep: float, gate_scale: float, seed: int = 11,
     weights = sparsify(random_weights(config, seed=seed), keep, seed=seed + 1)
     if zero_dims:  # hidden dims no token sets and few layers write: rows of zeros
         weights.tensors["model.embed_tokens.weight"][:, 1::2] = 0
+        weights.tensors["model.embed_tokens.weight"][::3, 1::4] = -0.0  # kept by the plan
         for name in list(weights.tensors):
             if name.endswith(("down_proj.weight", "out_proj.weight")):
                 weights.tensors[name][1::4] = 0
