@@ -612,12 +612,20 @@ __attribute__((noinline)) static void batch_mlp(const Model *m, const Layer *L, 
             between |= (v > -89.0f) & (v < 17.0f) & (v != 0.0f);
         }
         if (!on) continue;
-        if (between) for (int32_t t = 0; t < n; t++) g[t] = unit_silu(g[t]);
-        else for (int32_t t = 0; t < n; t++) g[t] = g[t] >= 17.0f ? g[t] : 0.0f;
+        float *act = b->Y + (int64_t)na * N;
+        int32_t cnt = 0;
+        /* act = silu(gate) * up, up = 0 + sum of its terms (fused; silu by its saturated
+           sides unless some gate lies between them) */
+#define ACT_LOOP(UP)                                                                     \
+        if (between) for (int32_t t = 0; t < n; t++) {                                    \
+            act[t] = unit_silu(g[t]) * (UP); cnt += act[t] != 0.0f;                       \
+        } else for (int32_t t = 0; t < n; t++) {                                          \
+            act[t] = (g[t] >= 17.0f ? g[t] : 0.0f) * (UP); cnt += act[t] != 0.0f;         \
+        }
         if (u < L->n_single) {
-            const float v = L->up1_val[u], *x = b->XF + (int64_t)L->up1_col[u] * N;
-            if (b->xnz[L->up1_col[u]]) for (int32_t t = 0; t < n; t++) up[t] = 0.0f + v * x[t];
-            else for (int32_t t = 0; t < n; t++) up[t] = 0.0f;
+            const int32_t c = L->up1_col[u];
+            const float v = L->up1_val[u], *x = b->xnz[c] ? b->XF + (int64_t)c * N : zero;
+            ACT_LOOP(0.0f + v * x[t])
         } else {
             for (int32_t t = 0; t < n; t++) up[t] = 0.0f;
             for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++) {
@@ -626,10 +634,9 @@ __attribute__((noinline)) static void batch_mlp(const Model *m, const Layer *L, 
                 const float v = L->up_val[p], *x = b->XF + (int64_t)c * N;
                 for (int32_t t = 0; t < n; t++) up[t] += v * x[t];
             }
+            ACT_LOOP(up[t])
         }
-        float *act = b->Y + (int64_t)na * N;
-        int32_t cnt = 0;
-        for (int32_t t = 0; t < n; t++) { act[t] = g[t] * up[t]; cnt += act[t] != 0.0f; }
+#undef ACT_LOOP
         if (!cnt) continue;
         b->list[na++] = u;
     }
