@@ -371,7 +371,7 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
     product(&bl->proj, &L->proj, NULL, b->XF, b->xnz, NULL, b->ST, b->stt, b);
     /* the causal conv, channel by channel over the positions */
     int32_t kept = 0;
-    float *seq = b->row2;  /* [K - 1 + n]: the window then the inputs */
+    float *seq = b->row2;  /* the window then the first inputs */
     for (int32_t k = 0; k < *n_win; k++) b->wflag[win[k]] = 1;  /* state not all 0 */
     for (int32_t c = 0; c < n_ch; c++) {
         float *st = conv + (int64_t)c * K;
@@ -395,30 +395,41 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
         }
         b->cact[c] = 1;
         const float *w = L->conv_w + (int64_t)c * K;
+        /* out[t] reads seq[t .. t + K) of seq = [state[1..K), inputs]: the first K - 1
+           positions from a short copy, the others from the inputs in place */
+        const int32_t head = n < K - 1 ? n : K - 1;
         for (int32_t j = 0; j < K - 1; j++) seq[j] = st[j + 1];
-        if (b->stt[c]) memcpy(seq + K - 1, in, sizeof(float) * n);
-        else memset(seq + K - 1, 0, sizeof(float) * n);
+        for (int32_t j = 0; j < head; j++) seq[K - 1 + j] = b->stt[c] ? in[j] : 0.0f;
         float *out = b->CT + (int64_t)c * N;
-        if (K == 4) {
+        for (int32_t t = 0; t < head; t++) {
+            float acc = 0.0f;
+            for (int32_t j = 0; j < K; j++) acc += w[j] * seq[t + j];
+            out[t] = acc;
+        }
+        if (!b->stt[c]) {  /* no input: 0 + w * 0 ... = +0 */
+            for (int32_t t = head; t < n; t++) out[t] = 0.0f;
+        } else if (K == 4) {
             const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-            for (int32_t t = 0; t < n; t++) {
+            const float *x = in - 3;  /* x[t + j] = in[t + j - 3] */
+            for (int32_t t = head; t < n; t++) {
                 float acc = 0.0f;
-                acc += w0 * seq[t];
-                acc += w1 * seq[t + 1];
-                acc += w2 * seq[t + 2];
-                acc += w3 * seq[t + 3];
+                acc += w0 * x[t];
+                acc += w1 * x[t + 1];
+                acc += w2 * x[t + 2];
+                acc += w3 * x[t + 3];
                 out[t] = acc;
             }
         } else {
-            for (int32_t t = 0; t < n; t++) {
+            for (int32_t t = head; t < n; t++) {
                 float acc = 0.0f;
-                for (int32_t j = 0; j < K; j++) acc += w[j] * seq[t + j];
+                for (int32_t j = 0; j < K; j++) acc += w[j] * in[t + j - (K - 1)];
                 out[t] = acc;
             }
         }
         /* the window after the last token: [state, inputs][n .. n + K) */
         float last[64];
-        for (int32_t j = 0; j < K; j++) last[j] = n + j < K ? st[n + j] : seq[n + j - 1];
+        for (int32_t j = 0; j < K; j++)
+            last[j] = n + j < K ? st[n + j] : b->stt[c] ? in[n + j - K] : 0.0f;
         int32_t nz = 0;
         for (int32_t j = 0; j < K; j++) { st[j] = last[j]; nz |= last[j] != 0.0f; }
         win[kept] = c;
