@@ -24,8 +24,10 @@ from tests.memory import release_memory
 from tests.merge.helpers import text_kl, write_release_layout
 from tests.merge.machine_helpers import SHAPE, machine_base_config
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("transformers_engine")]
-TRANSFORMERS_BUDGET = 12 * GIB  # resident float32 model in CI's 24 GiB (two workers)
+pytestmark = [pytest.mark.slow, pytest.mark.solo]
+# resident float32 model in CI's 24 GiB: the test runs alone (`solo`, after the parallel
+# tests); its peak RSS was 1.43x the model (18.4 GiB for a 12.9 GiB merge)
+TRANSFORMERS_BUDGET = 14 * GIB
 LAUNCHES = [("dot", 0), ("dot", 2), ("vec_add", 1), ("vec_add", 0)]  # 1 warp, 3 CTAs, ...
 
 
