@@ -66,7 +66,8 @@ const char *qgpu_batch_layout(void) {
 typedef struct {
     int32_t n, N;          /* positions, row stride (>= n, a multiple of 8) */
     float *HT;             /* [hidden][N] residual stream */
-    uint8_t *hnz;          /* [hidden] row of HT may hold a value other than +0 */
+    uint8_t *hnz;          /* [hidden] row of HT may hold a value other than +0 (the
+                              others are all +0, also between calls) */
     float *XF;             /* [hidden][N] a norm's output, rows of the columns read */
     uint8_t *xnz;          /* [hidden] row of XF holds a nonzero */
     float *MX;             /* [hidden][N] a product into the residual stream */
@@ -776,7 +777,8 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
     Batch *b = &kept->b;
     b->n = n;
     const int64_t N = b->N;
-    memset(b->HT, 0, sizeof(float) * H * N);
+    for (int64_t r = 0; r < H; r++)  /* rows the last call left other than +0 */
+        if (b->hnz[r]) memset(b->HT + r * N, 0, sizeof(float) * N);
     memset(b->hnz, 0, (size_t)H);
     for (int32_t t = 0; t < n; t++)
         for (int32_t p = m->embed_ptr[tokens[t]]; p < m->embed_ptr[tokens[t] + 1]; p++) {
