@@ -287,9 +287,9 @@ static int64_t csc_live(const Csc *a, const uint8_t *xnz, const int32_t *xrow) {
    when the positions are few or under a quarter of the entries are live */
 static void product(const BatchRows *r, const Csc *a, const Csc *a2, const float *X,
                     const uint8_t *xnz, const int32_t *xrow, float *out, uint8_t *touched,
-                    Batch *b) {
+                    Batch *b, int64_t live) {
     const int64_t total = r->ptr[r->n_rows];
-    int64_t live = csc_live(a, xnz, xrow) + (a2 ? csc_live(a2, xnz, xrow) : 0);
+    if (live < 0) live = csc_live(a, xnz, xrow) + (a2 ? csc_live(a2, xnz, xrow) : 0);
     if (b->n <= 32 || 4 * live < total) {
         csc_batch(a, X, xnz, xrow, out, touched, b->n, b->N);
         if (a2) csc_batch(a2, X, xnz, xrow, out, touched, b->n, b->N);
@@ -369,7 +369,7 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
     batch_norm_scale(m, b);
     batch_fill(m, b, L->in_norm, L->proj.col, L->proj.n_cols);
     clear_flags(b->stt, L->n_slots);
-    product(&bl->proj, &L->proj, NULL, b->XF, b->xnz, NULL, b->ST, b->stt, b);
+    product(&bl->proj, &L->proj, NULL, b->XF, b->xnz, NULL, b->ST, b->stt, b, -1);
     /* the causal conv, channel by channel over the positions */
     int32_t kept = 0;
     float *seq = b->row2;  /* the window then the first inputs */
@@ -560,7 +560,7 @@ __attribute__((noinline)) static void batch_gdn(const Model *m, const Layer *L, 
         b->ynz[c] = any;
     }
     clear_flags(b->mxt, m->hidden);
-    product(&bl->out, &L->out, NULL, b->Y, b->ynz, NULL, b->MX, b->mxt, b);
+    product(&bl->out, &L->out, NULL, b->Y, b->ynz, NULL, b->MX, b->mxt, b, -1);
     batch_add(b, L->out_rows, L->n_out_rows, b->any_out);
 }
 
@@ -599,7 +599,7 @@ __attribute__((noinline)) static void batch_mlp(const Model *m, const Layer *L, 
     batch_norm_scale(m, b);
     batch_fill(m, b, L->post_norm, bl->xcols, bl->n_xcols);
     clear_flags(b->stt, L->n_forms);
-    product(&bl->gate, &L->gate, &L->gate_hi, b->XF, b->xnz, NULL, b->ST, b->stt, b);
+    product(&bl->gate, &L->gate, &L->gate_hi, b->XF, b->xnz, NULL, b->ST, b->stt, b, -1);
     float *zero = b->row;
     memset(zero, 0, sizeof(float) * N);
     for (int32_t f = 0; f < L->n_forms; f++) {
@@ -653,9 +653,14 @@ __attribute__((noinline)) static void batch_mlp(const Model *m, const Layer *L, 
         b->list[na++] = u;
     }
     for (int32_t u = 0; u < nu; u++) b->umap[u] = -1;
-    for (int32_t k = 0; k < na; k++) b->umap[b->list[k]] = k;
+    int64_t live = 0;  /* the listed units' down entries */
+    for (int32_t k = 0; k < na; k++) {
+        const int32_t u = b->list[k];
+        b->umap[u] = k;
+        live += L->down.ptr[u + 1] - L->down.ptr[u] + L->down_hi.ptr[u + 1] - L->down_hi.ptr[u];
+    }
     clear_flags(b->mxt, m->hidden);
-    product(&bl->down, &L->down, &L->down_hi, b->Y, b->ones, b->umap, b->MX, b->mxt, b);
+    product(&bl->down, &L->down, &L->down_hi, b->Y, b->ones, b->umap, b->MX, b->mxt, b, live);
     batch_add(b, L->down_rows, L->n_down_rows, NULL);
 }
 
