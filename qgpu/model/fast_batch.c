@@ -797,9 +797,16 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
         if (L->n_units) batch_mlp(m, L, &layers[i], b);
     }
     transpose(b->HT, N, hs, H, (int32_t)H, n);
+    /* the final norm (normalize's operations) at the columns the head reads, then the
+       argmax, position by position */
+    batch_norm_scale(m, b);
+    const Head *hd = &m->head;
     for (int32_t t = 0; t < n; t++) {
-        float *h = hs + t * H;
-        normalize(m, h, m->final_norm, b->head_x);
+        const float *h = hs + t * H, r = b->r[t];
+        for (int32_t k = 0; k < hd->n_head_cols; k++) {
+            const int32_t c = hd->head_cols[k];
+            b->head_x[c] = (h[c] * r) * m->final_norm[c];
+        }
         greedy[t] = head_argmax_in(m, b->head_x, b->group_ub, b->group_order);
     }
     return 0;
