@@ -114,7 +114,7 @@ class Bookkeeping:
     cur_warp: Signal  # latch: its warp (bits)
     cur_epoch: Signal  # latch: its barrier epoch (bits)
     cur_warp_onehot: Signal
-    exec_warp: Signal  # one-hot, EXEC tokens only: the token's own warp
+    exec_warp_bits: Signal  # bits, EXEC tokens only: the token's own warp
     rec_is_r: Signal  # latch: the last non-V token was R
     rec_reg: Signal  # latch: its register (0 for other tokens)
     rec_is_addr: Signal  # latch: the last non-V token was ADDR
@@ -147,7 +147,6 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     exec_mask = tt.field_bits("exec.mask", "EXEC", 2, LANES)
     exec_warp_bits = tt.field_bits("exec.warp_bits", "EXEC", 1, WARP_BITS)
     exec_epoch = tt.field_bits("exec.epoch", "EXEC", 3, EPOCH_BITS)
-    exec_warp = tt.field_onehot("exec.warp", "EXEC", limits.MAX_WARPS, 1)
     r_reg = tt.field_bits("r.reg", "R", 0, 4)
     end_taken = tt.field_bits("end.taken", "END", 0, LANES)
     ntid_value = tt.field_bits("ntid.value", "NTID", 0, 5, offset=1)
@@ -192,7 +191,7 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     present, per_cta, cta, wic = launch_layout(c, ntid, nctaid, cur_warp_onehot)
     return Bookkeeping(is_v, is_nonv, is_exec, is_r, is_end, is_go, is_addr, v_bits,
                        exec_block, end_taken, cur_block, cur_mask, cur_warp, cur_epoch,
-                       cur_warp_onehot, exec_warp, rec_read[0:1],
+                       cur_warp_onehot, exec_warp_bits, rec_read[0:1],
                        rec_read[1:5], rec_read[5:6], ntid, nctaid, count, records,
                        cur_block_onehot, rec_reg_onehot, lane_rank, popc, present, per_cta,
                        cta, wic)
