@@ -15,8 +15,10 @@ serves both spaces. Units per instruction position p (the word one-hot and the r
 alu_low's, machine.memory's and machine.shared's, for every addressed operation):
 - `atom.pairs.p` (beside alu_low, from the operands): e[L, h] = lane h < L is active and
   its address's low 16 bits equal lane L's (the same word for any access the interpreter
-  does not fault on: both are aligned and inside memory), and g[L, h, i] = e[L, h] and
-  bit i of h's b (two steps each: [d >= 0] - [d >= 1] on the exact difference, gated);
+  does not fault on: both are aligned and inside memory), and g[L, i] = the number of
+  lanes h < L with e[L, h] and bit i of h's b set (two steps per h: [d >= 0] - [d >= 1]
+  on the exact difference, gated), a count 0..3 held as one RAW dim (count * 2^-44):
+  96 dims per position, where one +-1 bit per (L, h, i) took 192;
 - `atom.low.p.L` (after the memory read): old's bits, except that add's high half is
   (M + X)'s high columns without the low half's carry: exch, and, or, xor straight from M,
   e, g and the lower lanes' b; add's halves by sawtooth steps on exact column sums (up to
@@ -33,7 +35,7 @@ alu_low's, machine.memory's and machine.shared's, for every addressed operation)
 
 from __future__ import annotations
 
-from qgpu.circuit.ir import BITS
+from qgpu.circuit.ir import BITS, RAW
 from qgpu.circuit.machine import atomics_order as order
 from qgpu.circuit.machine.bookkeeping import LANES
 from qgpu.circuit.machine.families import Extension, StageView
@@ -43,6 +45,7 @@ from qgpu.primitives import plus, scaled
 
 LO = 16
 BIG = 2.0 ** 20  # gating weight: exceeds every column sum here (< 5 * 2^16)
+UNIT = 2.0 ** -44  # the RAW value of a count of 1 (atom.gated's column counts)
 PAIRS = [(lane, h) for lane in range(LANES) for h in range(lane)]  # (lane, lower lane)
 ADD, EXCH, AND, OR, XOR = "add", "exch", "and", "or", "xor"
 en = order.en  # en(ctx, ins, *fns): 0/1, the position holds atom.<either space>.<one of fns>
@@ -68,13 +71,13 @@ def pairs(view: StageView):
             ctx.step(d, 1, {e[k]: -2.0}, when=[act], big=WIDE)
             for i in range(32):
                 when = [act, ctx.v01(opnd[h], 32 + i)]
-                ctx.step(d, 0, true_bit(g[32 * k + i]), when=when, big=WIDE)
-                ctx.step(d, 1, {g[32 * k + i]: -2.0}, when=when, big=WIDE)
+                ctx.step(d, 0, {g[32 * (lane - 1) + i]: UNIT}, when=when, big=WIDE)
+                ctx.step(d, 1, {g[32 * (lane - 1) + i]: -UNIT}, when=when, big=WIDE)
 
     p = view.ins.position
     view.extra[key] = unit(view.c, f"atom.pairs.{p}", [*opnd.values(), bk.cur_mask],
                            [(f"atom.same.{p}", BITS, len(PAIRS)),
-                            (f"atom.gated.{p}", BITS, 32 * len(PAIRS))], body)
+                            (f"atom.gated.{p}", RAW, 32 * (LANES - 1), UNIT * LANES)], body)
     return view.extra[key]
 
 
@@ -90,12 +93,15 @@ class Word:
     def same(self, h: int):
         return self.ctx.v01(self.e, _pair(self.lane, h))
 
-    def gated(self, h: int, i: int):
-        return self.ctx.v01(self.g, 32 * _pair(self.lane, h) + i)
+    def gated(self, i: int):
+        """The number of lower same-word lanes whose b has bit i set (g's RAW count)."""
+        if not self.lane:
+            return {}
+        return {self.ctx.d(self.g)[32 * (self.lane - 1) + i]: 1.0 / UNIT}
 
     def column(self, i: int, own: bool):
         """M_i + the lower same-word lanes' b_i (+ this lane's b_i when own)."""
-        parts = [self.m(i), *(self.gated(h, i) for h in range(self.lane))]
+        parts = [self.m(i), self.gated(i)]
         if own:
             parts.append(self.ctx.v01(self.b, i))
         return plus(*parts)
@@ -150,7 +156,7 @@ def _logic(ctx, ins, w: Word, lower_b: dict, own: bool, out, b_wins=None) -> Non
                          true_bit(out[i]), when=[en_(EXCH)])
         col = w.column(i, own)
         ctx.step(col, 1, true_bit(out[i]), when=[en_(OR)])
-        unset = plus(*(plus(w.same(h), scaled(w.gated(h, i), -1)) for h in lower))
+        unset = plus(*(w.same(h) for h in lower), scaled(w.gated(i), -1))
         both = plus(w.m(i), ctx.v01(w.b, i)) if own else w.m(i)
         ctx.step(plus(both, scaled(unset, -1)) if unset else both, 2 if own else 1,
                  true_bit(out[i]), when=[en_(AND)])
