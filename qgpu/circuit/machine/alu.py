@@ -37,7 +37,8 @@ C_NONZERO = 37  # selp: c != 0
 READY = 38  # always on
 LOW_BITS = 39
 CLZ_UNIT = 2.0 ** -44  # clz's count: a RAW dim holding (leading zeros) * CLZ_UNIT
-WORD_ADDRESS_BITS = 7  # the word signal: the word's 7 bits, then valid (a memory op in range)
+WORD_ADDRESS_BITS = 7  # the word signal: the word's 7 bits, then valid (a memory op in range),
+WORD_SPACE = WORD_ADDRESS_BITS + 1  # then the space bit (+1: shared; the flat row's bit 7)
 
 
 def operands(c: Circuit, ins: Instruction, lane: int, regs: list, earlier: list) -> Signal:
@@ -100,9 +101,11 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
     ready (always +1: reads for the next stage gate on it, so they are placed in the
     layer of this unit's successor instead of long before they are needed); and the
     memory word of a load, store or atomic of either space (spec.ADDRESSED_OPS) as 7
-    binary bits and a valid bit (-1 for other operations and addresses past the 128
-    words; the tables decode it in their key projections: ir.BinaryKey): word w <=> the
-    low 16 bits of a + offset (+ 128 * cta_base: `shared_base`) lie in [4w, 4w + 4)."""
+    binary bits, a valid bit (-1 for other operations and addresses past the 128
+    words) and the space bit (+1 for a shared-space operation: the memory table's row is
+    the flat address, 128 + the word for shared memory; the table decodes it in its
+    query projections: ir.BinaryKey): word w <=> the low 16 bits of a + offset
+    (+ 128 * cta_base: `shared_base`) lie in [4w, 4w + 4)."""
     a, b, cc = opnd[0:32], opnd[32:64], opnd[64:96]
 
     def body(ctx, outs):
@@ -129,6 +132,9 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
         memory_ops = [n for n in ADDRESSED_OPS if ins.has(n)]
         if not memory_ops:
             return
+        shared_ops = [n for n in memory_ops if ".shared" in n]
+        if shared_ops:
+            ctx.step(plus(*(ctx.v01(ins.op(n)) for n in shared_ops)), 1, true_bit(word[WORD_SPACE]))
         s = plus(ctx.num(a, 0, LO), ctx.num(ins.offset, 0, LO))
         if cta_base is not None:
             s = plus(s, scaled(ctx.num(cta_base), 4.0 * limits.SHARED_WORDS))
@@ -153,7 +159,7 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
                          [opnd, ins.ops, ins.offset,
                           *([cta_base] if cta_base is not None else [])],
                          [(f"alu_low.{ins.position}.{lane}", BITS, LOW_BITS),
-                          (f"word.{ins.position}.{lane}", BITS, WORD_ADDRESS_BITS + 1),
+                          (f"word.{ins.position}.{lane}", BITS, WORD_SPACE + 1),
                           *clz], body)
     return out, word
 

@@ -8,11 +8,10 @@ M the word before the operation:
 - add: old_L = M + the b of the lower active lanes with L's word, new_L = old_L + b_L;
 - exch: old_L = b of the highest such lane, else M; new_L = b_L;
 - and / or / xor: M combined with those lanes' b (new_L: b_L too).
-M is linear in the reads: bit i = the sum over global memory's read (machine.memory) and
-shared memory's (machine.shared) of (raw_i + presence) / 2; each space's read is gated
-off (reads 0) for the other space's operations (shared.space_gates), so one formula
-serves both spaces. Units per instruction position p (the word one-hot and the reads are
-alu_low's, machine.memory's and machine.shared's, for every addressed operation):
+M is linear in the read of the memory table (machine.memory: one table for both spaces,
+alu_low's word names the flat row): bit i = (raw_i + presence) / 2, so one formula serves
+both spaces. Units per instruction position p (the word and the read are alu_low's and
+machine.memory's, for every addressed operation):
 - `atom.pairs.p` (beside alu_low, from the operands): e[L, h] = lane h < L is active and
   its address's low 16 bits equal lane L's (the same word for any access the interpreter
   does not fault on: both are aligned and inside memory), and g[L, i] = the number of
