@@ -92,7 +92,6 @@ class TokenTable:
         before the one-hot's reader; the unit does not read them), so that the wide
         one-hot lives for a layer instead of from the embedding on."""
         where = where or {}
-        bits = max(1, (members - 1).bit_length())
 
         def matches(t):
             k, f = self.parsed[t]

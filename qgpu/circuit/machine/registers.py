@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from qgpu.circuit.ir import BITS, BinaryKey, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping
 from qgpu.circuit.machine.logic import true_bit, unit
-from qgpu.primitives import plus, scaled
 from qgpu.circuit.machine.rom import BlockRow, Instruction
 from qgpu.isa import limits
+from qgpu.primitives import plus, scaled
 
 ROWS = limits.MAX_WARPS * limits.REGS  # row w * REGS + r
 
