@@ -126,9 +126,9 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
             ctx.step(ctx.sum01(cc), 1, {o[C_NONZERO]: 2.0})
         ctx.constant({o[READY]: 2.0})
         if ins.has("clz"):  # clz = the number of n = 1..32 whose top n bits of a are 0
-            for n in range(1, 33):
+            for n in range(1, 33):  # (0 unless the op is clz, as multiply's sums)
                 ctx.step(scaled(ctx.sum01(a, range(32 - n, 32)), -1), 0,
-                         {outs[2][0]: CLZ_UNIT})
+                         {outs[2][0]: CLZ_UNIT}, when=[ctx.v01(ins.op("clz"))], big=64.0)
         memory_ops = [n for n in ADDRESSED_OPS if ins.has(n)]
         if not memory_ops:
             return

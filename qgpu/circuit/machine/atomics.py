@@ -16,8 +16,8 @@ machine.memory's, for every addressed operation):
   its address's low 16 bits equal lane L's (the same word for any access the interpreter
   does not fault on: both are aligned and inside memory), and g[L, i] = the number of
   lanes h < L with e[L, h] and bit i of h's b set (two steps per h: [d >= 0] - [d >= 1]
-  on the exact difference, gated), a count 0..3 held as one RAW dim (count * 2^-44):
-  96 dims per position, where one +-1 bit per (L, h, i) took 192;
+  on the exact difference, gated, also by the atomic op bits), a count 0..3 held as one
+  RAW dim (count * 2^-44): 96 dims per position, where one +-1 bit per (L, h, i) took 192;
 - `atom.low.p.L` (after the memory read): old's bits, except that add's high half is
   (M + X)'s high columns without the low half's carry: exch, and, or, xor straight from M,
   e, g and the lower lanes' b; add's halves by sawtooth steps on exact column sums (up to
@@ -63,18 +63,19 @@ def pairs(view: StageView):
 
     def body(ctx, outs):
         e, g = outs
+        atomic = plus(*(ctx.v01(view.ins.op(n)) for n in ATOMIC_OPS if view.ins.has(n)))
         for k, (lane, h) in enumerate(PAIRS):
             d = plus(ctx.num(opnd[lane], 0, LO), scaled(ctx.num(opnd[h], 0, LO), -1))
             act = ctx.v01(bk.cur_mask, h)
             ctx.step(d, 0, true_bit(e[k]), when=[act], big=WIDE)
             ctx.step(d, 1, {e[k]: -2.0}, when=[act], big=WIDE)
-            for i in range(32):
-                when = [act, ctx.v01(opnd[h], 32 + i)]
+            for i in range(32):  # (0 unless the op is an atomic, as multiply's sums)
+                when = [act, ctx.v01(opnd[h], 32 + i), atomic]
                 ctx.step(d, 0, {g[32 * (lane - 1) + i]: UNIT}, when=when, big=WIDE)
                 ctx.step(d, 1, {g[32 * (lane - 1) + i]: -UNIT}, when=when, big=WIDE)
 
     p = view.ins.position
-    view.extra[key] = unit(view.c, f"atom.pairs.{p}", [*opnd.values(), bk.cur_mask],
+    view.extra[key] = unit(view.c, f"atom.pairs.{p}", [*opnd.values(), bk.cur_mask, view.ins.ops],
                            [(f"atom.same.{p}", BITS, len(PAIRS)),
                             (f"atom.gated.{p}", RAW, 32 * (LANES - 1), UNIT * LANES)], body)
     return view.extra[key]
