@@ -1,5 +1,6 @@
 """cli.demo: `qgpu demo`, the dot product of [1, 2, 3] and [4, 5, 6]: the CUDA kernel
-(kernels/dot.cu, the suite's `dot`) is compiled by the front end (clang-19 -> PTX ->
+(qgpu/examples/dot.cu, in the package; the suite's kernels/dot.cu links to it) is
+compiled by the front end (clang-19 -> PTX ->
 machine blocks), launched on the compiled model (or, with --engine interp, the reference
 interpreter), and the trace the model writes is printed as readable records with its
 token count and the result 32 (read from the model's recurrent state)."""
@@ -8,12 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import qgpu.runtime  # noqa: F401 - registers the model's engines
 from qgpu.cli import html
 from qgpu.cuda import compile as compile_cuda
+from qgpu.examples import demo_kernel_source
 from qgpu.isa.asm import disassemble
 from qgpu.protocol import Launch, decode_trace
-from qgpu.suite import DEMO_KERNEL, kernel_source
 
 
 def add_arguments(parser) -> None:
@@ -27,8 +27,10 @@ def add_arguments(parser) -> None:
 
 
 def main(args) -> int:
-    source = kernel_source(DEMO_KERNEL)
-    kernel = compile_cuda(source, filename=f"{DEMO_KERNEL}.cu").get_function("dot")
+    if args.engine != "interp":
+        import qgpu.runtime  # noqa: F401 - registers the model's engines (not at import: ~0.4 s)
+    source = demo_kernel_source()
+    kernel = compile_cuda(source, filename="dot.cu").get_function("dot")
     a = np.array([1, 2, 3], np.int32)
     b = np.array([4, 5, 6], np.int32)
     out = np.zeros(1, np.int32)

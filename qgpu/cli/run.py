@@ -44,9 +44,6 @@ from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.launch_args import parse_args, pick_kernel
 from qgpu.errors import QgpuError
 from qgpu.isa import limits
-from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
-from qgpu.runtime.transformers_engine import TransformersMachine
-from qgpu.runtime.transformers_engine import engine_name as transformers_engine
 
 
 class RunError(QgpuError):
@@ -124,15 +121,24 @@ def run(args) -> dict:
     module = compile_cuda(source, filename=args.file)
     kernel = pick_kernel(module, args.kernel)
     values = parse_args(kernel, args.arg)
+    if args.engine != "interp":
+        # imported here, not at module level: the engines cost every `qgpu` command ~0.4 s
+        import qgpu.runtime  # noqa: F401 - registers the model's engines
     if transformers:
+        from qgpu.runtime.transformers_engine import TransformersMachine
+        from qgpu.runtime.transformers_engine import engine_name as transformers_engine
+
         machine = TransformersMachine(args.model, args.device)  # held: weakly registered
         engine = transformers_engine(machine, check=args.check)
     elif gguf:
+        from qgpu.runtime.checkpoint import engine_name
         from qgpu.runtime.llama_cpp import load_gguf_machine
 
         machine = load_gguf_machine(args.model)   # held: the registry refers weakly
         engine = engine_name(machine, check=args.check, forced=forced)
     elif getattr(args, "model", None):
+        from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
+
         machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
         engine = engine_name(machine, check=args.check, forced=forced)
     before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}

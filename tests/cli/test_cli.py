@@ -10,19 +10,9 @@ from qgpu.cli import main
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import encode_prompt, expected_trace
+from tests.asm_programs import ADD_100
 
 ROOT = Path(__file__).resolve().parents[2]
-PROG = """
-block 0:
-  tid r1
-  shl r2, r1, 2
-  ld.global r3, [r2]
-  add r3, r3, 100
-  jmp 1
-block 1:
-  st.global [r2], r3
-  exit
-"""
 
 
 @pytest.mark.slow
@@ -42,9 +32,9 @@ def test_demo_on_the_interpreter_prints_32(capsys):
 
 def test_asm_round_trip_and_run(tmp_path, capsys):
     f = tmp_path / "k.s"
-    f.write_text(PROG)
+    f.write_text(ADD_100)
     assert main(["asm", str(f)]) == 0
-    assert assemble(capsys.readouterr().out).blocks == assemble(PROG).blocks
+    assert assemble(capsys.readouterr().out).blocks == assemble(ADD_100).blocks
     assert main(["asm", str(f), "--run", "--block", "3", "--mem", "1,2,3"]) == 0
     out = capsys.readouterr().out
     assert "memory: [101, 102, 103]" in out
@@ -59,7 +49,7 @@ def test_asm_error_names_the_line(tmp_path, capsys):
 
 
 def test_trace_decodes_a_stream(tmp_path, capsys):
-    prog = assemble(PROG)
+    prog = assemble(ADD_100)
     trace = expected_trace(run_launch(prog, 1, 3, [1, 2, 3]).events)
     f = tmp_path / "t.json"
     f.write_text(json.dumps({"prompt": encode_prompt(prog, 1, 3, [1, 2, 3]), "trace": trace}))
@@ -75,3 +65,26 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_one():
     assert commands == ["./dev demo", "./dev test"]
     ci = (ROOT / ".ci" / "run").read_text()
     assert "./dev test" in ci
+
+
+def test_python_dash_m_runs_the_cli():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "qgpu.cli", "--help"], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert out.returncode == 0 and "usage: qgpu" in out.stdout
+
+
+def test_demo_kernel_ships_in_the_package():
+    """`qgpu demo` reads its source from the package (a wheel has no kernels/); the
+    suite's kernels/dot.cu is the same file."""
+    import tomllib
+
+    from qgpu.examples import demo_kernel_source
+    from qgpu.suite import kernel_source
+
+    assert "__global__ void dot" in demo_kernel_source()
+    assert kernel_source("dot") == demo_kernel_source()
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "examples/*.cu" in data["tool"]["setuptools"]["package-data"]["qgpu"]

@@ -16,6 +16,7 @@ from qgpu.isa.asm import assemble
 from qgpu.protocol import encode_prompt, expected_trace, tok
 from qgpu.suite import kernel_source
 from qgpu.view import launch_data, render_html, result_data
+from tests.asm_programs import ADD_100
 
 DOT_CU = kernel_source("dot")   # the demo kernel, kernels/dot.cu
 
@@ -73,21 +74,10 @@ def test_notebook_view_is_an_iframe_of_the_page():
     assert 'sandbox="allow-scripts"' in out
 
 
-PROG = """
-block 0:
-  tid r1
-  shl r2, r1, 2
-  ld.global r3, [r2]
-  add r3, r3, 100
-  jmp 1
-block 1:
-  st.global [r2], r3
-  exit
-"""
 
 
 def test_trace_command_writes_a_page(tmp_path, capsys):
-    prog = assemble(PROG)
+    prog = assemble(ADD_100)
     trace = expected_trace(run_launch(prog, 1, 3, [1, 2, 3]).events)
     f = tmp_path / "t.json"
     f.write_text(json.dumps({"prompt": encode_prompt(prog, 1, 3, [1, 2, 3]), "trace": trace,
@@ -102,7 +92,7 @@ def test_trace_command_writes_a_page(tmp_path, capsys):
 
 
 def test_a_mismatch_is_drawn_from_both_traces():
-    prog = assemble(PROG)
+    prog = assemble(ADD_100)
     memory = [1, 2, 3]
     prompt = encode_prompt(prog, 1, 3, memory)
     want = expected_trace(run_launch(prog, 1, 3, memory).events)
