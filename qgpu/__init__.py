@@ -9,10 +9,13 @@ definition) up to cli.
 __version__ = "0.1.0"
 
 
-def compile(source: str, **kwargs):  # noqa: A001 - mirrors cupy.RawModule's role
+def compile(source: str, filename: str = "kernel.cu",  # noqa: A001 - cupy.RawModule's role
+            engine: str = "model"):
     """Compile CUDA C source into a module of launchable kernels (qgpu.cuda.compile), with
-    the model's launch engines registered (engine="model", "model-check", "model-forced")."""
+    the model's launch engines registered. Its kernels launch on the compiled model unless
+    `engine` (here, or in a call) names another: "interp" (the reference interpreter),
+    "model-check", "model-forced"."""
     import qgpu.runtime  # noqa: F401 - registers the model's engines (loaded on first use)
     from qgpu.cuda import compile as compile_cuda
 
-    return compile_cuda(source, **kwargs)
+    return compile_cuda(source, filename=filename, engine=engine)

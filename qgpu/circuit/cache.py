@@ -50,9 +50,14 @@ def _compiler_digest() -> str:
     return h.hexdigest()
 
 
+# Taken when the compiler is imported, not when a key is asked for: a source edited while
+# a process runs must not label weights emitted by the code that process loaded before.
+_COMPILER_DIGEST = _compiler_digest()
+
+
 def cache_key(description: dict, shape: dict, options: dict) -> str:
     body = json.dumps({"circuit": description, "shape": shape, "options": options,
-                       "compiler": _compiler_digest()}, sort_keys=True, default=str)
+                       "compiler": _COMPILER_DIGEST}, sort_keys=True, default=str)
     return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from qgpu.circuit.ir import (
-    BINARY_KEY,
+    BINARY_OFFSET,
+    BINARY_STEP,
     COUNTER_SCALE,
     READ_SCALE,
     BinaryKey,
@@ -95,6 +96,9 @@ def emit_table(w: QwenWeights, layer: int, table: Table, key_heads: list[int], d
             if isinstance(wp.key, BinaryKey):
                 _binary_rows(qkv, k.start, bank_rows, wp.key, dims, one, first)
             if isinstance(read.query, BinaryKey):
+                if len(read.query_lags) != 1:
+                    raise ValueError(f"table {table.name}: a binary query reads one conv tap, "
+                                     f"not {read.query_lags}")
                 _binary_rows(qkv, q.start, bank_rows, read.query, dims, one, first)
             _set_taps(conv, k, [wp.key_lag], k_size)
             _set_taps(conv, q, read.query_lags, k_size)
@@ -125,20 +129,22 @@ def emit_table(w: QwenWeights, layer: int, table: Table, key_heads: list[int], d
 
 def _binary_rows(qkv: np.ndarray, start: int, rows: int, key: BinaryKey, dims,
                  one: int, first: int = 0) -> None:
-    """Key (or query) channel r = BINARY_KEY * (sum_i s_ri x_i + n v + 1 - 2n) for the +-1
-    bits x of `key.bits` (s_ri = +-1: bit i of r) and its +-1 valid bit v: BINARY_KEY
-    for the named row, <= -BINARY_KEY for the others and for all rows when v = -1 (then
-    the conv's SiLU gives exactly -0: the key is BINARY_KEY e_r or 0). Integer weights on
-    +-1 inputs: the sums are exact in any order. Channel r of a bank decodes the table's
-    row first + r (`Table.banks`)."""
+    """Key (or query) channel r = BINARY_STEP * S + BINARY_OFFSET, S = sum_i s_ri x_i +
+    n v + 1 - 2n, for the +-1 bits x of `key.bits` (s_ri = +-1: bit i of r) and its +-1
+    valid bit v: S = 1 (channel BINARY_KEY = 48) for the named row, S <= -1 (channel
+    <= -208) for the others and for all rows when v = -1 (then the conv's SiLU gives
+    exactly -0: the key is 48 e_r or 0; 48 because l2norm(48 e_r) is exactly e_r in
+    llama.cpp's formula too). Integer weights on +-1 inputs: the sums are exact in any
+    order. Only single-tap keys: a sum of taps would not be a key. Channel r of a bank
+    decodes the table's row first + r (`Table.banks`)."""
     bits, (valid,) = dims(key.bits), dims(key.valid)
     n = len(bits)
     for r in range(rows):
         row = start + r
         for i, d in enumerate(bits):
-            qkv[row, d] = BINARY_KEY * (1.0 if (first + r) >> i & 1 else -1.0)
-        qkv[row, valid] = BINARY_KEY * n
-        qkv[row, one] = BINARY_KEY * (1 - 2 * n)
+            qkv[row, d] = BINARY_STEP * (1.0 if (first + r) >> i & 1 else -1.0)
+        qkv[row, valid] = BINARY_STEP * n
+        qkv[row, one] = BINARY_STEP * (1 - 2 * n) + BINARY_OFFSET
 
 
 def counter_pattern(config: QwenConfig, n: int) -> np.ndarray:

@@ -41,7 +41,12 @@ EMBED, MIXER, MLP = "embed", "mixer", "mlp"
 
 READ_SCALE = 2.0 ** -20  # raw table reads land as +-2^-20 (squares 2^-40: norm-neutral)
 COUNTER_SCALE = 2.0 ** -14  # a counter read lands as 2^-14 * 2^-n
-BINARY_KEY = 128.0  # 2^7: l2norm(128 e_r) == e_r, silu(128) == 128, silu(-128) == -0 exactly
+# A binary key's channels: BINARY_STEP * S + BINARY_OFFSET for its match score S (1 for the
+# named row, <= -1 for the others): 48 (as primitives.gdn_memory.KEY: l2norm(48 e_r) == e_r
+# in transformers' and llama.cpp's formulas; 128 is not exact in llama.cpp's) and <= -208,
+# below SiLU's exact-zero threshold (-104) in every executor.
+BINARY_STEP, BINARY_OFFSET = 128.0, -80.0
+BINARY_KEY = BINARY_STEP + BINARY_OFFSET   # 48
 
 
 @dataclass(eq=False)
@@ -164,10 +169,11 @@ class TokenInput(Node):
 class BinaryKey:
     """A table key or query as a binary row number: `bits` (+-1, bit i of the row) and a
     `valid` bit (-1: no row). The emitter decodes it in the key (query) projection
-    itself: row r's channel is BINARY_KEY * (sum_i s_ri x_i - (n - 1) + n (valid - 1)),
-    exactly BINARY_KEY for the named row and <= -BINARY_KEY for every other (or for all
-    when not valid), and the conv's SiLU makes that exactly (BINARY_KEY, -0, ...): the
-    same unit key as a one-hot's, from n + 1 residual dims instead of rows + 1."""
+    itself: row r's channel is BINARY_STEP * S + BINARY_OFFSET with the match score
+    S = sum_i s_ri x_i - (n - 1) + n (valid - 1): exactly BINARY_KEY (48) for the named
+    row and <= -208 for every other (or for all when not valid), and the conv's SiLU makes
+    that exactly (48, -0, ...): the same unit key as a one-hot's, from n + 1 residual dims
+    instead of rows + 1."""
 
     bits: Ref
     valid: Ref

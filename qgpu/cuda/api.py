@@ -116,9 +116,11 @@ def args_list(params, args) -> list:
 class Kernel:
     """A __global__ function of a Module; call it to launch."""
 
-    def __init__(self, signature: KernelSignature, template: KernelTemplate):
+    def __init__(self, signature: KernelSignature, template: KernelTemplate,
+                 engine: str = "interp"):
         self.signature = signature
         self.template = template
+        self.engine = engine                 # the default of __call__ (the Module's)
         self.sources: dict | None = None   # set by Module: source, PTX, block origins
 
     @property
@@ -236,9 +238,10 @@ class Kernel:
             raise LaunchError(f"{self.name}: argument {p.name} = {v} does not fit {p.ctype}")
         return limits.u32(v)
 
-    def __call__(self, grid, block, args, engine: str = "interp",
+    def __call__(self, grid, block, args, engine: str | None = None,
                  budget: int | None = None) -> LaunchResult:
         grid, block = _dim(grid, "grid"), _dim(block, "block")
+        engine = engine or self.engine
         runner = ENGINES.get(engine)
         if runner is None:
             raise LaunchError(f"unknown engine '{engine}' (registered: {sorted(ENGINES)}; the "
@@ -281,11 +284,13 @@ class Kernel:
 
 
 class Module:
-    """Compiled CUDA source: its kernels, lowered on first use."""
+    """Compiled CUDA source: its kernels, lowered on first use. `engine` is the one its
+    kernels launch on unless a call names another (qgpu.compile: the model)."""
 
-    def __init__(self, source: str, filename: str = "kernel.cu"):
+    def __init__(self, source: str, filename: str = "kernel.cu", engine: str = "interp"):
         self.source = source
         self.filename = filename
+        self.engine = engine
         self.signatures = {s.name: s for s in parse_kernels(source, filename)}
         self.ptx = compile_to_ptx(source, filename)
         self.ptx_module = ptx.parse(self.ptx)
@@ -313,12 +318,13 @@ class Module:
         template = compile_kernel(self.ptx_module, ptx_name, name)
         template.stats["globals"] = [v for v in self.ptx_module.variables
                                      if v.space in ("global", "const")]
-        self._kernels[name] = Kernel(sig, template)
+        self._kernels[name] = Kernel(sig, template, self.engine)
         self._kernels[name].sources = {"source": self.source, "filename": self.filename,
                                        "ptx": self.ptx, "origins": template.stats["origins"]}
         return self._kernels[name]
 
 
-def compile(source: str, filename: str = "kernel.cu") -> Module:  # noqa: A001
+def compile(source: str, filename: str = "kernel.cu",  # noqa: A001
+            engine: str = "interp") -> Module:
     """Compile CUDA C source (see Module)."""
-    return Module(source, filename)
+    return Module(source, filename, engine)

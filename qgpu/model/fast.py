@@ -7,7 +7,9 @@ units, the all-zero attention layer are never computed), in one of two backends:
   formulas and operation order (numpy's pairwise sums, numpy's exp algorithm), sparse
   products that skip zero inputs; the greedy token is found from bounds on blocks of the
   output head without computing every logit (`step_greedy`, `generate`); for teacher
-  forcing (`forced_greedy`), a run of known tokens goes layer by layer in one call;
+  forcing (`forced_greedy`), a run of known tokens goes through the layers in one call
+  of the batched kernel (fast_batch.c: each layer's products over all the tokens at
+  once, the recurrence position by position; the per-token kernel's bits);
 - "numpy": model.fast_numpy, used when no C compiler is available, when the model has a
   full-attention layer that is not all zero, or on request.
 Both give bit-identical values and states to the reference wherever the reference's sums
@@ -119,8 +121,7 @@ class FastEngine(Engine):
     def forced_greedy(self, state: ModelState, tokens: Sequence[int]) -> list[int]:
         """Teacher forcing: consume the given tokens; returns the greedy token after each
         (what `step_greedy` returns token by token, the same values and state). The native
-        backend runs them layer by layer in one call (each layer's weights stay in cache
-        over the tokens)."""
+        backend runs them in one call of the batched kernel (NativePlan.run_forced)."""
         if self._numpy is not None:
             return [super(FastEngine, self).step_greedy(state, t) for t in tokens]
         ids = self._check_tokens(tokens)

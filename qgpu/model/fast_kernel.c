@@ -823,7 +823,16 @@ static void bound(const int32_t *cols, const float *mx, const float *mn, int32_t
 
 /* argmax of the head's logits (first index on ties, as np.argmax), without computing
    rows whose block bound proves them below the best value found */
+static int32_t head_argmax_in(const Model *m, const float *x, double *group_ub,
+                              int32_t *group_order);
+
 static int32_t head_argmax(const Model *m, const float *x) {
+    return head_argmax_in(m, x, m->group_ub, m->group_order);
+}
+
+/* head_argmax with the caller's scratch (n_groups each) */
+static int32_t head_argmax_in(const Model *m, const float *x, double *group_ub,
+                              int32_t *group_order) {
     const Head *hd = &m->head;
     float best = -INFINITY;
     int32_t best_id = INT32_MAX;
@@ -841,20 +850,20 @@ static int32_t head_argmax(const Model *m, const float *x) {
               x, &ub, &mag);
         ub = ub + mag * slack + tiny;
         l1 = l1 + l1 * slack + tiny;
-        m->group_ub[g] = ub < l1 ? ub : l1;
-        m->group_order[g] = g;
+        group_ub[g] = ub < l1 ? ub : l1;
+        group_order[g] = g;
     }
     for (int32_t i = 1; i < hd->n_groups; i++) {  /* groups by decreasing bound */
-        int32_t g = m->group_order[i], j = i;
-        while (j > 0 && m->group_ub[m->group_order[j - 1]] < m->group_ub[g]) {
-            m->group_order[j] = m->group_order[j - 1];
+        int32_t g = group_order[i], j = i;
+        while (j > 0 && group_ub[group_order[j - 1]] < group_ub[g]) {
+            group_order[j] = group_order[j - 1];
             j--;
         }
-        m->group_order[j] = g;
+        group_order[j] = g;
     }
     for (int32_t i = 0; i < hd->n_groups; i++) {
-        int32_t g = m->group_order[i];
-        if (m->group_ub[g] < (double)best) break;
+        int32_t g = group_order[i];
+        if (group_ub[g] < (double)best) break;
         for (int32_t b = hd->group_block[g]; b < hd->group_block[g + 1]; b++) {
             double ub, mag, l1 = hd->block_l1[b] * xmax;
             if (l1 + l1 * slack + tiny < (double)best) continue;
@@ -962,3 +971,5 @@ void qgpu_head_logits_of(Model *m, const float *h, float *logits) {
     normalize(m, h, m->final_norm, m->head_x);
     qgpu_head_logits(m, logits);
 }
+
+#include "fast_batch.c"

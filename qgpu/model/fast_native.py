@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 SOURCE = Path(__file__).with_name("fast_kernel.c")
+INCLUDED = (Path(__file__).with_name("fast_batch.c"),)  # #included by SOURCE
 FLAGS = ["-O3", "-g", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-pthread"]
 F32P = ctypes.POINTER(ctypes.c_float)
 I32P = ctypes.POINTER(ctypes.c_int32)
@@ -52,6 +53,15 @@ class Layer(ctypes.Structure):
         ("single_split", I32), ("other_split", I32),
         ("n_single", I32), ("up1_col", I32P), ("up1_val", F32P),
     ]
+
+
+class BatchRows(ctypes.Structure):
+    _fields_ = [("n_rows", I32), ("row", I32P), ("ptr", I32P), ("col", I32P), ("val", F32P)]
+
+
+class BatchLayer(ctypes.Structure):
+    _fields_ = [("proj", BatchRows), ("gate", BatchRows), ("down", BatchRows),
+                ("out", BatchRows), ("n_xcols", I32), ("xcols", I32P)]
 
 
 class Head(ctypes.Structure):
@@ -112,17 +122,18 @@ def field_owner(model: Model, layers, path: str):
 
 
 def check_layout(lib: ctypes.CDLL) -> None:
-    """The C compiler's struct layout (qgpu_layout: sizeof and every field's offset, as
-    offsetof computes them) must be the ctypes Structures': a drift would make the
-    kernel read the wrong field."""
-    lib.qgpu_layout.restype = ctypes.c_char_p
-    lib.qgpu_layout.argtypes = []
+    """The C compiler's struct layout (qgpu_layout, qgpu_batch_layout: sizeof and every
+    field's offset, as offsetof computes them) must be the ctypes Structures': a drift
+    would make the kernel read the wrong field."""
     c_side = {}
-    for item in lib.qgpu_layout().decode().split():
-        key, value = item.split("=")
-        c_side[key] = int(value)
+    for function in (lib.qgpu_layout, lib.qgpu_batch_layout):
+        function.restype = ctypes.c_char_p
+        function.argtypes = []
+        for item in function().decode().split():
+            key, value = item.split("=")
+            c_side[key] = int(value)
     py_side = {}
-    for struct in (Csc, Layer, Head, Model):
+    for struct in (Csc, Layer, Head, Model, BatchRows, BatchLayer):
         py_side[f"{struct.__name__}"] = ctypes.sizeof(struct)
         for name, _ in struct._fields_:
             py_side[f"{struct.__name__}.{name}"] = getattr(struct, name).offset
@@ -149,7 +160,7 @@ def _cache_dir() -> Path:
 
 
 def _build(cc: str) -> Path:
-    source = SOURCE.read_bytes()
+    source = SOURCE.read_bytes() + b"".join(p.read_bytes() for p in INCLUDED)
     for extra in (["-march=native"], []):
         flags = FLAGS + extra
         key = hashlib.sha256(source + repr((cc, flags, platform.machine(),
@@ -180,6 +191,11 @@ def _declare(lib: ctypes.CDLL) -> None:
                                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                         ctypes.c_void_p, I32, ctypes.c_void_p,
                                         ctypes.c_void_p]
+    lib.qgpu_forward_batch.restype = I32
+    lib.qgpu_forward_batch.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
+                                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                       ctypes.c_void_p, I32, ctypes.c_void_p,
+                                       ctypes.c_void_p, ctypes.c_void_p]
     lib.qgpu_head_logits_of.restype = None
     lib.qgpu_head_logits_of.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
                                         ctypes.c_void_p]

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import ctypes
 import operator
+import threading
 import weakref
 
 import numpy as np
 
 from qgpu.model.config import LINEAR
 from qgpu.model.csr import Csr, indptr_of
+from qgpu.model.fast_batch_plan import BatchTables, batch_tables
 from qgpu.model.fast_native import POINTER_DTYPES, Layer, Model, field_owner, field_type
 from qgpu.model.fast_numpy import LiveHeads, live_gdn_heads, live_mlp_units
 from qgpu.model.state import ModelState
@@ -282,6 +284,8 @@ class NativePlan:
         self.lib, self.config, self.fields = lib, config, fields
         self._keep: list[np.ndarray] = []
         self._bindings: dict[int, tuple] = {}
+        self._batch = None
+        self._batch_lock = threading.Lock()
         self.live: dict[int, LiveHeads] = {}
         dk = config.linear_key_head_dim
         for i in range(config.num_hidden_layers):
@@ -391,9 +395,23 @@ class NativePlan:
             return int(np.argmax(full))
         return int(out)
 
-    def run_forced(self, state: ModelState, tokens: np.ndarray) -> np.ndarray:
-        """Teacher forcing: the given tokens in one call, layer by layer (each exactly as
-        `run` computes it); returns the greedy token after each (int32 array)."""
+    def _batch_layers(self) -> BatchTables:
+        """The batched kernel's per-layer tables (model.fast_batch_plan), built on first
+        use."""
+        with self._batch_lock:  # threads may run forced passes of different states
+            if self._batch is None:
+                self._batch = batch_tables(self.fields, self.config.num_hidden_layers)
+        return self._batch
+
+    def run_forced(self, state: ModelState, tokens: np.ndarray, batched: bool = True,
+                   hidden: np.ndarray | None = None) -> np.ndarray:
+        """Teacher forcing: the given tokens in one call, layer by layer; returns the
+        greedy token after each (int32 array). batched: every layer's products over all
+        the tokens at once (qgpu_forward_batch, fast_batch.c; used when every layer
+        weight is finite), else each token exactly as `run` computes it
+        (qgpu_forward_forced); both give the same bits. hidden: an
+        [n, hidden_size] float32 array that receives each token's residual stream after
+        the last layer (tests compare them)."""
         tokens = np.ascontiguousarray(tokens, np.int64)
         n = len(tokens)
         greedy = np.zeros(n, np.int32)
@@ -401,10 +419,20 @@ class NativePlan:
             return greedy
         entry = self._binding(state)
         states, convs, windows, counts = entry[2:6]
-        hs = np.zeros((n, self.config.hidden_size), F32)
-        self.lib.qgpu_forward_forced(self._model_ref, states, convs, windows, counts,
-                                     tokens.ctypes.data, n, hs.ctypes.data,
-                                     greedy.ctypes.data)
+        hs = np.zeros((n, self.config.hidden_size), F32) if hidden is None else hidden
+        if hs.shape != (n, self.config.hidden_size) or hs.dtype != F32 \
+                or not hs.flags.c_contiguous:
+            raise ValueError("hidden must be a C-contiguous float32 [n, hidden_size] array")
+        done = False
+        tables = self._batch_layers() if batched else None
+        if tables is not None and tables.finite:
+            done = self.lib.qgpu_forward_batch(
+                self._model_ref, states, convs, windows, counts, tokens.ctypes.data, n,
+                hs.ctypes.data, greedy.ctypes.data, tables.table) == 0
+        if not done:  # not batched, or its scratch could not be allocated
+            self.lib.qgpu_forward_forced(self._model_ref, states, convs, windows, counts,
+                                         tokens.ctypes.data, n, hs.ctypes.data,
+                                         greedy.ctypes.data)
         entry[-1][0] = state.position + n  # the engine counts the tokens
         for t in np.flatnonzero(greedy < 0).tolist():  # not finite: numpy's argmax rules
             full = np.zeros(self.config.vocab_size, F32)

@@ -3,8 +3,9 @@ in two modes:
 - after generation (`check_trace`): the model wrote its trace greedily
   (runtime.generate), then it is compared with the interpreter's;
 - teacher forced (`forced_launch`, `--check --forced`, engine "model-forced"): the
-  prompt and the interpreter's trace go through the model (the fast engine runs them
-  layer by layer, FastEngine.forced_greedy), and the model's greedy token at every
+  prompt and the interpreter's trace go through the model as one stream of chunks
+  (FastEngine.forced_greedy: each chunk one call of the batched kernel, every layer's
+  products over the chunk's positions at once), and the model's greedy token at every
   position must be the trace's next token. That is equivalent to greedy generation
   writing the trace: if every argmax equals the next trace token, generation (which
   feeds back its own argmax) feeds exactly these tokens, so it writes this trace; at the
@@ -22,6 +23,7 @@ from qgpu.errors import CheckMismatch, ProtocolError
 from qgpu.interp import run_launch
 from qgpu.isa import limits
 from qgpu.isa.program import Program
+from qgpu.progress import progress
 from qgpu.protocol import (
     Launch,
     decode_prompt,
@@ -33,7 +35,7 @@ from qgpu.protocol import (
 )
 from qgpu.runtime.generate import ModelRun
 
-FORCED_CHUNK = 256  # tokens per native call of the teacher-forced pass
+FORCED_CHUNK = 256  # tokens per native call of the teacher-forced pass (fast_batch.c)
 
 
 def _record_at(launch: Launch, tokens: list[int], position: int) -> str:
@@ -133,16 +135,22 @@ def forced_launch(machine, program: Program, grid: int, block: int, memory=(),
     forced = engine.forced_greedy
     state = engine.new_state()
     start = time.perf_counter()
-    for a in range(0, len(prompt) - 1, chunk):  # the prompt, also layer by layer
-        forced(state, prompt[a:min(a + chunk, len(prompt) - 1)])
-    feed = [prompt[-1]] + want[:-1]  # the token before each trace position
-    for a in range(0, len(feed), chunk):
-        got = forced(state, feed[a:a + chunk])
-        for j, token in enumerate(got):
-            if token != want[a + j]:
-                raise _with_traces(CheckMismatch(_forced_mismatch(
-                    prompt, want, a + j, token, expected is not None)), want,
-                    want[:a + j] + [token])
+    # one stream, in chunks (each one call of the batched kernel): the prompt, then the
+    # token before each trace position; the greedy token after stream[first + i] must be
+    # want[i]
+    stream, first = prompt + want[:-1], len(prompt) - 1
+    # a bar (tokens, tokens/s) once the pass has taken 2 s, on a terminal only
+    with progress(total=len(stream), desc="model check (forced)", unit="tok",
+                  delay=2.0) as bar:
+        for a in range(0, len(stream), chunk):
+            got = forced(state, stream[a:a + chunk])
+            for j, token in enumerate(got):
+                i = a + j - first
+                if i >= 0 and token != want[i]:
+                    raise _with_traces(CheckMismatch(_forced_mismatch(
+                        prompt, want, i, token, expected is not None)), want,
+                        want[:i] + [token])
+            bar.update(len(got))
     seconds = time.perf_counter() - start
     run = ModelRun(prompt, want, state, seconds, machine.read_memory(state))
     if expected is None:

@@ -104,10 +104,14 @@ def _sources_digest() -> str:
     return h.hexdigest()
 
 
+# Taken at import (as circuit.cache's key): a plan is labelled by the code that made it.
+_SOURCES_DIGEST = _sources_digest()
+
+
 def plan_path(shape: LayerShape, spec: MachineSpec) -> Path:
     """Where the engine plan of (shape, spec) is stored for the current sources."""
     which = hashlib.sha256(repr((shape.describe(), repr(spec))).encode()).hexdigest()[:16]
-    return cache_dir() / f"plan-{which}-{_sources_digest()[:16]}.qplan"
+    return cache_dir() / f"plan-{which}-{_SOURCES_DIGEST[:16]}.qplan"
 
 
 def _forget_old_plans(path: Path, keep: int = KEEP_PLANS) -> None:

@@ -228,7 +228,7 @@ def test_closed_pipe_is_quiet(files):
 
 @pytest.fixture(scope="module")
 def copy_kernel():
-    return qgpu.compile(COPY, filename="copy.cu").get_function("k")
+    return qgpu.compile(COPY, filename="copy.cu", engine="interp").get_function("k")
 
 
 def test_read_only_input_array(copy_kernel):
@@ -241,7 +241,7 @@ def test_read_only_input_array(copy_kernel):
 
 def test_read_only_output_array_is_a_clear_error_after_the_other_outputs(tmp_path):
     k = qgpu.compile("__global__ void k(int *a, int *o) { a[threadIdx.x] = 9; "
-                     "o[threadIdx.x] = 5; }\n").get_function("k")
+                     "o[threadIdx.x] = 5; }\n", engine="interp").get_function("k")
     a, o = np.zeros(4, np.int32), np.zeros(4, np.int32)
     a.flags.writeable = False
     with pytest.raises(LaunchError, match="wrote to a, passed as read-only"):
@@ -262,7 +262,7 @@ def test_zero_length_and_overlapping_arrays(copy_kernel):
 
 def test_dynamic_shared_memory_is_refused():
     with pytest.raises(CompileError, match="dynamic shared array"):
-        qgpu.compile(DYNAMIC).get_function("k")
+        qgpu.compile(DYNAMIC, engine="interp").get_function("k")
 
 
 def test_a_token_outside_the_vocabulary_from_a_model_is_a_protocol_error():

@@ -121,3 +121,46 @@ def test_a_binary_key_must_name_every_row():
     flag = c.token_flag("few.valid", lambda t: False)
     with pytest.raises(CircuitError, match="names 8 rows of 32"):
         c.table("big", rows=32, width=1).write(BinaryKey(bits.ref, flag.ref), bits[0:1])
+
+
+def ggml_l2norm(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """llama.cpp's l2 norm of q and k (build_gdn_l2_norm): ggml_rms_norm(x, eps / dk) (sum
+    of squares in double, scale 1/sqrtf(mean + eps) in float) times fl(1 / sqrt(dk))."""
+    dk = x.shape[-1]
+    mean = np.sum(x.astype(np.float64) ** 2, axis=-1, keepdims=True) / dk
+    scale = np.float32(1.0) / np.sqrt((mean + eps / dk).astype(np.float32))
+    return (x * scale).astype(np.float32) * np.float32(1.0 / np.sqrt(dk))
+
+
+@pytest.mark.parametrize("dk", [16, 32, 64, 128, 256])
+def test_the_key_magnitude_normalises_exactly_in_both_formulas(dk):
+    from qgpu.circuit.ir import BINARY_KEY
+
+    unit = np.eye(1, dk, dtype=np.float32)
+    assert np.array_equal(ggml_l2norm(unit * np.float32(BINARY_KEY)), unit)
+    assert np.array_equal(layers.l2norm(unit * np.float32(BINARY_KEY)), unit)
+    if dk in (32, 128):   # the magnitude first used (2^7) is one ulp short in llama.cpp
+        assert not np.array_equal(ggml_l2norm(unit * np.float32(128.0)), unit)
+
+
+def test_key_channels_are_48_or_far_below_silus_zero():
+    """Row r's key channel for every row number and valid bit a 5-bit key can carry: 48
+    for the named row, <= -208 for every other (SiLU is exactly -0 below -104)."""
+    from qgpu.circuit.emit_tables import _binary_rows
+    from qgpu.circuit.ir import BINARY_KEY
+
+    n, rows = 5, 32
+    c = Circuit("k", 4)
+    key = BinaryKey(c.token_bits("b", n, lambda t: 0).ref, c.token_flag("v", lambda t: 0).ref)
+    qkv = np.zeros((rows, n + 2), np.float32)
+    dims = {id(key.bits): list(range(n)), id(key.valid): [n]}
+    _binary_rows(qkv, 0, rows, key, lambda ref: dims[id(ref)], n + 1)
+    for named in range(rows):
+        for valid in (1.0, -1.0):
+            x = np.array([1.0 if named >> i & 1 else -1.0 for i in range(n)] + [valid, 1.0],
+                         np.float32)
+            ch = qkv @ x
+            others = np.delete(ch, named)
+            assert np.all(others <= -208)
+            assert ch[named] == (BINARY_KEY if valid > 0 else ch[named])
+            assert valid > 0 or ch[named] <= -208

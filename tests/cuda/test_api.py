@@ -21,7 +21,7 @@ __global__ void scale(unsigned *x, unsigned k) { x[threadIdx.x] *= k; }
 
 @pytest.fixture(scope="module")
 def mod():
-    return qgpu.compile(VADD)
+    return qgpu.compile(VADD, engine="interp")
 
 
 def test_launch_copies_results_back(mod):
@@ -111,13 +111,27 @@ def test_device_and_constant_variables():
       out[t] = table[t] + counter * 0;
     }"""
     out = np.zeros(3, np.int32)
-    res = qgpu.compile(src).get_function("k")(1, 3, [out])
+    res = qgpu.compile(src, engine="interp").get_function("k")(1, 3, [out])
     assert list(out) == [7, 8, 9]
     assert res.memory[3] == 5 + 0 + 1 + 2
 
 
 def test_kernel_without_parameters_and_compile_error_type():
-    k = qgpu.compile("__global__ void k() { }").get_function("k")
+    k = qgpu.compile("__global__ void k() { }", engine="interp").get_function("k")
     assert k(1, 4, []).blocks_executed >= 1
     with pytest.raises(CompileError):
         qgpu.compile("__global__ void k( { }")
+
+
+def test_default_engines():
+    """qgpu.compile (the package's entry point) launches on the model unless told
+    otherwise; the front end's own compile on the interpreter."""
+    import qgpu.cuda
+
+    src = "__global__ void k(int *o) { o[threadIdx.x] = 1; }"
+    assert qgpu.compile(src).get_function("k").engine == "model"
+    assert qgpu.compile(src, engine="interp").get_function("k").engine == "interp"
+    assert qgpu.cuda.compile(src).get_function("k").engine == "interp"
+    out = np.zeros(2, np.int32)
+    res = qgpu.compile(src, engine="interp").get_function("k")(1, 2, [out])
+    assert res.engine == "interp" and out.tolist() == [1, 1]

@@ -9,7 +9,7 @@ from qgpu.errors import CompileError, QgpuError
 
 
 def get(src, name="k", filename="kernel.cu"):
-    return qgpu.compile(src, filename=filename).get_function(name)
+    return qgpu.compile(src, filename=filename, engine="interp").get_function(name)
 
 
 def test_clang_error_names_the_users_file_and_line():

@@ -52,7 +52,7 @@ def _run(exprs_c: list[str] | None, exprs=None, seed: int = 0, engine: str = "in
               "".join(f"  o[i + {j}] = (int)({e});\n" for j, e in enumerate(exprs_c)) + "}\n"
     else:
         src = kernel_source(exprs)
-    mod = qgpu.compile(src, filename="narrow.cu")
+    mod = qgpu.compile(src, filename="narrow.cu", engine="interp")
     n = len(exprs_c or exprs)
     o = np.zeros(grid * block * n, np.int32)
     mod.get_function("k")(grid, block, [a, o], engine=engine)
@@ -158,7 +158,7 @@ def test_every_ptx_form_used_is_documented():
     rng = random.Random(7)
     for _ in range(12):
         ops |= _ptx_ops(qgpu.compile(kernel_source([random_expr(rng, 3) for _ in range(2)]),
-                                     filename="n.cu").ptx)
+                                     filename="n.cu", engine="interp").ptx)
     from qgpu import suite
 
     for spec in suite.load_suite():

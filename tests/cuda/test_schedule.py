@@ -42,7 +42,7 @@ def test_blocks_are_packed_with_parallel_operations(monkeypatch):
       int t = threadIdx.x;
       b[t] = (a[t] + 1) * (a[t + 4] - 2) + (a[t + 8] ^ 3) * (a[t + 12] | 4);
     }"""
-    k = qgpu.compile(src).get_function("k")
+    k = qgpu.compile(src, engine="interp").get_function("k")
     widths = [len(st) for b in k.program.blocks for st in b.stages]
     assert max(widths) == limits.SLOTS
     assert len(k.program.blocks) <= 2

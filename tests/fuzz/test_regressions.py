@@ -19,7 +19,7 @@ INPUT = np.array([0x12345678, -1, -0x7F0080FD, 3], np.int32)   # 0x80FF7F03 as i
 def _run(body: str) -> list[int]:
     src = f"__global__ void k(const int* in, int* out) {{ int t = threadIdx.x; {body} }}"
     out = np.zeros(4, np.int32)
-    qgpu.compile(src).get_function("k")(1, 4, [INPUT.copy(), out])
+    qgpu.compile(src, engine="interp").get_function("k")(1, 4, [INPUT.copy(), out])
     return out.tolist()
 
 
@@ -58,7 +58,7 @@ def test_constant_true_predicate_reads_as_one():
     # thread 0: q_sdiv(1, 0) = 1 (guarded); 1: d != 0, c == 0 -> !c = 1; 2: d == 0,
     # a && (8 >> 2) = 1; 3: d == 0, a == 0 -> 0
     inputs = np.array([-2, 9, 5, 1, 0, 5, 1, 8, 0, 0, 8, 0], np.int32)
-    module = qgpu.compile(PREDICATE_TRUE_SRC)
+    module = qgpu.compile(PREDICATE_TRUE_SRC, engine="interp")
     assert "mov.pred" in module.ptx          # the PTX shape this test is about
     out = np.zeros(4, np.int32)
     module.get_function("k")(1, 4, [inputs, out])

@@ -32,7 +32,7 @@ def _test_ops() -> tuple[str, ...]:
     from qgpu.circuit.machine.spec import MachineSpec
 
     programs = [assemble(MEMORY_PROGRAMS["memory"]),
-                qgpu.compile(SEVEN).get_function("k").program]
+                qgpu.compile(SEVEN, engine="interp").get_function("k").program]
     return MachineSpec.for_programs(programs).op_names
 
 

@@ -18,11 +18,12 @@ __global__ void bump(int *out, int x) {
 
 
 def test_cuda_kernel_on_the_model_engine():
-    k = qgpu.compile(BUMP).get_function("bump")
+    k = qgpu.compile(BUMP).get_function("bump")     # the API's default engine: the model
     out = np.array([5, 0], np.int32)
-    res = k(1, 4, (out, 41), engine="model")
-    assert out.tolist() == [5, 42]
-    ref = k(1, 4, (np.array([5, 0], np.int32), 41))
+    res = k(1, 4, (out, 41))
+    assert out.tolist() == [5, 42] and res.engine == "model"
+    ref = k(1, 4, (np.array([5, 0], np.int32), 41), engine="interp")
+    assert ref.engine == "interp"
     assert res.trace == ref.trace and res.blocks_executed == ref.blocks_executed
     assert {"model", "model-check"} <= set(ENGINES)
 

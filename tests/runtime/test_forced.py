@@ -157,7 +157,8 @@ def test_checkpoint_machine_runs_the_forced_check(machine):
     name = engine_name(checkpoint, check=True, forced=True)
     assert name.startswith("model-forced:")
     kernel = qgpu.compile("__global__ void bump(int *out, int x) {\n"
-                          "  if (threadIdx.x == 2) out[1] = x + 1;\n}\n").get_function("bump")
+                          "  if (threadIdx.x == 2) out[1] = x + 1;\n}\n",
+                          engine="interp").get_function("bump")
     out = np.array([5, 0], np.int32)
     res = kernel(1, 4, (out, 41), engine=name)
     assert out.tolist() == [5, 42] and res.tokens

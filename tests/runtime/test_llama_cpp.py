@@ -129,3 +129,26 @@ def test_a_gguf_without_the_machine_is_refused_as_a_machine(tmp_path):
     _engine(tmp_path, "counter", LayerShape.small())
     with pytest.raises(CheckpointMachineError, match="no machine circuit"):
         load_gguf_machine(tmp_path / "counter.gguf")
+
+
+def test_binary_keys_are_exact_in_llama_cpp(tmp_path):
+    """Tables keyed by binary row numbers (ir.BinaryKey: the machine's memory addresses)
+    store and read exactly in llama.cpp: its l2 norm of a key is not transformers' (a key
+    of magnitude 128 came back as (1 - 2^-24) e_r and every stored word one ulp short)."""
+    from tests.circuit.test_binary_key import binary_echo, oracle, stream
+
+    circuit, vocab = binary_echo()
+    compiled = compile_circuit(circuit, LayerShape.small(), cache=False)
+    path = tmp_path / "binary_echo.gguf"
+    weights_to_gguf(compiled.weights, {"circuit": "binary_echo", "gpu_token_offset": 0,
+                                       "gpu_tokens": compiled.weights.config.vocab_size},
+                    path, names=[vocab.name(i) for i in range(vocab.size)])
+    engine = LlamaCppEngine(path, n_ctx=2048, n_batch=256)
+    tokens = stream(vocab, 600, seed=5)
+    state = engine.new_state()
+    assert engine.forced_greedy(state, tokens) == oracle(vocab, tokens)
+    fast = FastEngine(compiled.weights)
+    ref = fast.new_state()
+    fast.consume(ref, tokens)
+    for layer, s in state.recurrent.items():
+        assert np.array_equal(s, ref.recurrent[layer]), layer

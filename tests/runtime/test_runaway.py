@@ -24,7 +24,7 @@ def _error(kernel, **kw) -> str:
 
 
 def test_while_1_ends_with_the_interpreters_budget_error():
-    kernel = qgpu.compile(LOOP, filename="loop.cu").get_function("k")
+    kernel = qgpu.compile(LOOP, filename="loop.cu", engine="interp").get_function("k")
     want = _error(kernel, budget=DEFAULT_MODEL_BUDGET)
     _error(kernel, engine="model", budget=5)          # the machine is loaded (and cached)
     t0 = time.perf_counter()

@@ -26,7 +26,7 @@ def _stand_in_cupy(calls, refuse_name_expressions=False):
             if refuse_name_expressions and name_expressions:
                 raise RuntimeError("name expressions unsupported")
             calls.append({"code": code, "options": options, "names": name_expressions})
-            self.module = qgpu.compile(code)
+            self.module = qgpu.compile(code, engine="interp")
 
         def get_function(self, name):
             kernel = self.module.get_function(name)

@@ -27,7 +27,7 @@ def machine():
 
 
 def _dot_launch():
-    k = qgpu.compile(DOT_CU, filename="dot.cu").get_function("dot")
+    k = qgpu.compile(DOT_CU, filename="dot.cu", engine="interp").get_function("dot")
     args = (np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32),
             np.zeros(1, np.int32), 3)
     program, memory, _, _ = k.link(1, 3, args)
