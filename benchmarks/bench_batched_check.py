@@ -14,7 +14,7 @@ script's wall time is then the figure. --compare N also times the per-token kern
 (qgpu_forward_forced) on the first N launches, to compare on the same tokens.
 
     python benchmarks/bench_batched_check.py [--names dot vec_add] [--limit 40]
-        [--chunk 256] [--jobs 2] [--compare 10] [--quiet]
+        [--chunk 128] [--jobs 2] [--compare 10] [--quiet]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from qgpu import suite  # noqa: E402
 from qgpu.errors import CheckMismatch, QgpuError  # noqa: E402
 from qgpu.interp import run_launch  # noqa: E402
 from qgpu.protocol import encode_prompt, expected_trace  # noqa: E402
-from qgpu.runtime.check import forced_launch  # noqa: E402
+from qgpu.runtime.check import FORCED_CHUNK, forced_launch  # noqa: E402
 from qgpu.runtime.compiled import load_machine  # noqa: E402
 
 
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--names", nargs="*", default=[])
     parser.add_argument("--limit", type=int, default=None, help="at most this many launches")
-    parser.add_argument("--chunk", type=int, default=256)
+    parser.add_argument("--chunk", type=int, default=FORCED_CHUNK)
     parser.add_argument("--compare", type=int, default=0,
                         help="time the per-token kernel on the first N launches too")
     parser.add_argument("--jobs", type=int, default=1, help="launches checked at a time")

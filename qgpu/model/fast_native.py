@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 SOURCE = Path(__file__).with_name("fast_kernel.c")
-INCLUDED = (Path(__file__).with_name("fast_batch.c"),)  # #included by SOURCE
+INCLUDED = (Path(__file__).with_name("fast_batch.c"),  # #included by SOURCE
+            Path(__file__).with_name("fast_batch_ops.c"))
 FLAGS = ["-O3", "-g", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-pthread"]
 F32P = ctypes.POINTER(ctypes.c_float)
 I32P = ctypes.POINTER(ctypes.c_int32)

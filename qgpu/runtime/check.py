@@ -35,7 +35,8 @@ from qgpu.protocol import (
 )
 from qgpu.runtime.generate import ModelRun
 
-FORCED_CHUNK = 256  # tokens per native call of the teacher-forced pass (fast_batch.c)
+FORCED_CHUNK = 128  # tokens per native call of the teacher-forced pass (fast_batch.c; 128 beat
+# 256 and 64 in benchmarks/bench_batched_check.py: the rows of positions stay in cache)
 
 
 def _record_at(launch: Launch, tokens: list[int], position: int) -> str:
