@@ -19,11 +19,12 @@ directly (no compiled circuit).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from qgpu.circuit.ir import BITS, CONST, ONEHOT, RAW, Counter
+from qgpu.circuit.ir import BITS, CONST, ONEHOT, RAW, Counter, Unit
 from qgpu.model import layers
 from qgpu.model.reference import ReferenceEngine
 from qgpu.model.weights import QwenWeights
@@ -58,7 +59,7 @@ class CircuitReport:
                 f"{self.logits_integral}, min gap {self.min_logit_gap:g}")
 
 
-def _ideal(sig, values: np.ndarray, counter: bool) -> bool:
+def _ideal(sig, values: np.ndarray, counter: bool, grid: float | None = None) -> bool:
     if sig.kind == BITS:
         return bool(np.all(np.abs(values) == 1))
     if sig.kind == ONEHOT:
@@ -68,10 +69,16 @@ def _ideal(sig, values: np.ndarray, counter: bool) -> bool:
     if sig.kind == RAW and counter:
         ratio = np.abs(values[values != 0]) / sig.scale
         return bool(np.all(np.log2(ratio) == np.round(np.log2(ratio))) and np.all(ratio <= 1))
+    if sig.kind == RAW and grid is not None:
+        v = values.astype(np.float64)
+        return bool(np.all(np.abs(v) <= sig.scale) and np.all(v / grid == np.round(v / grid)))
     return bool(np.all((values == 0) | (np.abs(values) == np.float32(sig.scale))))
 
 
-def circuit_report(compiled, tokens, mode: str = "recurrent") -> CircuitReport:
+def circuit_report(compiled, tokens, mode: str = "recurrent",
+                   raw_grid: Callable[[str], float | None] | None = None) -> CircuitReport:
+    """raw_grid: the granularity of a RAW unit output by name (None: held to the table
+    reads' ideal, 0 or +-scale), e.g. analysis.suite_margins.machine_raw_grid."""
     plan, w = compiled.plan, compiled.weights
     seen: dict[tuple[int, str], list[np.ndarray]] = {}
 
@@ -99,7 +106,9 @@ def circuit_report(compiled, tokens, mode: str = "recurrent") -> CircuitReport:
             norm_failures += 1
         for piece in plan.live_at(2 * layer + 1):
             sig = piece.signal
-            if not _ideal(sig, h[:, plan.ref_dims(piece)], sig in counters):
+            grid = (raw_grid(sig.name) if raw_grid and sig.kind == RAW
+                    and isinstance(sig.producer, Unit) else None)
+            if not _ideal(sig, h[:, plan.ref_dims(piece)], sig in counters, grid):
                 signal_failures.append(f"{piece.describe()} at layer {layer}")
     norms += final.shape[0]
     norm_failures += int(np.sum(layers.mean_square(final)[:, 0] != mean))

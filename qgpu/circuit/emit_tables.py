@@ -71,13 +71,14 @@ def emit_table(w: QwenWeights, layer: int, table: Table, key_heads: list[int], d
         stored.append((PRESENT, 0))
     raw_dims = [dims(r.raw.ref) for r in table.reads]
     per_head = bits_per_head(dv)
-    segments = table.segments(dv)
+    segments, banks = table.segments(dv), table.banks(c.linear_key_head_dim)
+    bank_rows = min(table.rows, c.linear_key_head_dim)
     write_address = dims(wp.key)[:table.rows] if isinstance(wp.key, Ref) else []
     reads = table.reads
-    for s in range(segments):
+    for s, bank in ((s, b) for s in range(segments) for b in range(banks)):
         part = stored[s * per_head:(s + 1) * per_head]
         lo = s * per_head
-        heads = [key_heads[r * segments + s] * rep for r in range(len(reads))]
+        heads = [key_heads[(r * segments + s) * banks + bank] * rep for r in range(len(reads))]
         data = [one if d == PRESENT else d for d, _ in part]
         queries = [dims(r.query)[:table.rows] if isinstance(r.query, Ref) else []
                    for r in reads]
@@ -85,6 +86,7 @@ def emit_table(w: QwenWeights, layer: int, table: Table, key_heads: list[int], d
         row_memory(w, layer, heads, one=one, write_address=write_address, data=data,
                    read_addresses=queries, outputs=outputs,
                    clear=None if wp.clear is None else dims(wp.clear)[0])
+        first = bank * bank_rows
         for head, read in zip(heads, reads, strict=True):
             q, k, v = _head_rows(c, head)
             if isinstance(wp.key, int):
@@ -92,12 +94,12 @@ def emit_table(w: QwenWeights, layer: int, table: Table, key_heads: list[int], d
             if isinstance(read.query, int):
                 qkv[q.start + read.query, one] = KEY
             if isinstance(wp.key, BinaryKey):
-                _binary_rows(qkv, k.start, table.rows, wp.key, dims, one)
+                _binary_rows(qkv, k.start, bank_rows, wp.key, dims, one, first)
             if isinstance(read.query, BinaryKey):
                 if len(read.query_lags) != 1:
                     raise ValueError(f"table {table.name}: a binary query reads one conv tap, "
                                      f"not {read.query_lags}")
-                _binary_rows(qkv, q.start, table.rows, read.query, dims, one)
+                _binary_rows(qkv, q.start, bank_rows, read.query, dims, one, first)
             _set_taps(conv, k, [wp.key_lag], k_size)
             _set_taps(conv, q, read.query_lags, k_size)
             for i, (d, lag) in enumerate(part):
@@ -126,20 +128,21 @@ def emit_table(w: QwenWeights, layer: int, table: Table, key_heads: list[int], d
 
 
 def _binary_rows(qkv: np.ndarray, start: int, rows: int, key: BinaryKey, dims,
-                 one: int) -> None:
+                 one: int, first: int = 0) -> None:
     """Key (or query) channel r = BINARY_STEP * S + BINARY_OFFSET, S = sum_i s_ri x_i +
     n v + 1 - 2n, for the +-1 bits x of `key.bits` (s_ri = +-1: bit i of r) and its +-1
     valid bit v: S = 1 (channel BINARY_KEY = 48) for the named row, S <= -1 (channel
     <= -208) for the others and for all rows when v = -1 (then the conv's SiLU gives
     exactly -0: the key is 48 e_r or 0; 48 because l2norm(48 e_r) is exactly e_r in
     llama.cpp's formula too). Integer weights on +-1 inputs: the sums are exact in any
-    order. Only single-tap keys: a sum of taps would not be a key."""
+    order. Only single-tap keys: a sum of taps would not be a key. Channel r of a bank
+    decodes the table's row first + r (`Table.banks`)."""
     bits, (valid,) = dims(key.bits), dims(key.valid)
     n = len(bits)
     for r in range(rows):
         row = start + r
         for i, d in enumerate(bits):
-            qkv[row, d] = BINARY_STEP * (1.0 if r >> i & 1 else -1.0)
+            qkv[row, d] = BINARY_STEP * (1.0 if (first + r) >> i & 1 else -1.0)
         qkv[row, valid] = BINARY_STEP * n
         qkv[row, one] = BINARY_STEP * (1 - 2 * n) + BINARY_OFFSET
 

@@ -210,7 +210,8 @@ def bits_per_head(value_dim: int) -> int:
 @dataclass(eq=False)
 class Table(Node):
     """A GDN state region: `rows` keys, `width` stored bits (+ a presence bit), one
-    write port, one head per read per segment (a segment holds dv/2 bits)."""
+    write port, one head per read per segment (a segment holds dv/2 bits) per bank (a
+    bank holds dk rows)."""
 
     circuit: Circuit | None = None
     rows: int = 0
@@ -224,11 +225,19 @@ class Table(Node):
         return self.width + (1 if self.presence else 0)
 
     def segments(self, value_dim: int) -> int:
-        """Heads per copy: each holds `bits_per_head(value_dim)` stored bits."""
+        """Heads per copy and bank: each holds `bits_per_head(value_dim)` stored bits."""
         return -(-self.stored_bits // bits_per_head(value_dim))
 
+    def banks(self, key_dim: int) -> int:
+        """Heads per copy and segment: bank b holds rows b * key_dim .. (b + 1) * key_dim - 1
+        (more rows than a head's key channels need binary keys: each bank's head decodes
+        its own rows, the others' key and query are 0, and a copy's banks add their reads
+        into the same raw dims, all but one of them reading exactly 0)."""
+        return -(-self.rows // key_dim)
+
     def cost(self, shape) -> int:
-        return max(1, len(self.reads)) * self.segments(shape.value_dim)
+        return (max(1, len(self.reads)) * self.segments(shape.value_dim)
+                * self.banks(shape.key_dim))
 
     def inputs(self) -> list[Ref]:
         refs = []

@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from qgpu.circuit.ir import EMBED, MIXER, RAW, Circuit, Node, Ref, Signal
+from qgpu.circuit.ir import EMBED, MIXER, RAW, READ_SCALE, Circuit, Node, Ref, Signal, Unit
 from qgpu.circuit.placement import NEVER, graph, piece_sumsq, place
 from qgpu.primitives import CircuitError
 
@@ -206,13 +206,27 @@ def _layers(g, placed) -> tuple[int, int]:
     return compute + 1, compute
 
 
+def _table_read(piece: Ref) -> bool:
+    """A table read's raw piece (+-READ_SCALE per bit or 0: multiples of 2^-20)."""
+    return piece.signal.kind == RAW and piece.signal.scale == READ_SCALE
+
+
+def _restored(piece: Ref) -> bool:
+    """A piece a restore unit makes (ir.restore_bits: +-1 bits from small steps on a
+    read, every term a multiple of 1/2 below 4 in magnitude)."""
+    producer = piece.signal.producer
+    return isinstance(producer, Unit) and producer.op == "restore"
+
+
 def _allocate(g, placed, n_layers: int) -> dict[Signal, list[int]]:
     """Residual dims per signal (offset order), piece by piece: a piece born at a stage
     takes dims freed before it, lowest first, else new ones. The dims of a bits, one-hot
     or constant piece cancelled in an MLP go to bits, one-hot or constant pieces born in
     that same MLP first (the cancel's -x and the new value's terms are summed into one
-    MLP output: exact for small integers; raw dims, of tiny scale, never share an MLP
-    this way)."""
+    MLP output: exact for small integers). Raw dims, of tiny scale, share an MLP this way
+    only from table reads to restored bits (restored in place: the read's +-2^-20 or 0,
+    its cancel and the restore's terms, all multiples of 2^-20 below 2^3 in magnitude,
+    sum exactly in any order); other raw dims are free only after their MLP."""
     free: list[int] = []
     next_dim = FIRST_FREE_DIM
     at: dict[Ref, list[int]] = {}
@@ -225,10 +239,15 @@ def _allocate(g, placed, n_layers: int) -> dict[Signal, list[int]]:
         cancelled = placed.cancels.get((s - 2) // 2, []) if mlp else []
         early = sorted(d for p in cancelled if p.signal.kind != RAW for d in at[p])
         early.reverse()
-        for p in sorted(by_birth.get(s, []), key=lambda p: p.signal.kind == RAW):
+        reads = sorted(d for p in cancelled if _table_read(p) for d in at[p])
+        reads.reverse()
+        for p in sorted(by_birth.get(s, []), key=lambda p: (p.signal.kind == RAW,
+                                                            not _restored(p))):
             picked = []
             for _ in range(len(p)):
-                if early and p.signal.kind != RAW:
+                if reads and _restored(p):
+                    picked.append(reads.pop())
+                elif early and p.signal.kind != RAW:
                     picked.append(early.pop())
                 elif free:
                     picked.append(heapq.heappop(free))
@@ -236,7 +255,8 @@ def _allocate(g, placed, n_layers: int) -> dict[Signal, list[int]]:
                     picked.append(next_dim)
                     next_dim += 1
             at[p] = sorted(picked)
-        for d in early + [d for p in cancelled if p.signal.kind == RAW for d in at[p]]:
+        for d in early + reads + [d for p in cancelled if p.signal.kind == RAW
+                                  and not _table_read(p) for d in at[p]]:
             heapq.heappush(free, d)
     dims: dict[Signal, list[int]] = {}
     for sig in sorted(placed.born, key=lambda s: (placed.born[s], g.index[s.producer])):

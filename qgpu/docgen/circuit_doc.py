@@ -48,12 +48,14 @@ def _table_rows(plan, node: Table) -> list[str]:
     rows = [f"- table `{node.name}`: {node.rows} rows x {node.width} bits; write: "
             + "; ".join(extra)]
     per = bits_per_head(dv)
+    banks = node.banks(plan.shape.key_dim)
     for r, read in enumerate(node.reads):
         for s in range(segs):
-            head = plan.heads[node][r * segs + s]
+            head = plan.heads[node][r * segs * banks + s * banks]
             lo, hi = s * per, min((s + 1) * per, node.stored_bits)
             gate = f", gate {_ref(read.gate)}" if read.gate is not None else ""
-            rows.append(f"  - key head {head}: copy {r}, stored bits {lo}..{hi - 1}; read "
+            rows.append(f"  - key head {head}{f' (+{banks - 1} banks)' if banks > 1 else ''}"
+                        f": copy {r}, stored bits {lo}..{hi - 1}; read "
                         f"{_ref(read.query)}{_lags(read.query_lags)}{gate} -> "
                         f"`{read.raw.name}`")
     return rows

@@ -162,8 +162,8 @@ def merge_size(base: QwenConfig, circuit_hidden: int, circuit_layers: int,
 # layer tensors that are bf16-exact in the merge: machine_bf16_parameters);
 # `--compile` measures the current sources, tests/circuit/machine/test_layout_doc.py
 # keeps these equal to them
-MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS = 2386, 43, 22_605_805
-MACHINE_BF16_PARAMS = 2_361_059_264
+MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS = 2009, 43, 15_015_466
+MACHINE_BF16_PARAMS = 2_027_299_136
 
 
 def bf16_parameters(weights, hidden: int) -> int:

@@ -202,6 +202,7 @@ def test_report_is_exact(machine):
     latch (`queue.P.raw`, `records.P.raw`: a one-ulp (1.2e-7) deviation, which
     test_minmax's report shows for the queue too; margins stay above 1e6)."""
     from qgpu.analysis.circuit_report import circuit_report
+    from qgpu.analysis.suite_margins import machine_raw_grid
     from qgpu.protocol import encode_prompt
 
     text = """
@@ -225,7 +226,7 @@ block 2:
     mem = [0x80000000, 0xFFFFFFFF, 7, 0x7FFFFFFF, 5, 0, 0, 0]
     res = run_launch(prog, 1, 4, memory=mem)
     tokens = encode_prompt(prog, 1, 4, mem) + expected_trace(res.events)
-    report = circuit_report(machine.compiled, tokens)
+    report = circuit_report(machine.compiled, tokens, raw_grid=machine_raw_grid)
     assert report.norm_failures == 0 and report.logits_integral, str(report)
     assert [f for f in report.signal_failures
             if not f.startswith(("queue.", "records."))] == [], str(report)

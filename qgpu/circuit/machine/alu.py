@@ -10,7 +10,8 @@
   with the carry in, and, or, xor, mov, selp, the comparisons (high halves decide,
   the low comparison breaks ties: [D_hi + ge_lo >= 1] is A >= B), special registers,
   loaded words, brev (a permutation), popc and clz (sawtooth bits of a count: the set
-  bits of a, or the low MLP's [top n bits are 0] for n = 1..32).
+  bits of a, or the low MLP's count of n = 1..32 with the top n bits 0, held as one RAW
+  dim per lane: count * 2^-44, exact, instead of a 32-bit thermometer).
 Every family is gated by its operation bit inside its steps (a disabled family adds
 exactly 0), so the families write the same result dims and the result is exactly one
 family's value.
@@ -18,7 +19,7 @@ family's value.
 
 from __future__ import annotations
 
-from qgpu.circuit.ir import BITS, READ_SCALE, Circuit, Signal
+from qgpu.circuit.ir import BITS, RAW, READ_SCALE, Circuit, Signal
 from qgpu.circuit.machine.bookkeeping import Bookkeeping
 from qgpu.circuit.machine.logic import WIDE, gated, true_bit, unit
 from qgpu.circuit.machine.rom import Instruction
@@ -34,9 +35,10 @@ SUB_LO, SUB_CARRY = 17, 33  # sub: bits 0..15 of a - b, the carry out of bit 15
 GE_LO, LE_LO, EQ_LO = 34, 35, 36  # the low halves of a and b compared (unsigned)
 C_NONZERO = 37  # selp: c != 0
 READY = 38  # always on
-CLZ = 39  # [the top n bits of a are 0], n = 1..32
-LOW_BITS = CLZ + 32
-WORD_ADDRESS_BITS = 7  # the word signal: the word's 7 bits, then valid (a memory op in range)
+LOW_BITS = 39
+CLZ_UNIT = 2.0 ** -44  # clz's count: a RAW dim holding (leading zeros) * CLZ_UNIT
+WORD_ADDRESS_BITS = 7  # the word signal: the word's 7 bits, then valid (a memory op in range),
+WORD_SPACE = WORD_ADDRESS_BITS + 1  # then the space bit (+1: shared; the flat row's bit 7)
 
 
 def operands(c: Circuit, ins: Instruction, lane: int, regs: list, earlier: list) -> Signal:
@@ -99,13 +101,15 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
     ready (always +1: reads for the next stage gate on it, so they are placed in the
     layer of this unit's successor instead of long before they are needed); and the
     memory word of a load, store or atomic of either space (spec.ADDRESSED_OPS) as 7
-    binary bits and a valid bit (-1 for other operations and addresses past the 128
-    words; the tables decode it in their key projections: ir.BinaryKey): word w <=> the
-    low 16 bits of a + offset (+ 128 * cta_base: `shared_base`) lie in [4w, 4w + 4)."""
+    binary bits, a valid bit (-1 for other operations and addresses past the 128
+    words) and the space bit (+1 for a shared-space operation: the memory table's row is
+    the flat address, 128 + the word for shared memory; the table decodes it in its
+    query projections: ir.BinaryKey): word w <=> the low 16 bits of a + offset
+    (+ 128 * cta_base: `shared_base`) lie in [4w, 4w + 4)."""
     a, b, cc = opnd[0:32], opnd[32:64], opnd[64:96]
 
     def body(ctx, outs):
-        o, word = outs
+        o, word = outs[:2]
         if ins.has("add"):
             _adder_low(ctx, a, lambda i: ctx.v01(b, i), 0, o[ADD_LO:ADD_LO + LO],
                        o[ADD_CARRY], ctx.v01(ins.op("add")))
@@ -121,13 +125,16 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
         if ins.has("selp"):
             ctx.step(ctx.sum01(cc), 1, {o[C_NONZERO]: 2.0})
         ctx.constant({o[READY]: 2.0})
-        if ins.has("clz"):
-            for n in range(1, 33):  # clz: the top n bits of a are all 0
+        if ins.has("clz"):  # clz = the number of n = 1..32 whose top n bits of a are 0
+            for n in range(1, 33):  # (0 unless the op is clz, as multiply's sums)
                 ctx.step(scaled(ctx.sum01(a, range(32 - n, 32)), -1), 0,
-                         true_bit(o[CLZ + n - 1]))
+                         {outs[2][0]: CLZ_UNIT}, when=[ctx.v01(ins.op("clz"))], big=64.0)
         memory_ops = [n for n in ADDRESSED_OPS if ins.has(n)]
         if not memory_ops:
             return
+        shared_ops = [n for n in memory_ops if ".shared" in n]
+        if shared_ops:
+            ctx.step(plus(*(ctx.v01(ins.op(n)) for n in shared_ops)), 1, true_bit(word[WORD_SPACE]))
         s = plus(ctx.num(a, 0, LO), ctx.num(ins.offset, 0, LO))
         if cta_base is not None:
             s = plus(s, scaled(ctx.num(cta_base), 4.0 * limits.SHARED_WORDS))
@@ -147,11 +154,19 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
                     out[word[WORD_ADDRESS_BITS]] = 2.0 if prev is None else -2.0
                 ctx.step(s, base + 4 * w, out, when=mem, big=WIDE)
 
-    out, word = unit(c, f"alu_low.{ins.position}.{lane}",
-                     [opnd, ins.ops, ins.offset, *([cta_base] if cta_base is not None else [])],
-                     [(f"alu_low.{ins.position}.{lane}", BITS, LOW_BITS),
-                      (f"word.{ins.position}.{lane}", BITS, WORD_ADDRESS_BITS + 1)], body)
+    clz = ([(clz_name(ins, lane), RAW, 1, 32 * CLZ_UNIT)] if ins.has("clz") else [])
+    out, word, *_ = unit(c, f"alu_low.{ins.position}.{lane}",
+                         [opnd, ins.ops, ins.offset,
+                          *([cta_base] if cta_base is not None else [])],
+                         [(f"alu_low.{ins.position}.{lane}", BITS, LOW_BITS),
+                          (f"word.{ins.position}.{lane}", BITS, WORD_SPACE + 1),
+                          *clz], body)
     return out, word
+
+
+def clz_name(ins: Instruction, lane: int) -> str:
+    """alu_low's clz count (a RAW dim: one dim per lane instead of a 32-bit thermometer)."""
+    return f"clz.{ins.position}.{lane}"
 
 
 def _count_bits(ctx, count, r, en) -> None:
@@ -248,11 +263,12 @@ def alu_high(c: Circuit, ins: Instruction, lane: int, opnd: Signal, low: Signal,
         if ins.has("popc"):
             _count_bits(ctx, ctx.sum01(a), r, en("popc"))
         if ins.has("clz"):
-            _count_bits(ctx, ctx.sum01(low, range(CLZ, CLZ + 32)), r, en("clz"))
+            _count_bits(ctx, {ctx.d(clz)[0]: 1.0 / CLZ_UNIT}, r, en("clz"))
         for ext in extensions:
             ext.high(ctx, r)
 
-    inputs = [sig for ext in extensions for sig in ext.inputs]
+    clz = c.signals[clz_name(ins, lane)] if ins.has("clz") else None
+    inputs = [sig for ext in extensions for sig in ext.inputs] + ([clz] if clz else [])
     (out,) = unit(c, f"alu_high.{ins.position}.{lane}", [opnd, low, ins.ops, bk.ntid, bk.nctaid,
                                                          bk.cur_warp_in_cta, bk.cur_cta,
                                                          loaded, *inputs],

@@ -8,15 +8,16 @@ M the word before the operation:
 - add: old_L = M + the b of the lower active lanes with L's word, new_L = old_L + b_L;
 - exch: old_L = b of the highest such lane, else M; new_L = b_L;
 - and / or / xor: M combined with those lanes' b (new_L: b_L too).
-M is linear in the reads: bit i = the sum over global memory's read (machine.memory) and
-shared memory's (machine.shared) of (raw_i + presence) / 2; each space's read is gated
-off (reads 0) for the other space's operations (shared.space_gates), so one formula
-serves both spaces. Units per instruction position p (the word one-hot and the reads are
-alu_low's, machine.memory's and machine.shared's, for every addressed operation):
+M is linear in the read of the memory table (machine.memory: one table for both spaces,
+alu_low's word names the flat row): bit i = (raw_i + presence) / 2, so one formula serves
+both spaces. Units per instruction position p (the word and the read are alu_low's and
+machine.memory's, for every addressed operation):
 - `atom.pairs.p` (beside alu_low, from the operands): e[L, h] = lane h < L is active and
   its address's low 16 bits equal lane L's (the same word for any access the interpreter
-  does not fault on: both are aligned and inside memory), and g[L, h, i] = e[L, h] and
-  bit i of h's b (two steps each: [d >= 0] - [d >= 1] on the exact difference, gated);
+  does not fault on: both are aligned and inside memory), and g[L, i] = the number of
+  lanes h < L with e[L, h] and bit i of h's b set (two steps per h: [d >= 0] - [d >= 1]
+  on the exact difference, gated, also by the atomic op bits), a count 0..3 held as one
+  RAW dim (count * 2^-44): 96 dims per position, where one +-1 bit per (L, h, i) took 192;
 - `atom.low.p.L` (after the memory read): old's bits, except that add's high half is
   (M + X)'s high columns without the low half's carry: exch, and, or, xor straight from M,
   e, g and the lower lanes' b; add's halves by sawtooth steps on exact column sums (up to
@@ -33,7 +34,7 @@ alu_low's, machine.memory's and machine.shared's, for every addressed operation)
 
 from __future__ import annotations
 
-from qgpu.circuit.ir import BITS
+from qgpu.circuit.ir import BITS, RAW
 from qgpu.circuit.machine import atomics_order as order
 from qgpu.circuit.machine.bookkeeping import LANES
 from qgpu.circuit.machine.families import Extension, StageView
@@ -43,6 +44,7 @@ from qgpu.primitives import plus, scaled
 
 LO = 16
 BIG = 2.0 ** 20  # gating weight: exceeds every column sum here (< 5 * 2^16)
+UNIT = 2.0 ** -44  # the RAW value of a count of 1 (atom.gated's column counts)
 PAIRS = [(lane, h) for lane in range(LANES) for h in range(lane)]  # (lane, lower lane)
 ADD, EXCH, AND, OR, XOR = "add", "exch", "and", "or", "xor"
 en = order.en  # en(ctx, ins, *fns): 0/1, the position holds atom.<either space>.<one of fns>
@@ -61,20 +63,21 @@ def pairs(view: StageView):
 
     def body(ctx, outs):
         e, g = outs
+        atomic = plus(*(ctx.v01(view.ins.op(n)) for n in ATOMIC_OPS if view.ins.has(n)))
         for k, (lane, h) in enumerate(PAIRS):
             d = plus(ctx.num(opnd[lane], 0, LO), scaled(ctx.num(opnd[h], 0, LO), -1))
             act = ctx.v01(bk.cur_mask, h)
             ctx.step(d, 0, true_bit(e[k]), when=[act], big=WIDE)
             ctx.step(d, 1, {e[k]: -2.0}, when=[act], big=WIDE)
-            for i in range(32):
-                when = [act, ctx.v01(opnd[h], 32 + i)]
-                ctx.step(d, 0, true_bit(g[32 * k + i]), when=when, big=WIDE)
-                ctx.step(d, 1, {g[32 * k + i]: -2.0}, when=when, big=WIDE)
+            for i in range(32):  # (0 unless the op is an atomic, as multiply's sums)
+                when = [act, ctx.v01(opnd[h], 32 + i), atomic]
+                ctx.step(d, 0, {g[32 * (lane - 1) + i]: UNIT}, when=when, big=WIDE)
+                ctx.step(d, 1, {g[32 * (lane - 1) + i]: -UNIT}, when=when, big=WIDE)
 
     p = view.ins.position
-    view.extra[key] = unit(view.c, f"atom.pairs.{p}", [*opnd.values(), bk.cur_mask],
+    view.extra[key] = unit(view.c, f"atom.pairs.{p}", [*opnd.values(), bk.cur_mask, view.ins.ops],
                            [(f"atom.same.{p}", BITS, len(PAIRS)),
-                            (f"atom.gated.{p}", BITS, 32 * len(PAIRS))], body)
+                            (f"atom.gated.{p}", RAW, 32 * (LANES - 1), UNIT * LANES)], body)
     return view.extra[key]
 
 
@@ -90,12 +93,15 @@ class Word:
     def same(self, h: int):
         return self.ctx.v01(self.e, _pair(self.lane, h))
 
-    def gated(self, h: int, i: int):
-        return self.ctx.v01(self.g, 32 * _pair(self.lane, h) + i)
+    def gated(self, i: int):
+        """The number of lower same-word lanes whose b has bit i set (g's RAW count)."""
+        if not self.lane:
+            return {}
+        return {self.ctx.d(self.g)[32 * (self.lane - 1) + i]: 1.0 / UNIT}
 
     def column(self, i: int, own: bool):
         """M_i + the lower same-word lanes' b_i (+ this lane's b_i when own)."""
-        parts = [self.m(i), *(self.gated(h, i) for h in range(self.lane))]
+        parts = [self.m(i), self.gated(i)]
         if own:
             parts.append(self.ctx.v01(self.b, i))
         return plus(*parts)
@@ -150,7 +156,7 @@ def _logic(ctx, ins, w: Word, lower_b: dict, own: bool, out, b_wins=None) -> Non
                          true_bit(out[i]), when=[en_(EXCH)])
         col = w.column(i, own)
         ctx.step(col, 1, true_bit(out[i]), when=[en_(OR)])
-        unset = plus(*(plus(w.same(h), scaled(w.gated(h, i), -1)) for h in lower))
+        unset = plus(*(w.same(h) for h in lower), scaled(w.gated(i), -1))
         both = plus(w.m(i), ctx.v01(w.b, i)) if own else w.m(i)
         ctx.step(plus(both, scaled(unset, -1)) if unset else both, 2 if own else 1,
                  true_bit(out[i]), when=[en_(AND)])

@@ -2,8 +2,8 @@
 min.u, max.s, max.u, cas) of one warp, in the layers the other atomics take.
 
 Lanes apply the operation in lane order; lane L's result (old) is the word as the lower
-active lanes with its word left it. With M the word before the operation (the sum of the
-two spaces' gated reads, m_bit) and "x beats y" = x > y (max) or x < y
+active lanes with its word left it. With M the word before the operation (the memory
+table's read, either space: m_bit) and "x beats y" = x > y (max) or x < y
 (min), signed or unsigned:
 - min / max: old_L = M unless a lower same-word lane's b beats M and every other one: then
   the first of the best b's (M first among equals);
@@ -43,7 +43,6 @@ from qgpu.circuit.ir import BITS, READ_SCALE
 from qgpu.circuit.machine.bookkeeping import LANES
 from qgpu.circuit.machine.families import StageView
 from qgpu.circuit.machine.logic import WIDE, gated, true_bit, unit
-from qgpu.circuit.machine.shared import tables
 from qgpu.primitives import plus, scaled
 
 LO = 16
@@ -56,8 +55,8 @@ PAIRS = [(lane, h) for lane in range(LANES) for h in range(lane)]  # machine.ato
 
 
 def m_bit(ctx, raws, i: int):
-    """Bit i of M, linear: the sum over the two spaces' reads of (raw_i + presence) / 2 (an
-    unwritten word, and the other space's gated read, read 0 and 0)."""
+    """Bit i of M, linear: the sum over the reads of (raw_i + presence) / 2 (an unwritten
+    word reads 0 and 0)."""
     out = {}
     for raw in raws:
         ds = ctx.d(raw)
@@ -66,8 +65,8 @@ def m_bit(ctx, raws, i: int):
 
 
 def reads(view: StageView, lane: int) -> list:
-    """The raw reads whose sum is lane's word M: global memory's and shared memory's."""
-    return [view.loaded[lane], tables(view).load(view, lane)]
+    """The raw reads whose sum is lane's word M: the memory table's read (either space)."""
+    return [view.loaded[lane]]
 
 
 BB = 6  # bb bits per pair: P1, T, P2, EL (b_h vs b_k), then T, EL of c_k vs b_h

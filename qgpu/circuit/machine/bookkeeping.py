@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qgpu.circuit import units
-from qgpu.circuit.ir import BITS, ONEHOT, Circuit, Signal
+from qgpu.circuit.ir import BITS, ONEHOT, BinaryKey, Circuit, Signal
 from qgpu.circuit.machine.logic import true_bit, true_member, unit
 from qgpu.circuit.machine.spec import MAX_RECORDS
 from qgpu.isa import limits
@@ -68,23 +68,37 @@ class TokenTable:
             return f[index]
         return self.c.token_onehot(name, members, member)
 
+    def shared_field(self, kind: str, index: int, members: int, offset: int = 0) -> Signal:
+        """The bits of field `index` (- offset) of `kind` tokens whose value lies in
+        0..members-1 (0 for every other token): one embedding input shared by every
+        late one-hot of that field (the match flags tell them apart), so that the
+        embedding holds these dense +-1 columns once, not per key."""
+        name = f"field.{kind}.{index}.{offset}.{members}"
+        if name not in self.c.signals:
+            bits = max(1, (members - 1).bit_length())
+
+            def value(t):
+                k, f = self.parsed[t]
+                return f[index] - offset if k == kind and 0 <= f[index] - offset < members \
+                    else 0
+            self.c.token_bits(name, bits, value)
+        return self.c.signals[name]
+
     def late_onehot(self, name: str, kind: str, members: int, after=(), index: int = 0,
                     where: dict[int, int] | None = None, offset: int = 0) -> Signal:
         """`field_onehot`'s one-hot (of the field's value - offset), decoded by a unit
-        from the field's bits and a match flag (a few dims from the embedding on) that
-        waits for the signals `after` (which exist only shortly before the one-hot's
-        reader; the unit does not read them), so that the wide one-hot lives for a layer
-        instead of from the embedding on."""
+        from the field's bits (`shared_field`) and a match flag (a few dims from the
+        embedding on) that waits for the signals `after` (which exist only shortly
+        before the one-hot's reader; the unit does not read them), so that the wide
+        one-hot lives for a layer instead of from the embedding on."""
         where = where or {}
-        bits = max(1, (members - 1).bit_length())
 
         def matches(t):
             k, f = self.parsed[t]
             return (k == kind and all(f[i] == v for i, v in where.items())
                     and 0 <= f[index] - offset < members)
 
-        field = self.c.token_bits(f"{name}.field", bits, lambda t: (
-            self.parsed[t][1][index] - offset if matches(t) else 0))
+        field = self.shared_field(kind, index, members, offset)
         flag = self.c.token_flag(f"{name}.match", matches)
 
         def body(ctx, outs):
@@ -107,14 +121,14 @@ class Bookkeeping:
     is_go: Signal
     is_addr: Signal
     v_bits: Signal
-    exec_block: Signal  # one-hot, EXEC tokens only
+    exec_block: BinaryKey  # the EXEC token's block as a binary row (valid: EXEC tokens)
     end_taken: Signal  # END(t)'s t
     cur_block: Signal  # latch: block of the last EXEC (bits)
     cur_mask: Signal  # latch: its active mask (bits)
     cur_warp: Signal  # latch: its warp (bits)
     cur_epoch: Signal  # latch: its barrier epoch (bits)
     cur_warp_onehot: Signal
-    exec_warp: Signal  # one-hot, EXEC tokens only: the token's own warp
+    exec_warp_bits: Signal  # bits, EXEC tokens only: the token's own warp
     rec_is_r: Signal  # latch: the last non-V token was R
     rec_reg: Signal  # latch: its register (0 for other tokens)
     rec_is_addr: Signal  # latch: the last non-V token was ADDR
@@ -142,12 +156,11 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     is_ntid = tt.flag("is_ntid", "NTID")
     is_addr = tt.flag("is_addr", "ADDR")
     v_bits = tt.field_bits("v", "V", 0, 16)
-    exec_block = tt.field_onehot("exec.block", "EXEC", limits.ROM_BLOCKS)
     exec_bits = tt.field_bits("exec.block_bits", "EXEC", 0, 5)
+    exec_block = BinaryKey(exec_bits.ref, is_exec.ref)
     exec_mask = tt.field_bits("exec.mask", "EXEC", 2, LANES)
     exec_warp_bits = tt.field_bits("exec.warp_bits", "EXEC", 1, WARP_BITS)
     exec_epoch = tt.field_bits("exec.epoch", "EXEC", 3, EPOCH_BITS)
-    exec_warp = tt.field_onehot("exec.warp", "EXEC", limits.MAX_WARPS, 1)
     r_reg = tt.field_bits("r.reg", "R", 0, 4)
     end_taken = tt.field_bits("end.taken", "END", 0, LANES)
     ntid_value = tt.field_bits("ntid.value", "NTID", 0, 5, offset=1)
@@ -192,7 +205,7 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     present, per_cta, cta, wic = launch_layout(c, ntid, nctaid, cur_warp_onehot)
     return Bookkeeping(is_v, is_nonv, is_exec, is_r, is_end, is_go, is_addr, v_bits,
                        exec_block, end_taken, cur_block, cur_mask, cur_warp, cur_epoch,
-                       cur_warp_onehot, exec_warp, rec_read[0:1],
+                       cur_warp_onehot, exec_warp_bits, rec_read[0:1],
                        rec_read[1:5], rec_read[5:6], ntid, nctaid, count, records,
                        cur_block_onehot, rec_reg_onehot, lane_rank, popc, present, per_cta,
                        cta, wic)

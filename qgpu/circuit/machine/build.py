@@ -26,7 +26,6 @@ from qgpu.circuit.machine.memory import MemoryTables, store_records
 from qgpu.circuit.machine.registers import RegisterFile
 from qgpu.circuit.machine.rom import block_row, immediates, rom
 from qgpu.circuit.machine.schedule_pcs import scheduler
-from qgpu.circuit.machine.shared import space_gates
 from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.outputs import default_token, output_member, output_token, output_value
 from qgpu.circuit.schedule import LayerShape
@@ -81,8 +80,7 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
                 lows[lane], words[(i.position, lane)] = alu_low(c, i, lane, opnds[lane], cta_base)
                 operand_b[(i.position, lane)] = opnds[lane][32:64]
             pending.append((i, opnds, lows))
-        gates = {i.position: space_gates(c, i) for i in stage}  # shared-space ops: no global read
-        loaded = memory.loads(k, words, {q: g[0] for q, g in gates.items() if g})
+        loaded = memory.loads(k, words)
         all_words.update(words)
         for i, opnds, lows in pending:
             view = StageView(c, bk, i, opnds, lows,

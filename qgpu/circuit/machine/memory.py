@@ -1,12 +1,17 @@
-"""machine.memory: global memory (one warp): the memory table, loads, the records of
+"""machine.memory: global and shared memory: the memory table, loads, the records of
 stores, and the host's read-back of the final memory from the model's state.
 
-- Table: rows = global words, 32 bits and a presence bit; written at the second V of
-  every `ADDR(a) V V` record with a < 128, the prompt's initial memory and the trace's
-  store records alike (key: ADDR two tokens back; value: the two V tokens). A word never
-  written reads 0 (presence 0), so bit i is (raw_i + presence) / 2, linear (the atomics
-  sum M's bits). One copy per stage holds that stage's loads and atomics' reads (a head
-  per lane and position).
+- Table: rows = the 256 flat addresses (global words 0..127, then CTA c's shared word j
+  at 128 + 32 c + j: `limits.flat_address`), 32 bits and a presence bit; written at the
+  second V of every `ADDR(a) V V` record, the prompt's initial memory and the trace's
+  store records alike (key: ADDR two tokens back, as 8 binary bits; value: the two V
+  tokens). 256 rows are two banks of a head's 128 key channels (`ir.Table.banks`): each
+  read is two heads whose outputs add into the same raw dims, the bank that does not
+  hold the row reading exactly 0; the global words are bank 0 (the host reads them
+  back from its first head). A word never written reads 0 (presence 0), so bit i is
+  (raw_i + presence) / 2, linear (the atomics sum M's bits). One copy per stage holds
+  that stage's loads and atomics' reads (two heads per lane and position), for both
+  spaces: alu_low's word carries the space as bit 7 of the row.
 - Address: the low 16 bits of a + offset (exact partial sum S < 2^17) decoded straight
   to the word one-hot in the ALU's low MLP: word w <=> S mod 2^16 in [4w, 4w + 4); the
   read lands in the next mixer, where the ALU's high MLP adds it to the result.
@@ -27,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qgpu.circuit.ir import BITS, BinaryKey, Circuit, Signal, Table
-from qgpu.circuit.machine.alu import WORD_ADDRESS_BITS
+from qgpu.circuit.ir import BITS, BinaryKey, Circuit, Ref, Signal, Table
+from qgpu.circuit.machine.alu import WORD_ADDRESS_BITS, WORD_SPACE
 from qgpu.circuit.machine.bookkeeping import LANES, Bookkeeping, TokenTable
 from qgpu.circuit.machine.logic import true_bit, unit
 from qgpu.circuit.machine.rom import Instruction
@@ -45,37 +50,34 @@ class MemoryTables:
 
     def __init__(self, c: Circuit, tt: TokenTable, bk: Bookkeeping):
         self.c, self.bk = c, bk
-        self.key = address_key(tt, "addr", 0)
+        self.key = address_key(tt, "addr")
         self.copies: list[Table] = []
 
-    def loads(self, k: int, words: dict, gates: dict | None = None) -> dict:
-        """{(p, lane): raw read} of the words `words[(p, lane)]` (one-hot, none: no load);
-        gates: {p: read gate bit} (machine.shared.space_gates: 0 for shared-space ops)."""
-        t = self.c.table(f"mem.stage{k}", rows=limits.GLOBAL_WORDS, width=32, presence=True)
+    def loads(self, k: int, words: dict) -> dict:
+        """{(p, lane): raw read} of the words `words[(p, lane)]` (alu_low's word: a flat
+        row, valid -1: no access): 32 bits and presence, 0 unless a memory operation."""
+        t = self.c.table(f"mem.stage{k}", rows=limits.FLAT_WORDS, width=32, presence=True)
         t.write(self.key, [(self.bk.v_bits, 1), (self.bk.v_bits, 0)], key_lag=2)
         self.copies.append(t)
-        gates = gates or {}
-        return {pl: t.read(word_key(w), name=f"load.{pl[0]}.{pl[1]}", restore=False,
-                           gate=gates.get(pl[0])).raw
+        return {pl: t.read(word_key(w), name=f"load.{pl[0]}.{pl[1]}", restore=False).raw
                 for pl, w in words.items()}
 
 
 def word_key(word: Signal) -> BinaryKey:
-    """A table query from alu_low's word signal (7 bits, then valid)."""
-    return BinaryKey(word[0:WORD_ADDRESS_BITS], word[WORD_ADDRESS_BITS])
+    """A memory-table query from alu_low's word signal: the flat row's bits are the word's
+    7 bits and the space bit (bit 7), then valid."""
+    return BinaryKey(Ref(word, (*range(WORD_ADDRESS_BITS), WORD_SPACE)),
+                     word[WORD_ADDRESS_BITS])
 
 
-def address_key(tt: TokenTable, name: str, first: int) -> BinaryKey:
-    """The write key of a memory table whose rows are the flat addresses first ..
-    first + 127: an ADDR token's address - first as 7 bits and a valid flag (from the
-    embedding: 8 dims instead of a 129-member one-hot)."""
-    rows = limits.GLOBAL_WORDS
-
+def address_key(tt: TokenTable, name: str) -> BinaryKey:
+    """The memory table's write key: an ADDR token's flat address (global words 0..127,
+    shared 128 + 32 c + j) as 8 bits and a valid flag (from the embedding: 9 dims)."""
     def row(t):
         kind, f = tt.parsed[t]
-        return f[0] - first if kind == "ADDR" and 0 <= f[0] - first < rows else None
+        return f[0] if kind == "ADDR" and 0 <= f[0] < limits.FLAT_WORDS else None
 
-    bits = tt.c.token_bits(f"{name}.bits", WORD_ADDRESS_BITS,
+    bits = tt.c.token_bits(f"{name}.bits", WORD_BITS,
                            lambda t: row(t) if row(t) is not None else 0)
     valid = tt.c.token_flag(f"{name}.valid", lambda t: row(t) is not None)
     return BinaryKey(bits.ref, valid.ref)

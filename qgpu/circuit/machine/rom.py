@@ -13,9 +13,9 @@ row with the latched current block (read at every position: R/V need the writeba
 mask, END the targets).
 
 Decoders turn the fetched fields into what later units gate on: one bit per supported
-operation, the destination one-hot, per operand a register query (one-hot over the 16
-registers; none for r0, an immediate or a forwarded operand; machine.registers adds the
-warp just before the read) and forward bits.
+operation, the destination one-hot, per operand a register query (the register file's
+binary row: r, the EXEC token's warp, and a valid bit, off for r0, an immediate or a
+forwarded operand) and forward bits.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from qgpu.isa import limits
 from qgpu.protocol.vocab import OP_NAMES, SEL_FWD, TERMS
 
 OP_BITS, REG_BITS, SEL_BITS = 7, 4, 6
+QUERY_BITS = REG_BITS + 2 + 1  # a register query: r, the warp, valid
 
 
 @dataclass
@@ -41,7 +42,7 @@ class Instruction:
     ops: Signal  # bits, one per compiled-in operation (MachineSpec.op_names)
     dst: Signal  # dst bits
     dst_onehot: Signal
-    queries: list[Signal]  # per operand: register query one-hot (none: not a register)
+    queries: list[Signal]  # per operand: register query, binary: r (4), w (2), valid
     forwards: list[Signal | None]  # per operand: bits, one per earlier position
     imms: list[Signal]  # per operand: immediate bits (0 when absent); set by `immediates`
     offset: Signal | None = None  # memory ops' address offset; set by `immediates`
@@ -61,7 +62,7 @@ class Instruction:
 class BlockRow:
     wb: Signal  # writeback mask bits
     kinds: Signal  # bits: jmp, br, bar, exit
-    cond_query: Signal  # one-hot over registers: br's condition register
+    cond_query: Signal  # br's condition register, binary: r (4), w (2), valid (r != 0)
     cond: Signal  # its bits
     taken: Signal  # target bits (jmp/bar/br taken)
     not_taken: Signal
@@ -88,7 +89,7 @@ def rom(c: Circuit, tt: TokenTable, bk: Bookkeeping, spec: MachineSpec):
         table.write(key, [(op_bits, 2), (dst_bits, 2), (sel_a, 1), (sel_b, 1), (sel_c, 0)],
                     key_lag=3)
         row = table.read(bk.exec_block, name=f"ins.{p}").bits
-        return _decode(c, spec, p, row)
+        return _decode(c, spec, p, row, bk.exec_warp_bits)
 
     return fetch
 
@@ -111,7 +112,19 @@ def immediates(c: Circuit, tt: TokenTable, bk: Bookkeeping, ins: Instruction,
             ins.imms.append(bits)
 
 
-def _decode(c: Circuit, spec: MachineSpec, p: int, row) -> Instruction:
+def _query(ctx, reg, warp, out) -> None:
+    """A register-file query (machine.registers: binary row r | w, then valid): r from
+    the low 4 bits of `reg` (a selector or register field), w from the EXEC token's warp
+    bits, valid when `reg` names a register 1..15 (r0 reads 0: no query)."""
+    for i in range(REG_BITS):
+        ctx.linear(ctx.v01(reg, i), {out[i]: 2.0})
+    for i in range(len(warp)):
+        ctx.linear(ctx.v01(warp, i), {out[REG_BITS + i]: 2.0})
+    for q in range(1, limits.REGS):
+        ctx.step(*ctx.equals(reg, q), true_bit(out[QUERY_BITS - 1]))
+
+
+def _decode(c: Circuit, spec: MachineSpec, p: int, row, warp) -> Instruction:
     op, dst = row[0:OP_BITS], row[OP_BITS:OP_BITS + REG_BITS]
     sels = [row[OP_BITS + REG_BITS + SEL_BITS * j:OP_BITS + REG_BITS + SEL_BITS * (j + 1)]
             for j in range(3)]
@@ -119,7 +132,7 @@ def _decode(c: Circuit, spec: MachineSpec, p: int, row) -> Instruction:
     names = spec.op_names
     outputs = [(f"ins.{p}.ops", BITS, len(names)),
                (f"ins.{p}.dst_onehot", ONEHOT, limits.REGS)]
-    outputs += [(f"ins.{p}.query.{j}", ONEHOT, limits.REGS) for j in range(3)]
+    outputs += [(f"ins.{p}.query.{j}", BITS, QUERY_BITS) for j in range(3)]
     if earlier:
         outputs += [(f"ins.{p}.forward.{j}", BITS, len(earlier)) for j in range(3)]
 
@@ -129,12 +142,11 @@ def _decode(c: Circuit, spec: MachineSpec, p: int, row) -> Instruction:
         for q in range(limits.REGS):
             ctx.step(*ctx.equals(dst, q), true_member(outs[1], q))
         for j, sel in enumerate(sels):
-            for q in range(1, limits.REGS):  # r0 reads 0: no query
-                ctx.step(*ctx.equals(sel, q), true_member(outs[2 + j], q))
+            _query(ctx, sel, warp, outs[2 + j])
             for i, src in enumerate(earlier):
                 ctx.step(*ctx.equals(sel, SEL_FWD + src), true_bit(outs[5 + j][i]))
 
-    sigs = unit(c, f"decode.ins.{p}", [op, dst, *sels], outputs, body)
+    sigs = unit(c, f"decode.ins.{p}", [op, dst, *sels, warp], outputs, body)
     forwards = sigs[5:8] if earlier else [None, None, None]
     return Instruction(p, sigs[0], dst, sigs[1], sigs[2:5], forwards, [], names=names)
 
@@ -155,10 +167,9 @@ def block_row(c: Circuit, tt: TokenTable, bk: Bookkeeping) -> BlockRow:
         kinds, query = outs
         for k in range(len(TERMS)):
             ctx.step(*ctx.equals(kind_r, k), true_bit(kinds[k]))
-        for q in range(1, limits.REGS):
-            ctx.step(*ctx.equals(cond_r, q), true_member(query, q))
+        _query(ctx, cond_r, bk.exec_warp_bits, query)
 
-    kinds, cond_query = unit(c, "decode.block", [kind_r, cond_r],
+    kinds, cond_query = unit(c, "decode.block", [kind_r, cond_r, bk.exec_warp_bits],
                              [("block.kinds", BITS, len(TERMS)),
-                              ("block.cond_query", ONEHOT, limits.REGS)], body)
+                              ("block.cond_query", BITS, QUERY_BITS)], body)
     return BlockRow(row[0:16], kinds, cond_query, cond_r, row[22:27], row[27:32])
