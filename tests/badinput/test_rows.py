@@ -196,13 +196,19 @@ def _env():
 
 
 def test_ctrl_c_is_one_line_and_exit_130(files):
+    # SIGINT as a terminal delivers it: a runner started in the background (`cmd &` in a
+    # script) passes SIGINT on ignored, and Python then installs no KeyboardInterrupt
     proc = subprocess.Popen([*QGPU, "run", str(files / "loop.cu"), "--grid", "1", "--block",
                              "4", "--engine", "interp", "--arg", "o=zeros:4", "--budget",
                              "100000000"],
-                            stderr=subprocess.PIPE, text=True, env=_env())
-    time.sleep(8)
-    proc.send_signal(signal.SIGINT)
-    err = proc.communicate(timeout=60)[1]
+                            stderr=subprocess.PIPE, text=True, env=_env(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        time.sleep(8)
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        proc.kill()   # never leave the runaway launch behind (it grows to GiBs)
     assert proc.returncode == 130
     assert err.strip() == "qgpu run: interrupted"
 
