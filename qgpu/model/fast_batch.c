@@ -167,33 +167,13 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
                 if (decay != 1.0f) for (int64_t i = 0; i < (int64_t)dk * dv; i++) S[i] *= decay;
                 const int32_t nk = b->nk[t], *nzk = b->nzk + (int64_t)t * dk;
                 const float *kn = b->kn + (int64_t)t * dk;
-                if (nk) {  /* delta rule: m = S^T k; S += k (beta (v - m))^T */
-                    const float *vloc = VT + (int64_t)t * dv;
-                    float beta = sigmoid(st_at(b, b0 + s, t));
-                    float *delta = b->o;
-                    for (int32_t e = 0; e < dv; e++) delta[e] = 0.0f;
-                    for (int32_t k = 0; k < nk; k++) {
-                        const float *row = S + (int64_t)nzk[k] * dv;
-                        float kj = kn[nzk[k]];
-                        for (int32_t e = 0; e < dv; e++) delta[e] += row[e] * kj;
-                    }
-                    for (int32_t e = 0; e < dv; e++) delta[e] = (vloc[e] - delta[e]) * beta;
-                    for (int32_t k = 0; k < nk; k++) {
-                        float *row = S + (int64_t)nzk[k] * dv;
-                        float kj = kn[nzk[k]];
-                        for (int32_t e = 0; e < dv; e++) row[e] += kj * delta[e];
-                    }
-                }
+                if (nk)
+                    gdn_delta_rule(S, nzk, nk, kn, VT + (int64_t)t * dv,
+                                   sigmoid(st_at(b, b0 + s, t)), b->o, dv);
                 const int32_t nq = b->nq[t], *nzq = b->nzq + (int64_t)t * dk;
                 if (!nq) continue;  /* reads 0: the head's output is 0 */
-                const float *qn = b->qn + (int64_t)t * dk;
                 float *o = b->o;
-                for (int32_t e = 0; e < dv; e++) o[e] = 0.0f;
-                for (int32_t k = 0; k < nq; k++) {
-                    const float *row = S + (int64_t)nzq[k] * dv;
-                    float qj = qn[nzq[k]];
-                    for (int32_t e = 0; e < dv; e++) o[e] += row[e] * qj;
-                }
+                gdn_read(S, nzq, nq, b->qn + (int64_t)t * dk, o, dv);
                 float r = 1.0f / sqrtf(pairwise_sumsq(o, dv) / (float)dv + m->eps);
                 read = 1;
                 for (int32_t e = 0; e < dv; e++) OT[(int64_t)t * dv + e] = o[e] * r;

@@ -180,6 +180,36 @@ static float pairwise_sumsq(const float *a, int64_t n) {
 
 void qgpu_sumsq(const float *a, int64_t n, float *out) { *out = pairwise_sumsq(a, n); }
 
+/* One GDN head's delta rule over the key's nonzero entries: m = S^T k;
+   S += k (beta (v - m))^T. Shared by the per-token and the batched kernel, so the two
+   stay bit-identical by construction. `delta` is dv floats of scratch. */
+static inline void gdn_delta_rule(float *S, const int32_t *nzk, int32_t nk, const float *kn,
+                                  const float *v, float beta, float *delta, int32_t dv) {
+    for (int32_t e = 0; e < dv; e++) delta[e] = 0.0f;
+    for (int32_t t = 0; t < nk; t++) {
+        const float *row = S + (int64_t)nzk[t] * dv;
+        float kj = kn[nzk[t]];
+        for (int32_t e = 0; e < dv; e++) delta[e] += row[e] * kj;
+    }
+    for (int32_t e = 0; e < dv; e++) delta[e] = (v[e] - delta[e]) * beta;
+    for (int32_t t = 0; t < nk; t++) {
+        float *row = S + (int64_t)nzk[t] * dv;
+        float kj = kn[nzk[t]];
+        for (int32_t e = 0; e < dv; e++) row[e] += kj * delta[e];
+    }
+}
+
+/* One GDN head's read o = S^T q over the query's nonzero entries (both kernels). */
+static inline void gdn_read(const float *S, const int32_t *nzq, int32_t nq, const float *qn,
+                            float *o, int32_t dv) {
+    for (int32_t e = 0; e < dv; e++) o[e] = 0.0f;
+    for (int32_t t = 0; t < nq; t++) {
+        const float *row = S + (int64_t)nzq[t] * dv;
+        float qj = qn[nzq[t]];
+        for (int32_t e = 0; e < dv; e++) o[e] += row[e] * qj;
+    }
+}
+
 /* --- model layout (mirrored by ctypes Structures in fast_native.py) --- */
 
 typedef struct {          /* columns of a sparse matrix; rows ascending within a column */
@@ -506,32 +536,11 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
         const float *v = m->qkv + 2 * n_qk + s * dv;
         const int32_t nk = m->nk[ks], *nzk = m->nzk + ks * dk;
         const float *kn = m->kn + ks * dk;
-        if (nk) {  /* delta rule: m = S^T k; S += k (beta (v - m))^T */
-            float beta = sigmoid(bb[s]);
-            float *delta = m->o;
-            for (int32_t e = 0; e < dv; e++) delta[e] = 0.0f;
-            for (int32_t t = 0; t < nk; t++) {
-                const float *row = S + (int64_t)nzk[t] * dv;
-                float kj = kn[nzk[t]];
-                for (int32_t e = 0; e < dv; e++) delta[e] += row[e] * kj;
-            }
-            for (int32_t e = 0; e < dv; e++) delta[e] = (v[e] - delta[e]) * beta;
-            for (int32_t t = 0; t < nk; t++) {
-                float *row = S + (int64_t)nzk[t] * dv;
-                float kj = kn[nzk[t]];
-                for (int32_t e = 0; e < dv; e++) row[e] += kj * delta[e];
-            }
-        }
+        if (nk) gdn_delta_rule(S, nzk, nk, kn, v, sigmoid(bb[s]), m->o, dv);
         const int32_t nq = m->nq[ks], *nzq = m->nzq + ks * dk;
         if (!nq) continue;  /* reads 0: the head's output is 0 */
-        const float *qn = m->qn + ks * dk;
         float *o = m->o;
-        for (int32_t e = 0; e < dv; e++) o[e] = 0.0f;
-        for (int32_t t = 0; t < nq; t++) {
-            const float *row = S + (int64_t)nzq[t] * dv;
-            float qj = qn[nzq[t]];
-            for (int32_t e = 0; e < dv; e++) o[e] += row[e] * qj;
-        }
+        gdn_read(S, nzq, nq, m->qn + ks * dk, o, dv);
         float r = 1.0f / sqrtf(pairwise_sumsq(o, dv) / (float)dv + m->eps);
         float *y = m->y + s * dv;
         const float *zs = z + s * dv;
