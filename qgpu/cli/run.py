@@ -174,11 +174,7 @@ def report(r: dict) -> str:
 
 
 def main(args) -> int:
-    try:
-        r = run(args)
-    except QgpuError as exc:
-        one_line = " ".join(str(exc).split())
-        raise type(exc)(one_line) if type(exc) is not RunError else RunError(one_line) from None
+    r = run(args)      # errors: qgpu.cli prints them as one line
     if args.json:
         out = {"kernel": r["kernel"], "engine": r["engine"], "args": r["args"],
                "tokens": r["tokens"]}

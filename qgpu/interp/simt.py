@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from qgpu.errors import LaunchError, MachineError
 from qgpu.isa import limits
+from qgpu.isa.faults import Fault, Trap, memory_kind
 from qgpu.isa.ops import ATOMIC_FNS
 from qgpu.isa.program import Bar, Br, Exit, Imm, Instr, Jmp, Program
 
@@ -32,6 +33,7 @@ class BlockEvent:
     mem_writes: list[tuple[int, int]]             # (flat word index, value after the op)
     branch_taken: tuple[int, ...] | None = None   # br: active lanes that took the branch
     epoch: int = 0                                # barriers the CTA has released so far
+    trap: Trap | None = None                      # the fault that ended the launch here
 
 
 @dataclass
@@ -69,6 +71,15 @@ def budget_error(blocks: int) -> MachineError:
                         f"finishing (runaway loop?)")
 
 
+class _MemoryTrap(Exception):
+    """Inside a block: a memory operation faulted (run() turns it into a Fault)."""
+
+    def __init__(self, kind: str, address: int, lane: int, position: int, op: str):
+        super().__init__(kind)
+        self.kind, self.address, self.lane, self.position, self.op = \
+            kind, address, lane, position, op
+
+
 class Machine:
     """One launch of a program. `run()` executes it to the end."""
 
@@ -87,6 +98,7 @@ class Machine:
                       for c in range(grid) for w in range(per_cta)]
         self.events: list[BlockEvent] = []
         self.instructions = 0
+        self._position = 0        # instruction position of the operation being run
         # barrier releases per CTA: every running lane has passed exactly this many
         # barriers (the protocol's EXEC carries it mod 4; docs/protocol.md)
         self.releases = [0] * grid
@@ -101,21 +113,29 @@ class Machine:
                 raise budget_error(self.budget)
             pc = min(warp.pc[lane] for lane in warp.running())
             active = tuple(lane for lane in warp.running() if warp.pc[lane] == pc)
-            event = self.execute(warp, pc, active)
+            try:
+                event = self.execute(warp, pc, active)
+            except _MemoryTrap as mt:
+                trap = Trap(mt.kind, mt.address, warp.index, mt.lane, pc, mt.position,
+                            warp.cta, mt.op)
+                self.events.append(BlockEvent(warp.index, pc, active, [], [], None,
+                                              self.releases[warp.cta], trap))
+                raise Fault(trap, self.events) from None
             event.epoch = self.releases[warp.cta]
             self.events.append(event)
-            self._release_barrier(warp.cta)
+            self._release_barrier(warp.cta, event)
         return InterpRun(self.memory, self.shared, self.events, self.instructions)
 
-    def _release_barrier(self, cta: int) -> None:
+    def _release_barrier(self, cta: int, last: BlockEvent) -> None:
         lanes = [(w, lane) for w in self.warps if w.cta == cta for lane in range(limits.LANES)]
         if any(w.status[lane] == RUNNING for w, lane in lanes):
             return
         waiting = [(w, lane) for w, lane in lanes if w.status[lane] == WAITING]
         targets = {w.pc[lane] for w, lane in waiting}
         if len(targets) > 1:
-            raise MachineError(f"barrier cannot complete: lanes of CTA {cta} wait at "
-                               f"different barriers (continuing at blocks {sorted(targets)})")
+            last.trap = Trap("barrier", min(targets) | max(targets) << 16, last.warp, 0,
+                             last.block, 0, cta)
+            raise Fault(last.trap, self.events)
         for w, lane in waiting:
             w.status[lane] = RUNNING
         if waiting:
@@ -126,10 +146,11 @@ class Machine:
         blk = self.prog.blocks[pc]
         saved = [list(warp.regs[lane]) for lane in range(limits.LANES)]
         mem_writes: list[tuple[int, int]] = []
-        for stage in blk.stages:
+        for s, stage in enumerate(blk.stages):
             results: list[tuple[int, int, int]] = []   # (lane, reg, value)
-            for ins in stage:
+            for k, ins in enumerate(stage):
                 self.instructions += 1
+                self._position = s * limits.SLOTS + k
                 for lane, value in self._op(warp, ins, active, mem_writes).items():
                     results.append((lane, ins.dst, value))
             for lane, reg, value in results:
@@ -168,14 +189,12 @@ class Machine:
         return {"tid": warp.tid[lane], "ntid": self.block, "ctaid": warp.cta,
                 "nctaid": self.grid, "laneid": lane, "warpid": warp.warp_in_cta}[name]
 
-    def _word(self, ins: Instr, space: str, address: int, cta: int) -> int:
+    def _word(self, ins: Instr, space: str, address: int, lane: int) -> int:
         addr = limits.u32(address + ins.offset)
         words = limits.GLOBAL_WORDS if space == "global" else limits.SHARED_WORDS
-        if addr % 4:
-            raise MachineError(f"misaligned {space} access at byte address {addr} ({ins.op})")
-        if addr // 4 >= words:
-            raise MachineError(f"out-of-bounds {space} access at byte address {addr} "
-                               f"({ins.op}); {space} memory has {words} words")
+        if addr % 4 or addr // 4 >= words:
+            raise _MemoryTrap(memory_kind(space, addr % 4 != 0), addr, lane, self._position,
+                              ins.op)
         return addr // 4
 
     def _mem(self, space: str, cta: int) -> list[int]:
@@ -197,7 +216,7 @@ class Machine:
         out: dict[int, int] = {}
         touched: dict[int, None] = {}
         for lane in active:
-            word = self._word(ins, spec.space, vals[lane][0], warp.cta)
+            word = self._word(ins, spec.space, vals[lane][0], lane)
             if spec.kind == "load":
                 out[lane] = mem[word]
                 continue

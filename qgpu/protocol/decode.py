@@ -12,6 +12,7 @@ import numpy as np
 
 from qgpu.errors import ProtocolError
 from qgpu.isa import limits
+from qgpu.isa.faults import FAULT_KINDS, Trap, fault_message
 from qgpu.isa.ops import OPS
 from qgpu.isa.program import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg
 from qgpu.protocol.prompt import operand_selectors
@@ -25,6 +26,8 @@ from qgpu.protocol.vocab import (
     fields_of,
     name,
 )
+
+MEMORY_KINDS = ("load", "store", "atomic")
 
 
 @dataclass
@@ -147,17 +150,20 @@ def decode_prompt(tokens: list[int]) -> Launch:
 @dataclass
 class Record:
     position: int                       # index of the record's first token in the trace
-    kind: str                           # "exec" | "halt"
+    kind: str                           # "exec" | "halt" | "trap" (a fault: the last record)
     block: int = -1
     warp: int = -1
     active: tuple[int, ...] = ()
     registers: dict[int, dict[int, int]] = field(default_factory=dict)   # reg -> lane -> value
     mem_writes: list[tuple[int, int]] = field(default_factory=list)
     taken: tuple[int, ...] = ()
+    trap: Trap | None = None
 
     def __str__(self) -> str:
         if self.kind == "halt":
             return f"{self.position:5d}  HALT"
+        if self.kind == "trap":
+            return f"{self.position:5d}  TRAP {self.trap.kind}: {fault_message(self.trap)}"
         parts = [f"{self.position:5d}  EXEC block {self.block} warp {self.warp} "
                  f"lanes {''.join(str(x) for x in self.active)}"]
         for reg, lanes in self.registers.items():
@@ -180,6 +186,7 @@ class _Lanes:
         self.status = [["run" if (w % self.per_cta) * limits.LANES + ln < launch.block
                         else "absent" for ln in range(limits.LANES)] for w in range(self.nwarps)]
         self.releases = [0] * launch.grid  # barrier releases per CTA (EXEC's epoch)
+        self.diverged: tuple[int, int] | None = None   # (CTA, TRAP address) of a fault
 
     def next_exec(self) -> tuple[int, int, tuple[int, ...], int] | None:
         for w in range(self.nwarps):
@@ -204,6 +211,10 @@ class _Lanes:
                  for ln in range(limits.LANES)]
         if not any(self.status[x][ln] == "run" for x, ln in lanes):
             waiting = [(x, ln) for x, ln in lanes if self.status[x][ln] == "wait"]
+            targets = {self.pc[x][ln] for x, ln in waiting}
+            if len(targets) > 1:                    # a barrier fault: TRAP comes next
+                self.diverged = (cta, min(targets) | max(targets) << 16)
+                return
             for x, ln in waiting:
                 self.status[x][ln] = "run"
             if waiting:
@@ -241,6 +252,9 @@ def decode_trace(launch: Launch, tokens: list[int]) -> list[Record]:
                                     f"{want[3]})" if want else "HALT"))
         active = want[2]
         blk = prog.blocks[b]
+        if r.peek() == "TRAP":
+            out.append(_memory_trap(r, launch, lanes, b, w, active))
+            return out
         rec = Record(start, "exec", b, w, active)
         for reg in sorted(blk.writeback):
             got = r.take("R")[0]
@@ -258,3 +272,45 @@ def decode_trace(launch: Launch, tokens: list[int]) -> list[Record]:
                                 f"not take a branch")
         lanes.finish(w, active, blk.terminator, rec.taken)
         out.append(rec)
+        if lanes.diverged is not None:
+            out.append(_barrier_trap(r, lanes, b, w))
+            return out
+
+
+def _trap_fields(r: _Reader) -> tuple[int, str, int, int, int]:
+    at = r.pos
+    kind_i, lane, p = r.take("TRAP")
+    address = r.word()
+    if r.pos != len(r.toks):
+        raise ProtocolError(f"trace: tokens after the TRAP record at position {r.pos}")
+    return at, FAULT_KINDS[kind_i], lane, p, address
+
+
+def _memory_trap(r: _Reader, launch: Launch, lanes: _Lanes, b: int, w: int,
+                 active) -> Record:
+    """EXEC(b, w, m, e) TRAP(kind, lane, p) V V: block b faulted at instruction p."""
+    at, kind, lane, p, address = _trap_fields(r)
+    stages = launch.program.blocks[b].stages
+    s, k = divmod(p, limits.SLOTS)
+    ins = stages[s][k] if s < len(stages) and k < len(stages[s]) else None
+    space = ins.spec.space if ins is not None and ins.spec.kind in MEMORY_KINDS else None
+    if kind == "barrier" or space is None or not kind.endswith(space) or lane not in active:
+        raise ProtocolError(f"trace: position {at}: {name(r.toks[at])} does not name a "
+                            f"{'memory operation' if space is None else space + ' access'} "
+                            f"of an active lane of block {b}")
+    trap = Trap(kind, address, w, lane, b, p, w // lanes.per_cta, ins.op)
+    return Record(at, "trap", b, w, tuple(active), trap=trap)
+
+
+def _barrier_trap(r: _Reader, lanes: _Lanes, b: int, w: int) -> Record:
+    """... END TRAP(barrier, 0, 0) V V: the CTA's lanes wait at different barriers."""
+    cta, address = lanes.diverged
+    start = r.pos
+    if r.peek() != "TRAP":
+        raise ProtocolError(f"trace: position {start}: lanes of CTA {cta} wait at "
+                            f"different barriers, so a TRAP record must follow")
+    at, kind, lane, p, got = _trap_fields(r)
+    if (kind, lane, p, got) != ("barrier", 0, 0, address):
+        raise ProtocolError(f"trace: position {at}: {name(r.toks[at])} with address {got}; "
+                            f"the barrier fault is TRAP(barrier,lane0,p0) with {address}")
+    return Record(at, "trap", b, w, trap=Trap("barrier", address, w, 0, b, 0, cta))

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 from qgpu.errors import TokenError
 from qgpu.isa import limits
+from qgpu.isa.faults import FAULT_KINDS
 from qgpu.isa.ops import OPS
 
-PROTOCOL_VERSION = 3    # 3: EXEC carries the barrier epoch (EXEC, R, END, HALT ids moved)
+PROTOCOL_VERSION = 4    # 4: TRAP records (faults written by the model; ids after HALT)
+#                        3: EXEC carries the barrier epoch (EXEC, R, END, HALT ids moved)
 #                        2: mulhi.s/mulhi.u left the ISA (OPD ids and every later id moved)
 OP_NAMES: tuple[str, ...] = tuple(OPS)          # OP index i is the i-th mnemonic of OPS
 TERMS = ("jmp", "br", "bar", "exit")
@@ -73,6 +75,9 @@ KINDS: tuple[Kind, ...] = (
                          "lane"),
     Kind("END", (MASKS,), "END(t): the block ends; t = active lanes that took a br"),
     Kind("HALT", (), "the launch has ended"),
+    Kind("TRAP", (len(FAULT_KINDS), limits.LANES, N_SLOTS),
+         "TRAP(kind, lane, p) V(lo) V(hi): the launch faults here (the last record): "
+         "kind, the faulting lane and instruction position, the byte address"),
 )
 
 _BASE: dict[str, int] = {}
@@ -165,6 +170,8 @@ def name(token: int) -> str:
         return f"{kind}({f[0] + 1})"
     if kind == "R":
         return f"R(r{f[0]})"
+    if kind == "TRAP":
+        return f"TRAP({FAULT_KINDS[f[0]]},lane{f[1]},p{f[2]})"
     if not f:
         return kind
     return f"{kind}({','.join(str(x) for x in f)})"

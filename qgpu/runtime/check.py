@@ -22,6 +22,7 @@ import time
 from qgpu.errors import CheckMismatch, ProtocolError
 from qgpu.interp import run_launch
 from qgpu.isa import limits
+from qgpu.isa.faults import Fault
 from qgpu.isa.program import Program
 from qgpu.progress import progress
 from qgpu.protocol import (
@@ -84,8 +85,8 @@ def check_trace(program: Program, grid: int, block: int, memory, prompt: list[in
     """The interpreter's trace; raises CheckMismatch at the first difference (and, when
     model_memory, the global memory read from the model's state, is given, where it
     differs from the interpreter's)."""
-    res = run_launch(program, grid=grid, block=block, memory=list(memory) or None)
-    want = expected_trace(res.events)
+    events, interp_memory = interp_launch(program, grid, block, list(memory))
+    want = expected_trace(events)
     launch = decode_prompt(prompt)
     for i in range(max(len(want), len(trace))):
         a = want[i] if i < len(want) else None
@@ -96,9 +97,22 @@ def check_trace(program: Program, grid: int, block: int, memory, prompt: list[in
                 f"--check: token {i} of the trace differs: interpreter "
                 f"{_name(a)}, model {_name(b)}; expected record: "
                 f"{_record_at(launch, want, i)}; model's record: {got_rec}"), want, trace)
-    if model_memory is not None:
-        check_memory(list(res.memory), list(model_memory))
+    if model_memory is not None and interp_memory is not None:
+        check_memory(interp_memory, list(model_memory))
     return want
+
+
+def interp_launch(program: Program, grid: int, block: int, memory: list[int],
+                  budget: int = limits.DEFAULT_BLOCK_BUDGET) -> tuple[list, list[int] | None]:
+    """The interpreter's block events and final memory; a launch that faults gives its
+    events up to the fault (the last carries the TRAP record) and no memory (a faulted
+    launch has no results to compare)."""
+    try:
+        res = run_launch(program, grid=grid, block=block, memory=memory or None,
+                         budget=budget)
+    except Fault as fault:
+        return fault.events, None
+    return res.events, list(res.memory)
 
 
 def _with_traces(err: CheckMismatch, expected: list[int], written: list[int]) -> CheckMismatch:
@@ -129,8 +143,8 @@ def forced_launch(machine, program: Program, grid: int, block: int, memory=(),
     interpreter's. Returns a ModelRun whose trace is the checked trace."""
     machine.check(program, grid, block)
     memory = list(memory)
-    res = run_launch(program, grid=grid, block=block, memory=memory or None, budget=max_blocks)
-    want = expected_trace(res.events) if expected is None else list(expected)
+    events, interp_memory = interp_launch(program, grid, block, memory, max_blocks)
+    want = expected_trace(events) if expected is None else list(expected)
     prompt = encode_prompt(program, grid, block, memory)
     engine = machine.engine
     forced = engine.forced_greedy
@@ -154,8 +168,8 @@ def forced_launch(machine, program: Program, grid: int, block: int, memory=(),
             bar.update(len(got))
     seconds = time.perf_counter() - start
     run = ModelRun(prompt, want, state, seconds, machine.read_memory(state))
-    if expected is None:
-        check_memory(list(res.memory), run.memory, "--check --forced")
+    if expected is None and interp_memory is not None:
+        check_memory(interp_memory, run.memory, "--check --forced")
     return run
 
 

@@ -91,7 +91,8 @@ def generate_launch(machine: LaunchMachine, program: Program, grid: int, block: 
     or exported checkpoint). Raises the interpreter's budget error (interp.simt.
     budget_error) when the model starts block max_blocks + 1 without HALT, and LaunchError
     after max_tokens. margins: also record each written token's top-1 minus top-2 logit
-    (step_margin; default: inside `record_margins()`)."""
+    (step_margin; default: inside `record_margins()`). A model that writes TRAP ends the
+    launch with that record (runtime.model_engines turns it into the fault's error)."""
     machine.check(program, grid, block)
     prompt = encode_prompt(program, grid, block, memory)
     engine = machine.engine
@@ -109,15 +110,21 @@ def generate_launch(machine: LaunchMachine, program: Program, grid: int, block: 
     token = step(state, prompt[-1])
     trace = [token]
     blocks = 0
+    trap_at = None          # where the model wrote TRAP: its record is 3 tokens, then it ends
     # a bar (tokens, tokens/s) once a launch has taken 2 s, on a terminal only
     with progress(desc="model launch", unit="tok", delay=2.0, miniters=64) as bar:
         while token != HALT:
+            if trap_at is not None and len(trace) >= trap_at + 3:
+                break
             if len(trace) >= max_tokens:
                 raise LaunchError(f"the model wrote {max_tokens} tokens without HALT")
-            if _kind(token, len(trace) - 1) == "EXEC":
+            kind = _kind(token, len(trace) - 1)
+            if kind == "EXEC":
                 blocks += 1
                 if blocks > max_blocks:
                     raise budget_error(max_blocks)
+            elif kind == "TRAP" and trap_at is None:
+                trap_at = len(trace) - 1
             token = step(state, token)
             trace.append(token)
             bar.update()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.cuda.api import ENGINES, EngineRun
 from qgpu.errors import CheckMismatch
+from qgpu.isa.faults import Fault
 from qgpu.protocol import Launch, decode_trace
 from qgpu.runtime.check import check_trace, forced_launch
 from qgpu.runtime.compiled import DEFAULT_SPEC, load_machine
@@ -41,6 +42,8 @@ def run_model(program, grid: int, block: int, memory, budget: int | None = None,
                 err.margins = run.margins
                 raise
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
+    if records and records[-1].kind == "trap":   # the model detected a fault: its error
+        raise Fault(records[-1].trap)
     return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace,
                      run.margins, expected)
 

@@ -177,7 +177,12 @@ def record_index(c: Circuit, bk: Bookkeeping, has_next: Signal, value_done: Sign
 
 def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRow,
              results: dict, conds: list, value_next: Signal, value_done: Signal,
-             records: list[Signal]) -> Emission:
+             records: list[Signal], trap_addrs: dict | None = None,
+             trap: Signal | None = None) -> Emission:
+    """trap_addrs (machine.faults): per position the faulting address (0 unless the
+    block's first fault is there), latched with the position's records and emitted as
+    the value tokens after TRAP; trap: +1 at an EXEC whose block faults (the R/ADDR/END
+    rules are off there)."""
     keys = queue_keys(c, ins, block)
     picked = None
     for i, key in zip(ins, keys, strict=True):
@@ -186,15 +191,18 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
                 enable=bk.is_exec, clear=bk.is_exec)
         raw = q.read(bk.rec_reg_onehot, name=f"queue.{i.position}", restore=False).raw
         picked = _queue_pick(c, bk, i.position, raw, picked, value_next)
-    latched = []
+    latched, trapped = [], []
     for i, rec in zip(ins, records, strict=True):
-        t = c.table(f"records.{i.position}", rows=1, width=RECORD_WIDTH)
-        t.write(0, rec, enable=bk.is_exec)
+        addr = (trap_addrs or {}).get(i.position)
+        t = c.table(f"records.{i.position}", rows=1,
+                    width=RECORD_WIDTH + (32 if addr is not None else 0))
+        t.write(0, [(rec, 0)] + ([(addr, 0)] if addr is not None else []), enable=bk.is_exec)
         latched.append(t.read(0, name=f"records.{i.position}").bits)
+        trapped.append(addr is not None)
 
     x, nxt, has = next_register(c, bk, block)
     case, k = record_index(c, bk, has, value_done)
-    chosen = _records_chain(c, latched, k, case)
+    chosen = _records_chain(c, bk, latched, k, case, trapped if trap is not None else None)
 
     def value(ctx, outs):
         v, addr = outs
@@ -219,35 +227,43 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
         in_rec = [ctx.v01(bk.is_v), ctx.v01(bk.rec_is_r)]
         done, more = ctx.v01(value_done), ctx.v01(has)
         not_done = plus(ctx.const(1), scaled(done, -1))
+        ok = [] if trap is None else [plus(ctx.const(1), scaled(ctx.v01(trap), -1))]
         ctx.step(ctx.v01(bk.is_r), 1, true_bit(ev[0]))
         ctx.step(not_done, 1, true_bit(ev[0]), when=in_rec)
         ctx.step(ctx.sum01(case, [0, 1]), 1, true_bit(ev[0]))
-        ctx.step(ctx.v01(bk.is_exec), 1, true_bit(er[0]), when=[more])
+        if trap is not None:  # TRAP's address: V(lo) at TRAP, V(hi) at the V after it
+            ctx.step(ctx.v01(bk.rec_is_trap), 1, true_bit(ev[0]))
+        ctx.step(ctx.v01(bk.is_exec), 1, true_bit(er[0]), when=[more, *ok])
         ctx.step(done, 1, true_bit(er[0]), when=[*in_rec, more])
-        ctx.step(ctx.v01(has_k), 1, true_bit(ea[0]), when=[ctx.v01(case, 2)])
+        ctx.step(ctx.v01(has_k), 1, true_bit(ea[0]), when=[ctx.v01(case, 2), *ok])
         ctx.step(plus(ctx.const(1), scaled(ctx.v01(has_k), -1)), 1, true_bit(ee[0]),
-                 when=[ctx.v01(case, 2)])
+                 when=[ctx.v01(case, 2), *ok])
 
+    extra = [] if trap is None else [trap, bk.rec_is_trap]
     ev, er, ea, ee = unit(c, "emit.flags", [bk.is_v, bk.rec_is_r, bk.is_r, bk.is_exec,
-                                            value_done, has, case, has_k],
+                                            value_done, has, case, has_k, *extra],
                           [("emit.v", BITS, 1), ("emit.r", BITS, 1), ("emit.addr_flag", BITS, 1),
                            ("emit.end", BITS, 1)], flags)
     return Emission(v, ev, nxt, er, addr, ea, taken_onehot, ee)
 
 
-def _records_chain(c: Circuit, latched: list[Signal], k: Signal, case: Signal) -> Signal:
+def _records_chain(c: Circuit, bk: Bookkeeping, latched: list[Signal], k: Signal,
+                   case: Signal, trapped: list[bool] | None = None) -> Signal:
     """The block's k-th memory record (k: `record_index`), picked position by position so
     that each latched record (164 bits) is read in the MLP after its table and then
     freed, instead of all of them living to the last layer: per position a, `rank`
     counts down rem = k - (valid records before a) as a one-hot (negative: none) and
     marks the lane whose record is the k-th; `pick` adds that lane's fields for the
     token that comes next (case: V lo, V hi, ADDR). Output bits: value (16) | word
-    (WORD_BITS) | found (the k-th record exists)."""
+    (WORD_BITS) | found (the k-th record exists). trapped (machine.faults): which
+    latches carry a faulting address after the records; after a TRAP token the chain
+    takes its low half (at TRAP) or high half (at the V after it) instead."""
     rem, chosen = k, None
     for a, lat in enumerate(latched):
         last = a == len(latched) - 1
         sel, rem = _records_rank(c, a, lat, rem, first=a == 0, last=last)
-        chosen = _records_pick(c, a, lat, sel, case, chosen)
+        chosen = _records_pick(c, a, lat, sel, case, chosen,
+                               None if trapped is None else (bk, trapped[a]))
     return chosen
 
 
@@ -282,11 +298,18 @@ def _records_rank(c: Circuit, a: int, lat: Signal, rem: Signal, first: bool, las
 
 
 def _records_pick(c: Circuit, a: int, lat: Signal, sel: Signal, case: Signal,
-                  before: Signal | None) -> Signal:
+                  before: Signal | None, trap=None) -> Signal:
     width = 16 + WORD_BITS + 1
 
     def body(ctx, outs):
         (out,) = outs
+        if trap is not None and trap[1]:  # after TRAP (no record case is on there)
+            bk = trap[0]
+            half = [plus(ctx.const(1), scaled(ctx.v01(bk.is_v), -1)), ctx.v01(bk.is_v)]
+            for h in range(2):
+                for b in range(16):
+                    ctx.step(ctx.v01(lat, RECORD_WIDTH + 16 * h + b), 1, true_bit(out[b]),
+                             when=[ctx.v01(bk.rec_is_trap), half[h]])
         if before is not None:
             for b in range(width):
                 ctx.step(ctx.v01(before, b), 1, true_bit(out[b]))
@@ -301,7 +324,9 @@ def _records_pick(c: Circuit, a: int, lat: Signal, sel: Signal, case: Signal,
                          when=[ctx.v01(sel, lane), ctx.v01(case, 2)])
             ctx.step(ctx.v01(sel, lane), 1, true_bit(out[16 + WORD_BITS]))
 
-    (out,) = unit(c, f"records.pick.{a}", [lat, sel, case, *([before] if before else [])],
+    extra = [trap[0].rec_is_trap, trap[0].is_v] if trap is not None and trap[1] else []
+    (out,) = unit(c, f"records.pick.{a}", [lat, sel, case, *([before] if before else []),
+                                           *extra],
                   [(f"records.pick.{a}", BITS, width)], body)
     return out
 

@@ -25,6 +25,8 @@ COMPONENTS = [
      ("mem.", "load", "store.", "atom", "shared", "smem", "space.")),
     ("ALU", "operands, the low/high MLPs of every operation family per position and lane",
      ("operands", "alu_", "mul", "shift", "minmax", "warp", "shfl", "ballot")),
+    ("fault detector", "misaligned and out-of-bounds accesses: the first faulting lane, "
+     "its address and the TRAP record's fields (machine.faults)", ("fault.",)),
     ("branch unit", "the branch condition per lane and the taken mask",
      ("cond.", "branch.", "taken.")),
     ("emitter", "result queue and record bookkeeping: which R, V, ADDR, END comes next",
