@@ -4,7 +4,8 @@ the widest stage (or --stage S) the live signals by family (digits replaced by #
 their dims and (born, cancelled) stages; --curve adds the layers / width trade (the
 narrowest plan the scheduler finds for each layer count up to --max-layers).
 
-    python benchmarks/machine_width.py [--max-layers 43] [--stage S] [--top 30] [--curve]
+    python benchmarks/machine_width.py [--detect-faults] [--max-layers N] [--stage S] [--top 30]
+        [--curve]
 
 Stages: the embedding is 0, layer L's mixer 2L + 1 and its MLP 2L + 2; a piece is live
 at stage s when it was born before s and is cancelled at s or later (`Plan.live_at`).
@@ -16,7 +17,7 @@ import argparse
 import re
 from collections import defaultdict
 
-from qgpu.circuit.machine.build import MAX_LAYERS, build_machine
+from qgpu.circuit.machine.build import build_machine, max_layers
 from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.placement import graph, place
 from qgpu.circuit.schedule import SWEEP, WIDE_SWEEP, LayerShape, _allocate, _layers, schedule
@@ -37,12 +38,16 @@ def width_curve(circuit, shape: LayerShape) -> dict[int, int]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--max-layers", type=int, default=MAX_LAYERS)
+    p.add_argument("--detect-faults", action="store_true",
+                   help="the machine with the fault detector (runtime.compiled's DEFAULT_SPEC)")
+    p.add_argument("--max-layers", type=int, help="default: build.max_layers(spec)")
     p.add_argument("--stage", type=int, help="the stage to break down (default: widest)")
     p.add_argument("--top", type=int, default=30, help="families listed")
     p.add_argument("--curve", action="store_true", help="also the layers / width trade")
     args = p.parse_args(argv)
-    circuit, shape = build_machine(MachineSpec()), LayerShape.qwen35_2b()
+    spec = MachineSpec(detect_faults=args.detect_faults)
+    args.max_layers = args.max_layers or max_layers(spec)
+    circuit, shape = build_machine(spec), LayerShape.qwen35_2b()
     plan = schedule(circuit, shape, max_layers=args.max_layers)
     print(f"layers {plan.n_layers}, hidden {plan.hidden} (max_layers {args.max_layers})")
     gone = {piece: 2 * layer + 2 for layer, pieces in plan.cancels.items() for piece in pieces}

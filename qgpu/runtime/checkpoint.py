@@ -174,7 +174,8 @@ def spec_of(info: dict, directory=None) -> tuple[MachineSpec, tuple[str, ...]]:
     fields = circuit["spec"]
     try:
         spec = MachineSpec(slots=fields["slots"], stages=fields["stages"],
-                           warps=fields["warps"])
+                           warps=fields["warps"],
+                           detect_faults=fields.get("detect_faults", False) is True)
     except ValueError as err:
         raise CheckpointMachineError(f"{directory or 'these weights'}: {LAYOUT_FILE}'s "
                                      f"machine spec: {err}") from None

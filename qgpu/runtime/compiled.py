@@ -35,7 +35,7 @@ from qgpu.model.fast import FastEngine
 from qgpu.model.plan_file import load_plan, save_plan
 from qgpu.model.state import ModelState
 
-DEFAULT_SPEC = MachineSpec(slots=1)
+DEFAULT_SPEC = MachineSpec(slots=1, detect_faults=True)  # machine.faults: TRAP records
 # The fast engine's native kernel where a C compiler is available (its numpy backend,
 # much slower, otherwise). tests/model/test_fast_conv.py guards the native kernel on this
 # model (a GDN layer's z/b/a slots must not leak into the next layer's conv inputs).

@@ -132,7 +132,8 @@ class Bookkeeping:
     rec_is_r: Signal  # latch: the last non-V token was R
     rec_reg: Signal  # latch: its register (0 for other tokens)
     rec_is_addr: Signal  # latch: the last non-V token was ADDR
-    rec_is_trap: Signal  # latch: the last non-V token was TRAP (machine.faults)
+    rec_is_trap: Signal | None  # latch: the last non-V token was TRAP (machine.faults;
+    # None in a machine without the fault detector)
     ntid: Signal  # latch: threads per CTA (the value n, bits)
     nctaid: Signal  # latch: CTAs (the value g, bits)
     count: Signal  # one-hot 0..COUNT_LIMIT: V tokens since the last non-V token
@@ -147,7 +148,7 @@ class Bookkeeping:
     cur_warp_in_cta: Signal  # bits: the current warp's index in its CTA
 
 
-def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
+def bookkeeping(c: Circuit, tt: TokenTable, traps: bool = False) -> Bookkeeping:
     is_v = tt.flag("is_v", "V")
     is_nonv = tt.not_flag("is_nonv", "V")
     is_exec = tt.flag("is_exec", "EXEC")
@@ -156,7 +157,7 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     is_go = tt.flag("is_go", "GO")
     is_ntid = tt.flag("is_ntid", "NTID")
     is_addr = tt.flag("is_addr", "ADDR")
-    is_trap = tt.flag("is_trap", "TRAP")
+    is_trap = tt.flag("is_trap", "TRAP") if traps else None
     v_bits = tt.field_bits("v", "V", 0, 16)
     exec_bits = tt.field_bits("exec.block_bits", "EXEC", 0, 5)
     exec_block = BinaryKey(exec_bits.ref, is_exec.ref)
@@ -172,8 +173,9 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     cur.write(0, [(exec_bits, 0), (exec_mask, 0), (exec_warp_bits, 0), (exec_epoch, 0)],
               enable=is_exec)
     cur_read = cur.read(0, name="cur").bits
-    rec = c.table("latch.record", rows=1, width=7)
-    rec.write(0, [(is_r, 0), (r_reg, 0), (is_addr, 0), (is_trap, 0)], enable=is_nonv)
+    rec = c.table("latch.record", rows=1, width=7 if traps else 6)
+    rec.write(0, [(is_r, 0), (r_reg, 0), (is_addr, 0)] + ([(is_trap, 0)] if traps else []),
+              enable=is_nonv)
     rec_read = rec.read(0, name="rec").bits
     launch = c.table("latch.launch", rows=1, width=8)
     launch.write(0, [(ntid_value, 0), (grid_value, 1)], enable=is_ntid)
@@ -208,7 +210,8 @@ def bookkeeping(c: Circuit, tt: TokenTable) -> Bookkeeping:
     return Bookkeeping(is_v, is_nonv, is_exec, is_r, is_end, is_go, is_addr, v_bits,
                        exec_block, end_taken, cur_block, cur_mask, cur_warp, cur_epoch,
                        cur_warp_onehot, exec_warp_bits, rec_read[0:1],
-                       rec_read[1:5], rec_read[5:6], rec_read[6:7], ntid, nctaid, count, records,
+                       rec_read[1:5], rec_read[5:6], rec_read[6:7] if traps else None,
+                       ntid, nctaid, count, records,
                        cur_block_onehot, rec_reg_onehot, lane_rank, popc, present, per_cta,
                        cta, wic)
 

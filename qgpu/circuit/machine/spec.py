@@ -47,6 +47,12 @@ class MachineSpec:
     # The operations compiled in (None: every supported one). A subset makes a smaller
     # machine, e.g. one that runs given kernels only; programs outside it are refused.
     ops: tuple[str, ...] | None = None
+    # machine.faults: the model detects misaligned and out-of-bounds accesses and writes
+    # the TRAP record itself. It costs 2 layers and ~120 residual dims (45 layers, hidden
+    # 2,132 instead of 43 / 2,009), so the runtime's machine has it (runtime.compiled's
+    # DEFAULT_SPEC) and a merge leaves it out unless asked (`qgpu merge --detect-faults`):
+    # the base's 2,048 dims hold the machine without it.
+    detect_faults: bool = False
 
     def __post_init__(self):
         if not 1 <= self.slots <= limits.SLOTS:
@@ -95,8 +101,11 @@ class MachineSpec:
         return [q for q in self.positions if self.stage_of(q) < self.stage_of(p)]
 
     def describe(self) -> dict:
-        return {"slots": self.slots, "stages": self.stages, "warps": self.warps,
-                "ops": list(self.op_names)}
+        d = {"slots": self.slots, "stages": self.stages, "warps": self.warps,
+             "ops": list(self.op_names)}
+        if self.detect_faults:  # absent (False) in the records of earlier machines
+            d["detect_faults"] = True
+        return d
 
 
 def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> None:

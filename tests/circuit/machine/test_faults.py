@@ -41,7 +41,9 @@ def _silu(x):
 
 @pytest.fixture(scope="module")
 def circuit():
-    return build_machine()
+    from qgpu.circuit.machine.spec import MachineSpec
+
+    return build_machine(MachineSpec(detect_faults=True))
 
 
 class Stage:
