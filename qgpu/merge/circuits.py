@@ -58,6 +58,11 @@ def memory_table_location(compiled) -> dict:
             "rows": limits.GLOBAL_WORDS, "columns": 64}
 
 
+# The machine a merge compiles unless told otherwise: without the fault detector
+# (MachineSpec.detect_faults), so that it fits the 2,048 dims a Qwen3.5-2B base shares.
+MERGE_SPEC = MachineSpec(slots=1)
+
+
 def machine_info(compiled, spec) -> dict:
     return {"spec": spec.describe(), "source_digest": _source_digest(),
             "compile_key": compiled.key, "shape": compiled.shape.describe(),
@@ -67,7 +72,7 @@ def machine_info(compiled, spec) -> dict:
 def machine_part(shape: LayerShape, progress: bool = False, spec=None) -> CircuitPart:
     """The machine compiled at `shape`, its tokens named by the protocol (`V(5)`, ...)."""
     check_machine_shape(shape)
-    spec = spec or MachineSpec(slots=1)
+    spec = spec or MERGE_SPEC
     compiled = compile_machine(shape, spec, progress=progress)
     part = circuit_part(compiled, [vocab.name(t) for t in range(vocab.VOCAB_SIZE)])
     part.name = MACHINE

@@ -162,7 +162,7 @@ def merge_size(base: QwenConfig, circuit_hidden: int, circuit_layers: int,
 # layer tensors that are bf16-exact in the merge: machine_bf16_parameters);
 # `--compile` measures the current sources, tests/circuit/machine/test_layout_doc.py
 # keeps these equal to them
-MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS = 2009, 43, 15_015_466
+MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS = 2009, 43, 15_026_906
 MACHINE_BF16_PARAMS = 2_027_299_136
 
 
@@ -207,8 +207,9 @@ if __name__ == "__main__":
     bf16 = MACHINE_BF16_PARAMS
     if "--compile" in sys.argv:
         from qgpu.circuit.machine.build import compile_machine
+        from qgpu.merge.circuits import MERGE_SPEC
 
-        compiled = compile_machine(progress=True)   # the default machine (or the cache's)
+        compiled = compile_machine(spec=MERGE_SPEC, progress=True)  # the merged machine
         hidden, layers = compiled.plan.hidden, compiled.plan.n_layers
         nonzeros = compiled.weights.nonzero_count()
         bf16 = machine_bf16_parameters(compiled.weights)

@@ -27,7 +27,8 @@ def test_every_placed_node_has_a_component():
 
 def test_size_report_figures_are_the_current_machines():
     """merge.size's defaults (the 2B merge's size report in docs/merge.md and the README)
-    are the default machine's: hidden, layers, nonzeros within 1%, and the parameters its
+    are the merged machine's (merge.circuits.MERGE_SPEC, without the fault detector):
+    hidden, layers, nonzeros within 1%, and the parameters its
     2B merge stores in bf16 (machine_bf16_parameters) within 1%."""
     from qgpu.merge.size import (
         MACHINE_BF16_PARAMS,
@@ -37,7 +38,10 @@ def test_size_report_figures_are_the_current_machines():
         machine_bf16_parameters,
     )
 
-    compiled = load_machine(progress=False).compiled
+    from qgpu.circuit.machine.build import compile_machine
+    from qgpu.merge.circuits import MERGE_SPEC
+
+    compiled = compile_machine(spec=MERGE_SPEC)  # the machine a merge compiles
     assert (MACHINE_HIDDEN, MACHINE_LAYERS) == (compiled.plan.hidden, compiled.plan.n_layers)
     assert abs(compiled.weights.nonzero_count() - MACHINE_NONZEROS) <= 0.01 * MACHINE_NONZEROS
     bf16 = machine_bf16_parameters(compiled.weights)
