@@ -256,11 +256,14 @@ def standalone_info(config, circuit_info: dict) -> dict:
 
 
 def export_machine(out: str | Path, shape=None, spec=None, progress: bool = False) -> dict:
-    """Write the compiled machine as a checkpoint (save_checkpoint) plus its json."""
+    """Write the compiled machine (`spec`, default the runtime's: with the fault detector)
+    as a checkpoint (save_checkpoint) plus its json."""
+    from qgpu.runtime.compiled import DEFAULT_SPEC
+
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise CheckpointMachineError(f"{out} exists and is not empty")
-    spec = spec or MachineSpec(slots=1)
+    spec = spec or DEFAULT_SPEC
     compiled = compile_machine(shape or LayerShape.qwen35_2b(), spec, progress=progress)
     save_checkpoint(compiled.weights, out)
     info = standalone_info(compiled.weights.config, machine_info(compiled, spec))

@@ -34,14 +34,14 @@ def machine_gguf(out: str | Path, spec=None, shape=None, progress: bool = False)
     """The compiled machine (`spec`, default the runtime's) straight to a GGUF file, as
     `qgpu export-machine` then `export_gguf` would write it."""
     from qgpu.circuit.machine.build import compile_machine
-    from qgpu.circuit.machine.spec import MachineSpec
     from qgpu.circuit.schedule import LayerShape
     from qgpu.merge.circuits import machine_info
+    from qgpu.runtime.compiled import DEFAULT_SPEC
 
     out = Path(out)
     if out.exists():
         raise GgufError(f"{out} exists")
-    spec = spec or MachineSpec(slots=1)
+    spec = spec or DEFAULT_SPEC
     compiled = compile_machine(shape or LayerShape.qwen35_2b(), spec, progress=progress)
     config = compiled.weights.config
     info = standalone_info(config, machine_info(compiled, spec))

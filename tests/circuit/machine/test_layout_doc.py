@@ -30,6 +30,8 @@ def test_size_report_figures_are_the_current_machines():
     are the merged machine's (merge.circuits.MERGE_SPEC, without the fault detector):
     hidden, layers, nonzeros within 1%, and the parameters its
     2B merge stores in bf16 (machine_bf16_parameters) within 1%."""
+    from qgpu.circuit.machine.build import compile_machine
+    from qgpu.merge.circuits import MERGE_SPEC
     from qgpu.merge.size import (
         MACHINE_BF16_PARAMS,
         MACHINE_HIDDEN,
@@ -37,9 +39,6 @@ def test_size_report_figures_are_the_current_machines():
         MACHINE_NONZEROS,
         machine_bf16_parameters,
     )
-
-    from qgpu.circuit.machine.build import compile_machine
-    from qgpu.merge.circuits import MERGE_SPEC
 
     compiled = compile_machine(spec=MERGE_SPEC)  # the machine a merge compiles
     assert (MACHINE_HIDDEN, MACHINE_LAYERS) == (compiled.plan.hidden, compiled.plan.n_layers)
