@@ -30,6 +30,7 @@ from qgpu.circuit.machine.schedule_pcs import scheduler
 from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.circuit.outputs import default_token, output_member, output_token, output_value
 from qgpu.circuit.schedule import LayerShape
+from qgpu.isa.faults import FAULT_KINDS
 from qgpu.protocol.vocab import VOCAB_SIZE, base, count, tok
 
 # every operation family's builder, in the order their steps join the ALU's high MLP
@@ -125,9 +126,12 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
     conds = rf.condition_reads(block, first_done)  # the block's start value
     records = [records[i.position] for i in ins]
     trap = faults.emit(c, bk, detector)
+    # with the detector, the scheduler comes first: its barrier detector feeds the emission
+    # (machine.barriers); without, the old order keeps the narrow machine's plan
+    sch = scheduler(c, bk, block, traps=True) if spec.detect_faults else None
     em = emission(c, bk, ins, block, results, conds, value_next, value_done, records,
-                  detector.addrs, trap)
-    sch = scheduler(c, bk, block)
+                  detector.addrs, trap, sch.barrier if sch else None)
+    sch = sch or scheduler(c, bk, block)
     output_value(c, em.value, list(range(1 << 16)), when=em.emit_value)
     output_member(c, em.next_reg, [tok("R", r) for r in range(16)], when=em.emit_r)
     output_value(c, em.addr, [tok("ADDR", a) for a in range(1 << len(em.addr))],
@@ -140,6 +144,8 @@ def build_machine(spec: MachineSpec | None = None) -> Circuit:
     if trap is not None:  # TRAP(kind, lane, p): the 6 field bits p | lane | kind (memory)
         output_value(c, detector.summary[1:1 + faults.FIELD_BITS],
                      [tok("TRAP", v >> 4, v >> 2 & 3, v & 3) for v in range(64)], when=trap)
+    if sch.barrier is not None:  # machine.barriers: lanes wait at different barriers
+        output_token(c, tok("TRAP", FAULT_KINDS.index("barrier"), 0, 0), when=sch.barrier.trap)
     default_token(c, tok("LAUNCH"))
     return c
 

@@ -178,11 +178,12 @@ def record_index(c: Circuit, bk: Bookkeeping, has_next: Signal, value_done: Sign
 def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRow,
              results: dict, conds: list, value_next: Signal, value_done: Signal,
              records: list[Signal], trap_addrs: dict | None = None,
-             trap: Signal | None = None) -> Emission:
+             trap: Signal | None = None, barrier=None) -> Emission:
     """trap_addrs (machine.faults): per position the faulting address (0 unless the
     block's first fault is there), latched with the position's records and emitted as
     the value tokens after TRAP; trap: +1 at an EXEC whose block faults (the R/ADDR/END
-    rules are off there)."""
+    rules are off there); barrier (machine.barriers' detector): its value is the value
+    token's after a barrier's TRAP."""
     keys = queue_keys(c, ins, block)
     picked = None
     for i, key in zip(ins, keys, strict=True):
@@ -211,8 +212,13 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
             ctx.step(ctx.v01(chosen, b), 1, true_bit(v[b]))
         for b in range(WORD_BITS):
             ctx.step(ctx.v01(chosen, 16 + b), 1, true_bit(addr[b]))
+        if barrier is not None:  # nothing else writes a value there
+            for b in range(16):
+                ctx.step(plus(ctx.v01(barrier.value, b), ctx.v01(barrier.divergent)), 2,
+                         true_bit(v[b]))
 
-    v, addr = unit(c, "emit.value", [picked, chosen],
+    bar = [barrier.value, barrier.divergent] if barrier is not None else []
+    v, addr = unit(c, "emit.value", [picked, chosen, *bar],
                    [("emit.value", BITS, 16), ("emit.addr", BITS, WORD_BITS)], value)
     has_k = chosen[16 + WORD_BITS]
 

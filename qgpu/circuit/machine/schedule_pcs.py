@@ -20,8 +20,8 @@ scheduling rule of docs/isa.md is computed:
 - the lowest warp with a running lane runs; its active lanes are its running lanes
   whose pc is not above any of its running lanes' pc; the next EXEC carries their
   block, the warp, the mask and their bar count (the epoch); no running lane -> HALT.
-Lanes of a CTA that wait at different barriers are the interpreter's fault; the model
-does not detect it.
+Lanes of a CTA that wait at different barriers are the interpreter's fault; the machine
+with the fault detector detects it (`machine.barriers`: TRAP instead of EXEC or HALT).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from qgpu.circuit.ir import BITS, Circuit, Signal
+from qgpu.circuit.machine import barriers
 from qgpu.circuit.machine.bookkeeping import EPOCH_BITS, LANES, WARP_BITS, Bookkeeping
 from qgpu.circuit.machine.logic import true_bit, unit
 from qgpu.circuit.machine.rom import BlockRow
@@ -52,6 +53,7 @@ class Scheduler:
     next_exec: Signal  # EXEC_BITS bits: EXEC's packed index
     emit_exec: Signal
     halt: Signal
+    barrier: barriers.BarrierDetector | None = None  # machine.barriers (traps=True)
 
 
 def _new_rows(c: Circuit, bk: Bookkeeping, block: BlockRow):
@@ -89,7 +91,7 @@ def _new_rows(c: Circuit, bk: Bookkeeping, block: BlockRow):
                  ("pc.write", BITS, len(LANE_IDS))], body)
 
 
-def scheduler(c: Circuit, bk: Bookkeeping, block: BlockRow) -> Scheduler:
+def scheduler(c: Circuit, bk: Bookkeeping, block: BlockRow, traps: bool = False) -> Scheduler:
     pc_new, bars_new, enable = _new_rows(c, bk, block)
     rows = []
     for k, (w, lane) in enumerate(LANE_IDS):
@@ -108,6 +110,7 @@ def scheduler(c: Circuit, bk: Bookkeeping, block: BlockRow) -> Scheduler:
 
     (h,) = unit(c, "lanes.alive", [*rows, bk.present],
                 [("lanes.alive", BITS, len(LANE_IDS) * EPOCHS)], alive_at)
+    bar = barriers.detect(c, bk, rows, h, PC_BITS, EPOCHS) if traps else None
 
     def running(ctx, outs):
         (run,) = outs
@@ -178,10 +181,18 @@ def scheduler(c: Circuit, bk: Bookkeeping, block: BlockRow) -> Scheduler:
                 ctx.step(plus(ctx.v01(fst, k), ctx.v01(rows[k], BARS + i)), 2,
                          true_bit(nxt[E_AT + i]))
         sched = plus(ctx.v01(bk.is_go), ctx.v01(bk.is_end))
-        ctx.step(sched, 1, true_bit(ex[0]), when=[ctx.v01(anyrun)])
-        ctx.step(plus(sched, scaled(ctx.v01(anyrun), -1)), 1, true_bit(halt[0]))
+        if bar is None:
+            ctx.step(sched, 1, true_bit(ex[0]), when=[ctx.v01(anyrun)])
+            ctx.step(plus(sched, scaled(ctx.v01(anyrun), -1)), 1, true_bit(halt[0]))
+        else:  # TRAP(barrier) instead of either
+            trapped = ctx.v01(bar.trap)
+            ctx.step(sched, 1, true_bit(ex[0]),
+                     when=[ctx.v01(anyrun), plus(ctx.const(1), scaled(trapped, -1))])
+            ctx.step(plus(sched, scaled(ctx.v01(anyrun), -1), scaled(trapped, -1)), 1,
+                     true_bit(halt[0]))
 
-    nxt, ex, halt = unit(c, "next_exec", [act, fst, *rows, bk.is_go, bk.is_end, anyrun],
+    nxt, ex, halt = unit(c, "next_exec", [act, fst, *rows, bk.is_go, bk.is_end, anyrun,
+                                          *([bar.trap] if bar else [])],
                          [("next_exec", BITS, EXEC_BITS), ("emit.exec", BITS, 1),
                           ("emit.halt", BITS, 1)], next_exec)
-    return Scheduler(nxt, ex, halt)
+    return Scheduler(nxt, ex, halt, bar)
