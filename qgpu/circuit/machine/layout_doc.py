@@ -26,7 +26,9 @@ COMPONENTS = [
     ("ALU", "operands, the low/high MLPs of every operation family per position and lane",
      ("operands", "alu_", "mul", "shift", "minmax", "warp", "shfl", "ballot")),
     ("fault detector", "misaligned and out-of-bounds accesses: the first faulting lane, "
-     "its address and the TRAP record's fields (machine.faults)", ("fault.",)),
+     "its address and the TRAP record's fields (machine.faults); lanes waiting at "
+     "different barriers and their lowest and highest block (machine.barriers)",
+     ("fault.", "barrier.")),
     ("branch unit", "the branch condition per lane and the taken mask",
      ("cond.", "branch.", "taken.")),
     ("emitter", "result queue and record bookkeeping: which R, V, ADDR, END comes next",
