@@ -16,27 +16,10 @@ from qgpu.circuit.machine import faults
 from qgpu.circuit.machine.build import build_machine
 from qgpu.isa import limits
 from qgpu.isa.faults import FAULT_KINDS, memory_kind
-from qgpu.primitives import MlpWriter
+from tests.circuit.machine.unit_eval import F32, Residual, silu
 
-F32 = np.float32
 EDGES = [0, 4, 508, 509, 510, 511, 512, 124, 127, 128, 0xFFFC, 0xFFFF, 0x10000, 0x10004,
          0xFFFFFFFC, 0xFFFFFFFF, 0xFFFF0000, 0xFFFF0200, 0x7FFFFFFC, 0x80000000]
-
-
-class _Recorder(MlpWriter):
-    def __init__(self):
-        super().__init__(weights=None, layer=-1)
-        self.units = []
-
-    def unit(self, gate, up, down):
-        self.units.append((gate, up, down))
-        self.next_unit += 1
-        return self.next_unit - 1
-
-
-def _silu(x):
-    with np.errstate(over="ignore"):
-        return x / (F32(1) + np.exp(-x))
 
 
 @pytest.fixture(scope="module")
@@ -53,27 +36,10 @@ class Stage:
         by = {n.name: n for n in circuit.nodes}
         self.nodes = [*(by[f"fault.check.{p}.{lane}"] for lane in range(limits.LANES)),
                       by[f"fault.lanes.{p}"], by[f"fault.pick.{p}"], by[f"fault.addr.{p}"]]
-        self.base, n = {}, 1
-        for node in self.nodes:
-            for sig in [r.signal for r in node.inputs()] + node.outputs:
-                if sig not in self.base:
-                    self.base[sig], n = n, n + sig.width
-        self.width = n
-        self.mats = [self._matrices(node) for node in self.nodes]
+        res = Residual(self.nodes)
+        self.base, self.width = res.base, res.width
+        self.mats = [res.matrices(node) for node in self.nodes]
         self.sig = {s.name: s for s in self.base}
-
-    def dims(self, ref):
-        return [self.base[ref.signal] + o for o in ref.offsets]
-
-    def _matrices(self, node):
-        rec = _Recorder()
-        node.emit(rec, self.dims, 0, node.outputs)
-        mats = [np.zeros((len(rec.units), self.width)) for _ in range(3)]
-        for u, forms in enumerate(rec.units):
-            for mat, form in zip(mats, forms, strict=True):
-                for d, coef in form.items():
-                    mat[u, d] += coef
-        return mats
 
     def set(self, x, name, value, lo=0, width=None):
         sig = self.sig[name]
@@ -92,7 +58,7 @@ class Stage:
         for gate_w, up_w, down_w in self.mats:
             gate, up = gate_w @ x, up_w @ x
             assert np.all(gate.astype(F32) == gate) and np.all(up.astype(F32) == up)
-            h = (_silu(gate.astype(F32)) * up.astype(F32)).astype(np.float64)
+            h = (silu(gate.astype(F32)) * up.astype(F32)).astype(np.float64)
             x = x + down_w.T @ h
         return x
 

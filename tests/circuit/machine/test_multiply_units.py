@@ -13,20 +13,7 @@ import pytest
 from qgpu.circuit.ir import BITS, RAW
 from qgpu.circuit.machine.build import build_machine
 from qgpu.circuit.machine.spec import SUPPORTED_OPS
-from qgpu.primitives import MlpWriter
-
-F32 = np.float32
-
-
-class _Recorder(MlpWriter):
-    def __init__(self):
-        super().__init__(weights=None, layer=-1)
-        self.units = []
-
-    def unit(self, gate, up, down):
-        self.units.append((gate, up, down))
-        self.next_unit += 1
-        return self.next_unit - 1
+from tests.circuit.machine.unit_eval import F32, Residual, silu
 
 
 @pytest.fixture(scope="module")
@@ -36,44 +23,13 @@ def nodes():
     return [by_name[f"{kind}.0.1"] for kind in ("mul.products", "mul.mid", "alu_high")]
 
 
-def _silu(x):
-    with np.errstate(over="ignore"):
-        return x / (F32(1) + np.exp(-x))
-
-
-class _Residual:
-    """Dims for every signal the three units touch; values written per evaluation."""
-
-    def __init__(self, nodes):
-        self.base, n = {}, 1
-        for node in nodes:
-            for sig in [r.signal for r in node.inputs()] + node.outputs:
-                if sig not in self.base:
-                    self.base[sig], n = n, n + sig.width
-        self.width = n
-
-    def dims(self, ref):
-        return [self.base[ref.signal] + o for o in ref.offsets]
-
-
-def _matrices(node, res):
-    rec = _Recorder()
-    node.emit(rec, res.dims, 0, node.outputs)
-    mats = [np.zeros((len(rec.units), res.width)) for _ in range(3)]
-    for u, forms in enumerate(rec.units):
-        for mat, form in zip(mats, forms, strict=True):
-            for d, coef in form.items():
-                mat[u, d] += coef
-    return mats
-
-
 def _run(mats, x, rng):
     """One MLP in float32: pre-activations must be exact float32 values; every output dim's
     sum equals its exact value in each summation order."""
     gate_w, up_w, down_w = mats
     gate, up = gate_w @ x, up_w @ x
     assert np.all(gate.astype(F32) == gate) and np.all(up.astype(F32) == up)
-    h = _silu(gate.astype(F32)) * up.astype(F32)
+    h = silu(gate.astype(F32)) * up.astype(F32)
     terms = (down_w.T.astype(F32) * h[None, :]).astype(F32)  # [dims, units]
     exact = terms.astype(np.float64).sum(axis=1)
     perm = rng.permutation(terms.shape[1])
@@ -103,8 +59,8 @@ def _inputs(res, nodes, a, b, op):
 
 
 def test_mul_units_in_float32_any_summation_order(nodes):
-    res = _Residual(nodes)
-    mats = [_matrices(n, res) for n in nodes]
+    res = Residual(nodes)
+    mats = [res.matrices(n) for n in nodes]
     result = nodes[2].outputs[0]
     rng = np.random.default_rng(3)
     edges = [0, 1, 3, 0xFFFF, 0x10000, 0x10001, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFD,
@@ -127,8 +83,8 @@ def test_mul_units_in_float32_any_summation_order(nodes):
 
 
 def test_another_operation_leaves_every_multiply_sum_zero(nodes):
-    res = _Residual(nodes)
-    products, mid = (_matrices(n, res) for n in nodes[:2])
+    res = Residual(nodes)
+    products, mid = (res.matrices(n) for n in nodes[:2])
     rng = np.random.default_rng(4)
     x = _inputs(res, nodes, 0xFFFFFFFF, 0xFFFFFFFF, "add")
     x = _run(mid, _run(products, x, rng), rng)
