@@ -55,8 +55,9 @@ def load_margin_machine(spec: MachineSpec | None = None, progress: bool = False)
 
 def machine_raw_grid(name: str) -> float | None:
     """The granularity of the machine's RAW unit outputs: multiply's partial sums, clz's
-    count and the atomics' column counts are integers n held as n * UNIT."""
-    return UNIT if name.startswith(("mul.", "clz.", "atom.gated.")) else None
+    count, the atomics' column counts and the barrier detector's lane counts are integers
+    n held as n * UNIT."""
+    return UNIT if name.startswith(("mul.", "clz.", "atom.gated.", "barrier.")) else None
 
 
 _engines: dict[int, NumpyFastEngine] = {}

@@ -111,8 +111,8 @@ class ModelMiss(Exception):
 
 def campaign(cases: int, seed: int, machine=None, show: int = 3,
              barriers: bool = True) -> dict:
-    """barriers=False: no barrier programs (the model machine does not detect a divergent
-    barrier: issue 14)."""
+    """barriers=False: no divergent-barrier programs (e.g. for a machine merged without
+    the fault detector, which does not detect them)."""
     rng = random.Random(seed)
     kinds: Counter = Counter()
     mismatches = []
@@ -139,7 +139,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--model", action="store_true", help="also check on the model (forced)")
     p.add_argument("--no-barriers", action="store_true",
-                   help="no divergent-barrier programs (the model does not detect them)")
+                   help="no divergent-barrier programs (a machine without the fault detector does "
+                   "not detect them)")
     args = p.parse_args(argv)
     machine = None
     if args.model:

@@ -12,7 +12,7 @@ has released E = the latched EXEC's epoch), after the END's rows are written:
   alive with count E + 1, running = alive with count E;
 - `barrier.span`: R = [no lane runs and one waits] (a release happens now), and per
   block t = 1..31 the number of waiting lanes at a pc >= t, and the number waiting
-  (RAW dims: counts * 2^-40, exact, instead of 16 x 31 bits);
+  (RAW dims: counts * 2^-44, exact, instead of 16 x 31 bits);
 - `barrier.ends`: the highest waiting pc (its bits are a telescoping sum over the
   thermometer [count_t >= 1]) and the lowest ([count_t >= waiting]);
 - `barrier.trap`: D = R and highest > lowest; `trap` = D at END (the TRAP rule's
@@ -33,7 +33,8 @@ from qgpu.isa import limits
 from qgpu.primitives import plus, scaled
 
 WARPS = limits.MAX_WARPS
-COUNT_UNIT = 2.0 ** -40  # a count of lanes in a RAW dim: count * COUNT_UNIT, exact
+COUNT_UNIT = 2.0 ** -44  # a count of lanes in a RAW dim: count * COUNT_UNIT, exact (the
+# machine's RAW grid, as multiply.UNIT: analysis.suite_margins checks it)
 VALUE_BITS = 16
 
 

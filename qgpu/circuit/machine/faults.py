@@ -27,7 +27,7 @@ The address is latched with the position's store records (`records.P`, written a
 every EXEC) and the emission's record chain (`emission._records_pick`) takes its low
 half at the TRAP token and its high half at the V after it. `emit` (EXEC and the final
 flag) enables the TRAP rule (`output_value` over the summary's field bits) and turns
-off the R/ADDR/END rules there. A divergent barrier is not detected here.
+off the R/ADDR/END rules there. A divergent barrier: machine.barriers.
 """
 
 from __future__ import annotations
