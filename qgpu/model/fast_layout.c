@@ -94,12 +94,13 @@ typedef struct {
 #include <stddef.h>
 #define SZ(T) #T "=%zu "
 #define OF(T, f) #T "." #f "=%zu "
+/* append to the caller's `buf` at `n` (also qgpu_batch_layout, fast_batch_ops.c) */
+#define PUT_S(T) n += (size_t)snprintf(buf + n, sizeof buf - n, SZ(T), sizeof(T))
+#define PUT(T, f) n += (size_t)snprintf(buf + n, sizeof buf - n, OF(T, f), offsetof(T, f))
 const char *qgpu_layout(void) {
     static char buf[8192];
     if (buf[0]) return buf;
     size_t n = 0;
-#define PUT_S(T) n += (size_t)snprintf(buf + n, sizeof buf - n, SZ(T), sizeof(T))
-#define PUT(T, f) n += (size_t)snprintf(buf + n, sizeof buf - n, OF(T, f), offsetof(T, f))
     PUT_S(Csc); PUT(Csc, n_cols); PUT(Csc, col); PUT(Csc, ptr); PUT(Csc, row); PUT(Csc, val);
     PUT_S(Layer); PUT(Layer, kind); PUT(Layer, in_norm); PUT(Layer, post_norm);
     PUT(Layer, n_heads); PUT(Layer, n_key_heads); PUT(Layer, n_slots); PUT(Layer, head_ids);
@@ -128,8 +129,6 @@ const char *qgpu_layout(void) {
     PUT(Model, unit_list); PUT(Model, group_order); PUT(Model, group_ub); PUT(Model, conv_out);
     PUT(Model, acts); PUT(Model, x2); PUT(Model, acts2); PUT(Model, unit_list2);
     PUT(Model, n_acts); PUT(Model, n_first);
-#undef PUT
-#undef PUT_S
     return buf;
 }
 
