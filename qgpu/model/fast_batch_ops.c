@@ -24,15 +24,11 @@ typedef struct {
 const char *qgpu_batch_layout(void) {
     static char buf[2048];
     if (buf[0]) return buf;
-    size_t n = 0;
-#define PUT_S(T) n += (size_t)snprintf(buf + n, sizeof buf - n, SZ(T), sizeof(T))
-#define PUT(T, f) n += (size_t)snprintf(buf + n, sizeof buf - n, OF(T, f), offsetof(T, f))
+    size_t n = 0;  /* PUT_S, PUT: fast_layout.c */
     PUT_S(BatchRows); PUT(BatchRows, n_rows); PUT(BatchRows, row); PUT(BatchRows, ptr);
     PUT(BatchRows, col); PUT(BatchRows, val);
     PUT_S(BatchLayer); PUT(BatchLayer, proj); PUT(BatchLayer, gate); PUT(BatchLayer, down);
     PUT(BatchLayer, out); PUT(BatchLayer, n_xcols); PUT(BatchLayer, xcols);
-#undef PUT
-#undef PUT_S
     return buf;
 }
 

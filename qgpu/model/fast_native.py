@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 SOURCE = Path(__file__).with_name("fast_kernel.c")
-INCLUDED = (Path(__file__).with_name("fast_batch.c"),  # #included by SOURCE
-            Path(__file__).with_name("fast_batch_ops.c"))
+INCLUDED = tuple(Path(__file__).with_name(name) for name in (  # #included by SOURCE
+    "fast_math.c", "fast_layout.c", "fast_gdn.c", "fast_team.c", "fast_head.c", "fast_batch.c",
+    "fast_batch_ops.c"))
 FLAGS = ["-O3", "-g", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-pthread"]
 F32P = ctypes.POINTER(ctypes.c_float)
 I32P = ctypes.POINTER(ctypes.c_int32)

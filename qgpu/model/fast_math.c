@@ -1,0 +1,176 @@
+/* fast_math.c: #included by fast_kernel.c (one translation unit): numpy-compatible exp,
+ * silu, sigmoid, softplus and pairwise sums, and one GDN head's delta rule and read,
+ * shared by the per-token and the batched kernel. */
+
+/* --- numpy-compatible elementary functions --- */
+
+static int use_libm_exp = 0;
+
+void qgpu_set_exp_mode(int libm) { use_libm_exp = libm; }
+
+static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+static float np_expf(float x) {
+    if (use_libm_exp) return expf(x);
+    if (x != x) return x;
+    if (x >= 88.72283935546875f) return INFINITY;
+    if (x <= -103.97208404541015625f) return 0.0f;
+    const float magic = 0x1.8p23f, log2e = 1.442695040888963407359924681001892137f;
+    float quadrant = x * log2e;
+    quadrant = quadrant + magic;
+    quadrant = quadrant - magic;
+    float r = fmaf(quadrant, -6.93145752e-1f, x);
+    r = fmaf(quadrant, -1.42860677e-6f, r);
+    r = fmaf(quadrant, 0.0f, r);
+    float num = fmaf(5.082762527590693718096e-04f, r, 6.757896990527504603057e-03f);
+    num = fmaf(num, r, 5.114512081637298353406e-02f);
+    num = fmaf(num, r, 2.473615434895520810817e-01f);
+    num = fmaf(num, r, 7.257664613233124478488e-01f);
+    num = fmaf(num, r, 9.999999999980870924916e-01f);
+    float den = fmaf(2.159509375685829852307e-02f, r, -2.742335390411667452936e-01f);
+    den = fmaf(den, r, 1.0f);
+    float poly = num / den;
+    int32_t q = (int32_t)quadrant;
+    if (q <= -125) { /* result below the normal range: scale to 2^-125, then divide */
+        int32_t diff = -(q + 125);
+        poly = u2f(f2u(poly) + (uint32_t)((-125) << 23));
+        return poly / (float)(1 << diff);
+    }
+    return u2f(f2u(poly) + (uint32_t)(q << 23));
+}
+
+void qgpu_exp(const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = np_expf(x[i]);
+}
+
+static inline float silu(float x) {
+    /* x / (1 + exp(-x)); exact shortcuts: 1 + exp(-x) rounds to 1 for x >= 17, and
+       exp(-x) overflows to inf for x <= -89 (result -0) */
+    if (x >= 17.0f || x == 0.0f) return x;  /* silu(+-0) = +-0 / 2 = +-0 */
+    if (x <= -89.0f) return -0.0f;
+    return x / (1.0f + np_expf(-x));
+}
+
+/* silu of n values in place: numpy's exp algorithm 8 lanes at a time (the same
+   operations as np_expf, so the same bits), lanes by lane where a group holds a value
+   outside the range where that is the whole computation (NaN, exp's denormal results) */
+static void silu_array(float *a, int32_t n) {
+    int32_t i = 0;
+#ifdef __AVX2__
+    if (!use_libm_exp) {
+        const __m256 v17 = _mm256_set1_ps(17.0f), vm89 = _mm256_set1_ps(-89.0f),
+                     vzero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f),
+                     over = _mm256_set1_ps(88.72283935546875f), negzero = _mm256_set1_ps(-0.0f),
+                     magic = _mm256_set1_ps(0x1.8p23f),
+                     log2e = _mm256_set1_ps(1.442695040888963407359924681001892137f);
+        for (; i + 8 <= n; i += 8) {
+            const __m256 x = _mm256_loadu_ps(a + i);
+            /* lanes computed with exp: -89 < x < 17, x != 0 (-x < 89: no denormal) */
+            const __m256 mid = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(x, vm89, _CMP_GT_OQ),
+                                                           _mm256_cmp_ps(x, v17, _CMP_LT_OQ)),
+                                             _mm256_cmp_ps(x, vzero, _CMP_NEQ_OQ));
+            const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(x, v17, _CMP_GE_OQ),
+                                             _mm256_cmp_ps(x, vzero, _CMP_EQ_OQ));
+            const __m256 low = _mm256_cmp_ps(x, vm89, _CMP_LE_OQ);
+            if (_mm256_movemask_ps(_mm256_or_ps(_mm256_or_ps(mid, keep), low)) != 0xff) {
+                for (int32_t j = 0; j < 8; j++) a[i + j] = silu(a[i + j]);  /* NaN */
+                continue;
+            }
+            if (!_mm256_movemask_ps(mid)) {
+                _mm256_storeu_ps(a + i, _mm256_blendv_ps(x, negzero, low));
+                continue;
+            }
+            const __m256 e = _mm256_xor_ps(x, negzero);  /* -x */
+            __m256 quadrant = _mm256_mul_ps(e, log2e);
+            quadrant = _mm256_add_ps(quadrant, magic);
+            quadrant = _mm256_sub_ps(quadrant, magic);
+            __m256 r = _mm256_fmadd_ps(quadrant, _mm256_set1_ps(-6.93145752e-1f), e);
+            r = _mm256_fmadd_ps(quadrant, _mm256_set1_ps(-1.42860677e-6f), r);
+            r = _mm256_fmadd_ps(quadrant, vzero, r);
+            __m256 num = _mm256_fmadd_ps(_mm256_set1_ps(5.082762527590693718096e-04f), r,
+                                         _mm256_set1_ps(6.757896990527504603057e-03f));
+            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(5.114512081637298353406e-02f));
+            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(2.473615434895520810817e-01f));
+            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(7.257664613233124478488e-01f));
+            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(9.999999999980870924916e-01f));
+            __m256 den = _mm256_fmadd_ps(_mm256_set1_ps(2.159509375685829852307e-02f), r,
+                                         _mm256_set1_ps(-2.742335390411667452936e-01f));
+            den = _mm256_fmadd_ps(den, r, one);
+            const __m256 poly = _mm256_div_ps(num, den);
+            const __m256i q = _mm256_slli_epi32(_mm256_cvttps_epi32(quadrant), 23);
+            __m256 ex = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(poly), q));
+            ex = _mm256_blendv_ps(ex, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(e, over, _CMP_GE_OQ));
+            const __m256 y = _mm256_div_ps(x, _mm256_add_ps(one, ex));
+            _mm256_storeu_ps(a + i, _mm256_blendv_ps(_mm256_blendv_ps(x, negzero, low), y, mid));
+        }
+    }
+#endif
+    for (; i < n; i++) a[i] = silu(a[i]);
+}
+
+void qgpu_silu(float *a, int64_t n) { silu_array(a, (int32_t)n); }
+
+static inline float sigmoid(float x) { return 1.0f / (1.0f + np_expf(-x)); }
+
+static inline float softplus(float x) {  /* torch's threshold 20 */
+    if (x != x) return x;
+    return x > 20.0f ? x : log1pf(np_expf(x < 20.0f ? x : 20.0f));
+}
+
+/* numpy's pairwise sum of squares of a contiguous float32 vector */
+static float pairwise_sumsq(const float *a, int64_t n) {
+    if (n < 8) {
+        float res = 0.0f;
+        for (int64_t i = 0; i < n; i++) res += a[i] * a[i];
+        return res;
+    }
+    if (n <= 128) {
+        v8f r, x;
+        memcpy(&x, a, 32);
+        r = x * x;
+        int64_t i;
+        for (i = 8; i < n - (n % 8); i += 8) {
+            memcpy(&x, a + i, 32);
+            r += x * x;
+        }
+        float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) res += a[i] * a[i];
+        return res;
+    }
+    int64_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_sumsq(a, n2) + pairwise_sumsq(a + n2, n - n2);
+}
+
+void qgpu_sumsq(const float *a, int64_t n, float *out) { *out = pairwise_sumsq(a, n); }
+
+/* One GDN head's delta rule over the key's nonzero entries: m = S^T k;
+   S += k (beta (v - m))^T. Shared by the per-token and the batched kernel, so the two
+   stay bit-identical by construction. `delta` is dv floats of scratch. */
+static inline void gdn_delta_rule(float *S, const int32_t *nzk, int32_t nk, const float *kn,
+                                  const float *v, float beta, float *delta, int32_t dv) {
+    for (int32_t e = 0; e < dv; e++) delta[e] = 0.0f;
+    for (int32_t t = 0; t < nk; t++) {
+        const float *row = S + (int64_t)nzk[t] * dv;
+        float kj = kn[nzk[t]];
+        for (int32_t e = 0; e < dv; e++) delta[e] += row[e] * kj;
+    }
+    for (int32_t e = 0; e < dv; e++) delta[e] = (v[e] - delta[e]) * beta;
+    for (int32_t t = 0; t < nk; t++) {
+        float *row = S + (int64_t)nzk[t] * dv;
+        float kj = kn[nzk[t]];
+        for (int32_t e = 0; e < dv; e++) row[e] += kj * delta[e];
+    }
+}
+
+/* One GDN head's read o = S^T q over the query's nonzero entries (both kernels). */
+static inline void gdn_read(const float *S, const int32_t *nzq, int32_t nq, const float *qn,
+                            float *o, int32_t dv) {
+    for (int32_t e = 0; e < dv; e++) o[e] = 0.0f;
+    for (int32_t t = 0; t < nq; t++) {
+        const float *row = S + (int64_t)nzq[t] * dv;
+        float qj = qn[nzq[t]];
+        for (int32_t e = 0; e < dv; e++) o[e] += row[e] * qj;
+    }
+}
