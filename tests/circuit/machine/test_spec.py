@@ -73,3 +73,33 @@ def test_a_supported_program_passes():
     check_launch(MachineSpec(), assemble("block 0:\n  st.shared [r0], r0\n  bar 1\n"
                                          "block 1:\n  atom.global.add r1, [4], 1\n  exit\n"),
                  1, 4)
+
+
+def test_the_fault_detector_is_opt_in_and_recorded():
+    """MachineSpec.detect_faults: the runtime's machine has it, a merge's does not; the
+    record (qgpu_merge.json's spec) names it only when it is there, and a checkpoint's
+    spec comes back with it."""
+    from qgpu.circuit.machine.build import MAX_LAYERS, MAX_LAYERS_DETECTING, max_layers
+    from qgpu.merge.circuits import MERGE_SPEC
+    from qgpu.runtime.checkpoint import spec_of
+    from qgpu.runtime.compiled import DEFAULT_SPEC
+
+    assert DEFAULT_SPEC.detect_faults and not MERGE_SPEC.detect_faults
+    assert "detect_faults" not in MERGE_SPEC.describe()
+    assert DEFAULT_SPEC.describe()["detect_faults"] is True
+    assert (max_layers(MERGE_SPEC), max_layers(DEFAULT_SPEC)) == (MAX_LAYERS,
+                                                                   MAX_LAYERS_DETECTING)
+    for spec in (MERGE_SPEC, DEFAULT_SPEC):
+        info = {"circuit": "machine", "circuit_info": {"spec": spec.describe(), "memory": {}}}
+        assert spec_of(info)[0] == spec
+
+
+def test_only_a_detecting_machine_has_the_fault_detector():
+    from qgpu.circuit.machine.build import build_machine
+
+    def detector_nodes(spec):
+        return {n.name.split(".")[0] for n in build_machine(spec).nodes
+                if n.name.startswith(("fault.", "barrier."))}
+
+    assert detector_nodes(MachineSpec()) == set()
+    assert detector_nodes(MachineSpec(detect_faults=True)) == {"fault", "barrier"}
