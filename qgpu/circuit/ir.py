@@ -4,8 +4,9 @@ not hand-placed weights).
 A `Circuit` is a graph of named *signals* (residual-stream slots with an encoding) and
 the *nodes* that produce them:
 - token inputs: signals the embedding defines, a function token id -> value;
-- tables (`Table`): Gated DeltaNet state regions with one write port and any number of
-  read ports (each read is a copy of the table in its own head, all written together);
+- tables (`Table`, `circuit.tables`): Gated DeltaNet state regions with one write port and
+  any number of read ports (each read is a copy of the table in its own head, all written
+  together);
 - counters: a `1 - 2^-n` counter row (docs/design.md section 2) decoded to a one-hot position;
 - units (`Unit`): SwiGLU pieces (steps, products, decoders, adders, ...), built by the
   helpers of `qgpu.circuit.units`;
@@ -21,8 +22,9 @@ every position (the norm ledger relies on it):
   two so small that they never change a norm (docs/circuit.md, "raw reads"); only the
   restore units that turn them into BITS read them.
 
-Nothing here knows about layers or dimensions: `schedule` places nodes, `emit` writes the
-weights.
+Signals, references and the node base class are in `circuit.signals`; this module
+re-exports them and the table nodes. Nothing here knows about layers or dimensions:
+`schedule` places nodes, `emit` writes the weights.
 """
 
 from __future__ import annotations
@@ -33,123 +35,32 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qgpu.circuit.signals import (  # noqa: F401 - re-exported: the graph's vocabulary
+    BINARY_KEY,
+    BINARY_OFFSET,
+    BINARY_STEP,
+    BITS,
+    CONST,
+    COUNTER_SCALE,
+    EMBED,
+    MIXER,
+    MLP,
+    ONEHOT,
+    RAW,
+    READ_SCALE,
+    BinaryKey,
+    Node,
+    Ref,
+    Signal,
+    Source,
+    _check_bit,
+    _check_kind,
+    _ref_id,
+    as_ref,
+)
+from qgpu.circuit.tables import Read, Table, Write, bits_per_head  # noqa: F401 - re-exported
 from qgpu.primitives import CircuitError, Form, MlpWriter
 from qgpu.primitives.mlp import step
-
-BITS, ONEHOT, CONST, RAW = "bits", "onehot", "const", "raw"
-EMBED, MIXER, MLP = "embed", "mixer", "mlp"
-
-READ_SCALE = 2.0 ** -20  # raw table reads land as +-2^-20 (squares 2^-40: norm-neutral)
-COUNTER_SCALE = 2.0 ** -14  # a counter read lands as 2^-14 * 2^-n
-# A binary key's channels: BINARY_STEP * S + BINARY_OFFSET for its match score S (1 for the
-# named row, <= -1 for the others): 48 (as primitives.gdn_memory.KEY: l2norm(48 e_r) == e_r
-# in transformers' and llama.cpp's formulas; 128 is not exact in llama.cpp's) and <= -208,
-# below SiLU's exact-zero threshold (-104) in every executor.
-BINARY_STEP, BINARY_OFFSET = 128.0, -80.0
-BINARY_KEY = BINARY_STEP + BINARY_OFFSET   # 48
-
-
-@dataclass(eq=False)
-class Signal:
-    """A named group of residual dims. `producer` is the node that writes it."""
-
-    name: str
-    kind: str
-    width: int
-    producer: Node | None = None
-    members: int = 0  # ONEHOT: real members (the none dim, if any, is the last dim)
-    has_none: bool = False
-    values: tuple[float, ...] = ()  # CONST
-    scale: float = 1.0  # RAW: +-scale per bit
-
-    @property
-    def sumsq(self) -> float:
-        """The data-independent sum of squares this signal adds to the residual."""
-        if self.kind == BITS:
-            return float(self.width)
-        if self.kind == ONEHOT:
-            return 1.0
-        if self.kind == CONST:
-            return float(sum(v * v for v in self.values))
-        return 0.0  # RAW: below half an ulp of any norm's sum (see READ_SCALE)
-
-    @property
-    def ref(self) -> Ref:
-        return Ref(self, tuple(range(self.width)))
-
-    def __getitem__(self, index) -> Ref:
-        return self.ref[index]
-
-    def __len__(self) -> int:
-        return self.width
-
-    def member(self, index: int) -> Ref:
-        """The 0/1 dim of one member of a one-hot group (index -1: the none member)."""
-        if self.kind != ONEHOT:
-            raise CircuitError(f"{self.name} is not a one-hot group")
-        if index == -1:
-            if not self.has_none:
-                raise CircuitError(f"{self.name} has no none member")
-            index = self.members
-        return Ref(self, (index,))
-
-    def __repr__(self) -> str:
-        return f"Signal({self.name}, {self.kind}, {self.width})"
-
-
-@dataclass(frozen=True, eq=False)
-class Ref:
-    """A selection of a signal's dims (a bit range, one member)."""
-
-    signal: Signal
-    offsets: tuple[int, ...]
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def __getitem__(self, index) -> Ref:
-        picked = self.offsets[index]
-        return Ref(self.signal, picked if isinstance(picked, tuple) else (picked,))
-
-    @property
-    def kind(self) -> str:
-        return self.signal.kind
-
-    @property
-    def ref(self) -> Ref:
-        return self
-
-    def describe(self) -> str:
-        if len(self.offsets) == self.signal.width:
-            return self.signal.name
-        if len(self.offsets) == 1:
-            return f"{self.signal.name}[{self.offsets[0]}]"
-        return f"{self.signal.name}[{self.offsets[0]}:{self.offsets[-1] + 1}]"
-
-
-Source = Signal | Ref
-
-
-def as_ref(x: Source) -> Ref:
-    return x.ref
-
-
-@dataclass(eq=False)
-class Node:
-    """Something the scheduler places: a token input, a table, a counter or a unit."""
-
-    name: str
-    sublayer: str  # EMBED, MIXER or MLP
-    outputs: list[Signal] = field(default_factory=list)
-
-    def inputs(self) -> list[Ref]:
-        return []
-
-    def cost(self, shape) -> int:
-        return 0
-
-    def describe(self) -> dict:
-        return {"name": self.name, "type": type(self).__name__}
 
 
 @dataclass(eq=False)
@@ -163,176 +74,6 @@ class TokenInput(Node):
         return {"name": self.name, "type": "token", "kind": sig.kind, "width": sig.width,
                 "values": [list(values.shape),
                            hashlib.sha256(values.tobytes()).hexdigest()]}
-
-
-@dataclass(frozen=True, eq=False)
-class BinaryKey:
-    """A table key or query as a binary row number: `bits` (+-1, bit i of the row) and a
-    `valid` bit (-1: no row). The emitter decodes it in the key (query) projection
-    itself: row r's channel is BINARY_STEP * S + BINARY_OFFSET with the match score
-    S = sum_i s_ri x_i - (n - 1) + n (valid - 1): exactly BINARY_KEY (48) for the named
-    row and <= -208 for every other (or for all when not valid), and the conv's SiLU makes
-    that exactly (48, -0, ...): the same unit key as a one-hot's, from n + 1 residual dims
-    instead of rows + 1."""
-
-    bits: Ref
-    valid: Ref
-
-    def describe(self) -> str:
-        return f"{self.bits.describe()} (binary, valid {self.valid.describe()})"
-
-
-@dataclass(eq=False)
-class Write:
-    key: Ref | BinaryKey | int  # one-hot over the table's rows, a binary row, or a fixed row
-    value: list[tuple[Ref, int]]  # (bits, conv lag 0..3) parts, in table bit order
-    key_lag: int = 0
-    enable: Ref | None = None  # a bit: +1 writes, -1 leaves the table untouched
-    clear: Ref | None = None  # a bit: +1 empties every row before this token's write
-
-
-@dataclass(eq=False)
-class Read:
-    query: Ref | BinaryKey | int  # one-hot over the rows, a binary row, or a fixed row
-    query_lags: tuple[int, ...]  # the query is the sum of the token's and these lags'
-    gate: Ref | None  # a bit: -1 makes the read 0
-    raw: Signal
-    bits: Signal
-    found: Signal | None
-
-
-def bits_per_head(value_dim: int) -> int:
-    """Stored bits per table head: a pair of value columns per bit, and the last column
-    for the norm ballast (primitives.gdn_memory)."""
-    return value_dim // 2 - 1
-
-
-@dataclass(eq=False)
-class Table(Node):
-    """A GDN state region: `rows` keys, `width` stored bits (+ a presence bit), one
-    write port, one head per read per segment (a segment holds dv/2 bits) per bank (a
-    bank holds dk rows)."""
-
-    circuit: Circuit | None = None
-    rows: int = 0
-    width: int = 0
-    presence: bool = False
-    write_port: Write | None = None
-    reads: list[Read] = field(default_factory=list)
-
-    @property
-    def stored_bits(self) -> int:
-        return self.width + (1 if self.presence else 0)
-
-    def segments(self, value_dim: int) -> int:
-        """Heads per copy and bank: each holds `bits_per_head(value_dim)` stored bits."""
-        return -(-self.stored_bits // bits_per_head(value_dim))
-
-    def banks(self, key_dim: int) -> int:
-        """Heads per copy and segment: bank b holds rows b * key_dim .. (b + 1) * key_dim - 1
-        (more rows than a head's key channels need binary keys: each bank's head decodes
-        its own rows, the others' key and query are 0, and a copy's banks add their reads
-        into the same raw dims, all but one of them reading exactly 0)."""
-        return -(-self.rows // key_dim)
-
-    def cost(self, shape) -> int:
-        return (max(1, len(self.reads)) * self.segments(shape.value_dim)
-                * self.banks(shape.key_dim))
-
-    def inputs(self) -> list[Ref]:
-        refs = []
-        w = self.write_port
-        if w is not None:
-            refs += [r for r, _ in w.value]
-            refs += [x for x in (w.key, w.enable, w.clear) if isinstance(x, Ref)]
-            if isinstance(w.key, BinaryKey):
-                refs += [w.key.bits, w.key.valid]
-        for r in self.reads:
-            refs += [x for x in (r.query, r.gate) if isinstance(x, Ref)]
-            if isinstance(r.query, BinaryKey):
-                refs += [r.query.bits, r.query.valid]
-        return refs
-
-    # -- ports --
-    def write(self, key: Source | int, value: Source | Sequence[tuple[Source, int]], *,
-              key_lag: int = 0, enable: Source | None = None,
-              clear: Source | None = None) -> None:
-        """The write port: at tokens where `enable` is +1 (always, without it) row `key`
-        gets `value`. value: bits, or (bits, lag) parts whose lag takes the bits of the
-        token 1..3 positions back (conv taps); key_lag likewise for the key."""
-        if self.write_port is not None:
-            raise CircuitError(f"table {self.name} already has its write port")
-        parts = ([(as_ref(value), 0)] if isinstance(value, Signal | Ref)
-                 else [(as_ref(v), int(lag)) for v, lag in value])
-        if sum(len(v) for v, _ in parts) != self.width:
-            raise CircuitError(f"table {self.name}: value has "
-                               f"{sum(len(v) for v, _ in parts)} bits, the table {self.width}")
-        for v, lag in parts:
-            _check_kind(v, BITS, f"table {self.name} value")
-            self.circuit.check_lag(lag)
-        self.circuit.check_lag(key_lag)
-        key = self._key(key, "write key")
-        for bit, what in ((enable, "enable"), (clear, "clear")):
-            if bit is not None:
-                _check_bit(as_ref(bit), f"table {self.name} {what}")
-        self.write_port = Write(key, parts, key_lag, enable and as_ref(enable),
-                                clear and as_ref(clear))
-
-    def read(self, query: Source | int, *, lags: Sequence[int] = (0,),
-             gate: Source | None = None, name: str | None = None,
-             restore: bool = True) -> Read:
-        """A read port (its own head per segment): row `query` as clean bits (`.bits`),
-        and `.found` (+1 when the row was ever written) if the table has presence.
-        restore=False leaves only the raw read (`.raw`) for a unit of the caller's that
-        restores it (e.g. several exclusive reads combined in one step per bit).
-        lags: the query is the sum of the query dims of these tokens back (0 = this one);
-        the caller makes sure at most one of them names a row."""
-        name = name or f"{self.name}.read{len(self.reads)}"
-        for lag in lags:
-            self.circuit.check_lag(lag)
-        if gate is not None:
-            _check_bit(as_ref(gate), f"{name} gate")
-        query = self._key(query, "query")
-        c = self.circuit
-        raw = c._signal(f"{name}.raw", RAW, self.stored_bits, self, scale=READ_SCALE)
-        read = Read(query, tuple(sorted(set(lags))), gate and as_ref(gate), raw, None, None)
-        if restore:
-            read.bits, read.found = restore_bits(c, raw, self.width, self.presence, name)
-        self.reads.append(read)
-        return read
-
-    def _key(self, key, what: str):
-        if isinstance(key, int):
-            if not 0 <= key < self.rows:
-                raise CircuitError(f"table {self.name}: {what} row {key} is not in "
-                                   f"0..{self.rows - 1}")
-            return key
-        if isinstance(key, BinaryKey):
-            _check_kind(key.bits, BITS, f"table {self.name} {what}")
-            _check_bit(key.valid, f"table {self.name} {what} valid")
-            if self.rows > 2 ** len(key.bits):
-                raise CircuitError(f"table {self.name}: {what} {key.describe()} names "
-                                   f"{2 ** len(key.bits)} rows of {self.rows}")
-            return key
-        key = as_ref(key)
-        _check_kind(key, ONEHOT, f"table {self.name} {what}")
-        if key.signal.members != self.rows or len(key) != key.signal.width:
-            raise CircuitError(f"table {self.name}: {what} {key.describe()} has "
-                               f"{key.signal.members} members for {self.rows} rows")
-        return key
-
-    def describe(self) -> dict:
-        w = self.write_port
-        return {
-            "name": self.name, "type": "table", "rows": self.rows, "width": self.width,
-            "presence": self.presence,
-            "write": None if w is None else {
-                "key": _ref_id(w.key), "key_lag": w.key_lag,
-                "value": [(_ref_id(v), lag) for v, lag in w.value],
-                "enable": _ref_id(w.enable), "clear": _ref_id(w.clear)},
-            "reads": [{"query": _ref_id(r.query), "lags": list(r.query_lags),
-                       "gate": _ref_id(r.gate), "raw": r.raw.name} for r in self.reads],
-        }
 
 
 @dataclass(eq=False)
@@ -380,25 +121,6 @@ class Unit(Node):
         return {"name": self.name, "type": "unit", "op": self.op,
                 "args": [_ref_id(a) for a in self.args],
                 "outputs": [s.name for s in self.outputs], "params": self.params}
-
-
-def _ref_id(ref) -> object:
-    if ref is None or isinstance(ref, int):
-        return ref
-    if isinstance(ref, BinaryKey):
-        return ["binary", _ref_id(ref.bits), _ref_id(ref.valid)]
-    return [ref.signal.name, list(ref.offsets)]
-
-
-def _check_kind(ref: Ref, kind: str, what: str) -> None:
-    if ref.kind != kind:
-        raise CircuitError(f"{what}: {ref.describe()} is {ref.kind}, needs {kind}")
-
-
-def _check_bit(ref: Ref, what: str) -> None:
-    _check_kind(ref, BITS, what)
-    if len(ref) != 1:
-        raise CircuitError(f"{what}: {ref.describe()} is {len(ref)} bits, needs one")
 
 
 class Circuit:
@@ -481,6 +203,10 @@ class Circuit:
             raise CircuitError(f"table {name} needs rows and bits")
         return self.add_node(Table(name, MIXER, circuit=self, rows=rows, width=width,
                                    presence=presence))
+
+    def restore_bits(self, raw: Signal, width: int, presence: bool, name: str):
+        """A table read's restore unit (`restore_bits`; tables call it through here)."""
+        return restore_bits(self, raw, width, presence, name)
 
     def counter(self, name: str, reset: Source, tick: Source, limit: int) -> Signal:
         """Position since the last reset: a one-hot over 0..limit plus none (beyond the
