@@ -17,10 +17,11 @@
  * MLP's down sums take the units with a one-entry up row first (the planner's order),
  * which equals the reference wherever its sums are exact, as every other order does.
  *
- * With AVX2 (-march=native), the MLP's units and the conv outputs' silu run 8 lanes at a
- * time (the same IEEE operations lane by lane, fmaf as _mm256_fmadd_ps), lists of what is
- * nonzero are left-packed with a permute table; without it, the same scalar code as the
- * tails. Timing: qgpu_set_profile(buf) adds each layer's mixer and MLP seconds.
+ * The MLP visits only the units whose silu(gate) is not 0 (mlp_units_forms: a form's
+ * units by ascending bias, the gate monotone along them), and sums the acts into down in
+ * ascending unit order whatever the thread count. With AVX2 (-march=native), the conv
+ * outputs' silu runs 8 lanes at a time (the same IEEE operations lane by lane, fmaf as
+ * _mm256_fmadd_ps); without it, the same scalar code as the tails. Timing: qgpu_set_profile(buf) adds each layer's mixer and MLP seconds.
  *
  * One translation unit over #included parts (fast_native.INCLUDED), in this order:
  * fast_math.c (elementary functions, the GDN head's delta rule and read), fast_layout.c
@@ -48,19 +49,6 @@ typedef uint32_t v8u __attribute__((vector_size(32)));
 
 /* --- pieces --- */
 
-#ifdef __AVX2__
-/* compress_lut[mask]: the lanes of mask's set bits, first, in order (for an 8-wide
-   left-packing permute) */
-static __m256i compress_lut[256];
-
-__attribute__((constructor)) static void init_compress_lut(void) {
-    for (int32_t mask = 0; mask < 256; mask++) {
-        int32_t lanes[8] = {0}, n = 0;
-        for (int32_t j = 0; j < 8; j++) if (mask >> j & 1) lanes[n++] = j;
-        compress_lut[mask] = _mm256_loadu_si256((const __m256i *)lanes);
-    }
-}
-#endif
 
 
 static float norm_scale(const Model *m, const float *h) {
@@ -146,103 +134,78 @@ static inline float unit_silu(float g) {  /* silu(gate) as silu() computes it */
     return s;
 }
 
-/* the units [u0, u1) whose up row has 1 entry (silu(gate) * up written directly) or more
-   (listed when silu(gate) is not +-0), by scalar code: act list from n_act on, in
-   order; returns the new length */
-static int32_t mlp_units_scalar(const Model *m, const Layer *L, const float *x, float bias_in,
-                                int32_t u0, int32_t u1, int32_t *list, float *acts,
-                                int32_t n_act) {
-    for (int32_t u = u0; u < u1; u++) {
-        const float s = unit_silu(m->forms[L->unit_form[u]] + L->unit_bias[u] * bias_in);
-        if (s == 0.0f) continue;  /* +-0 adds +-0 */
-        float up = 0.0f;
-        if (u < L->n_single) up += L->up1_val[u] * x[L->up1_col[u]];
-        else for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++)
-            up += L->up_val[p] * x[L->up_col[p]];
-        list[n_act] = u;
-        acts[n_act] = s * up;
-        n_act += acts[n_act] != 0.0f;
-    }
-    return n_act;
+/* act = silu(gate) * up of unit u with gate g, as the reference computes it (up = 0 +
+   its terms in order); written to m->units[u] and marked in bits when not +-0 (a +-0
+   act adds +-0 to the down sums). Returns 1 when silu(gate) is not 0. */
+static inline int32_t unit_act(const Model *m, const Layer *L, const float *x, int32_t u,
+                               float g, uint32_t *bits) {
+    const float s = unit_silu(g);
+    if (s == 0.0f) return 0;
+    float up = 0.0f;
+    if (u < L->n_single) up += L->up1_val[u] * x[L->up1_col[u]];
+    else for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++)
+        up += L->up_val[p] * x[L->up_col[p]];
+    const float act = s * up;
+    m->units[u] = act;
+    bits[u >> 5] |= (uint32_t)(act != 0.0f) << (u & 31);
+    return 1;
 }
 
-/* act = silu(gate) * up of every unit of [s0, s1) (units whose up row has one entry) and
-   [o0, o1) (the others) whose act is not +-0 (the others add +-0), listed in unit order:
-   the first kind 8 at a time: silu by select of its saturated sides, up by gathers, the
-   list left-packed; then the others: the units on (silu(gate) not +-0) listed 8 at a
-   time, then their up rows one by one. When a gate is between the saturated sides (exp
-   needed: rare), everything is redone by scalar code. *n_first: how many acts come from
-   [s0, s1). Returns the list's length. */
-static int32_t mlp_units(const Model *m, const Layer *L, const float *x, int32_t s0, int32_t s1,
-                         int32_t o0, int32_t o1, int32_t *list, float *acts, int32_t *n_first) {
+/* The units of forms [f0, f1) whose act is not +-0, marked in bits. A form's units are
+   listed by ascending bias (form_unit, form_bias): gate = form + bias * bias_in is then
+   monotone along the list (float32 rounding is monotone), so the units with a gate
+   above -89 (silu not 0) are its end (bias_in >= 0) or its start (bias_in < 0): the scan
+   stops at the first gate <= -89 and never visits the units that are off. A form or
+   bias_in that is not finite is scanned whole. Returns the units visited. */
+static int64_t mlp_units_forms(const Model *m, const Layer *L, const float *x, int32_t f0,
+                               int32_t f1, uint32_t *bits) {
     const float bias_in = L->bias_col >= 0 ? x[L->bias_col] : 0.0f;
-    int32_t n_act = 0, between = 0;
-#ifdef __AVX2__
-    {
-        int32_t u = s0;
-        const __m256 vb = _mm256_set1_ps(bias_in), v17 = _mm256_set1_ps(17.0f),
-                     vm89 = _mm256_set1_ps(-89.0f), vzero = _mm256_setzero_ps();
-        const __m256i step = _mm256_set1_epi32(8), lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        __m256i ids = _mm256_add_epi32(lanes, _mm256_set1_epi32(s0));
-        __m256 vbetween = vzero;
-#define GATE_8()                                                                          \
-        const __m256 g = _mm256_add_ps(                                                   \
-            _mm256_i32gather_ps(m->forms, _mm256_loadu_si256((const __m256i *)(L->unit_form + u)), 4), \
-            _mm256_mul_ps(_mm256_loadu_ps(L->unit_bias + u), vb));                        \
-        const __m256 on = _mm256_cmp_ps(g, v17, _CMP_GE_OQ);                             \
-        vbetween = _mm256_or_ps(vbetween, _mm256_and_ps(                                  \
-            _mm256_and_ps(_mm256_cmp_ps(g, vm89, _CMP_GT_OQ), _mm256_cmp_ps(g, v17, _CMP_LT_OQ)), \
-            _mm256_cmp_ps(g, vzero, _CMP_NEQ_OQ)))
-        for (; u + 8 <= s1; u += 8, ids = _mm256_add_epi32(ids, step)) {
-            GATE_8();
-            const __m256 xv = _mm256_i32gather_ps(x, _mm256_loadu_si256((const __m256i *)(L->up1_col + u)), 4);
-            const __m256 act = _mm256_mul_ps(_mm256_and_ps(g, on),
-                                             _mm256_mul_ps(_mm256_loadu_ps(L->up1_val + u), xv));
-            const int32_t mask = _mm256_movemask_ps(
-                _mm256_and_ps(on, _mm256_cmp_ps(act, vzero, _CMP_NEQ_UQ)));
-            _mm256_storeu_si256((__m256i *)(list + n_act),
-                                _mm256_permutevar8x32_epi32(ids, compress_lut[mask]));
-            _mm256_storeu_ps(acts + n_act, _mm256_permutevar8x32_ps(act, compress_lut[mask]));
-            n_act += __builtin_popcount(mask);
-        }
-        n_act = mlp_units_scalar(m, L, x, bias_in, u, s1, list, acts, n_act);  /* no exp: redone if needed */
-        *n_first = n_act;
-        u = o0;
-        ids = _mm256_add_epi32(lanes, _mm256_set1_epi32(o0));
-        int32_t n_on = n_act;  /* the units on are listed after the acts */
-        for (; u + 8 <= o1; u += 8, ids = _mm256_add_epi32(ids, step)) {
-            GATE_8();
-            const int32_t mask = _mm256_movemask_ps(on);
-            _mm256_storeu_si256((__m256i *)(list + n_on),
-                                _mm256_permutevar8x32_epi32(ids, compress_lut[mask]));
-            n_on += __builtin_popcount(mask);
-        }
-#undef GATE_8
-        between = _mm256_movemask_ps(vbetween) != 0;
-        if (!between) {
-            for (int32_t t = n_act; t < n_on; t++) {  /* in place: n_act <= t */
-                const int32_t v = list[t];
-                /* no gate between the sides: silu(gate) = gate for the units on */
-                const float s = m->forms[L->unit_form[v]] + L->unit_bias[v] * bias_in;
-                float up = 0.0f;
-                for (int32_t p = L->up_ptr[v]; p < L->up_ptr[v + 1]; p++)
-                    up += L->up_val[p] * x[L->up_col[p]];
-                list[n_act] = v;
-                acts[n_act] = s * up;
-                n_act += acts[n_act] != 0.0f;
+    const int32_t *ptr = L->form_ptr, *unit = L->form_unit;
+    const float *bias = L->form_bias;
+    const int finite_in = isfinite(bias_in), up = bias_in >= 0.0f;
+    int64_t visited = 0;
+    for (int32_t f = f0; f < f1; f++) {
+        const float v = m->forms[f];
+        const int32_t a = ptr[f], b = ptr[f + 1];
+        if (!finite_in || !isfinite(v)) {
+            for (int32_t k = a; k < b; k++) unit_act(m, L, x, unit[k], v + bias[k] * bias_in, bits);
+            visited += b - a;
+        } else if (up) {
+            int32_t k = b - 1;
+            for (; k >= a; k--) {
+                const float g = v + bias[k] * bias_in;
+                if (g <= -89.0f) break;
+                unit_act(m, L, x, unit[k], g, bits);
             }
-            n_act = mlp_units_scalar(m, L, x, bias_in, u, o1, list, acts, n_act);
+            visited += b - k;
+        } else {
+            int32_t k = a;
+            for (; k < b; k++) {
+                const float g = v + bias[k] * bias_in;
+                if (g <= -89.0f) break;
+                unit_act(m, L, x, unit[k], g, bits);
+            }
+            visited += k - a + 1;
         }
     }
-#else
-    between = 1;
-#endif
-    if (between) {
-        n_act = mlp_units_scalar(m, L, x, bias_in, s0, s1, list, acts, 0);
-        *n_first = n_act;
-        n_act = mlp_units_scalar(m, L, x, bias_in, o0, o1, list, acts, n_act);
+    return visited;
+}
+
+/* the marked units in ascending order (the down sums' order of terms) with their acts:
+   m->unit_list, m->acts; returns the count */
+static int32_t list_acts(const Model *m, const Layer *L, const uint32_t *bits0,
+                         const uint32_t *bits1) {
+    int32_t n = 0;
+    for (int32_t w = 0; w < (L->n_units + 31) >> 5; w++) {
+        uint32_t word = bits0[w] | bits1[w];
+        while (word) {
+            const int32_t u = (w << 5) + __builtin_ctz(word);
+            word &= word - 1;
+            m->unit_list[n] = u;
+            m->acts[n++] = m->units[u];
+        }
     }
-    return n_act;
+    return n;
 }
 
 static void down_apply(const Csc *d, const int32_t *list, const float *acts, int32_t a,
@@ -259,9 +222,8 @@ static void down_apply(const Csc *d, const int32_t *list, const float *acts, int
 #include "fast_team.c"
 
 /* --- the MLP in three split steps: (1) the norm and each part's rows of the gate
-   forms; (2) each part's units (part 0: the first halves of both unit kinds); (3) each
-   part's rows of the down product, over the acts in unit order (part 0's units of the
-   first kind, part 1's, part 0's others, part 1's), and of the residual --- */
+   forms; (2) each part's units (those of its forms); then the acts listed in unit
+   order; (3) each part's rows of the down product and of the residual --- */
 
 static void mlp_gate_part(const Model *m, const Layer *L, int part) {
     float *x = part ? m->x2 : m->x;
@@ -271,13 +233,17 @@ static void mlp_gate_part(const Model *m, const Layer *L, int part) {
     csc_apply(part ? &L->gate_hi : &L->gate, x, m->forms, C_GATE);
 }
 
+static inline uint32_t *part_bits(const Model *m, const Layer *L, int part) {
+    return (uint32_t *)m->unit_bits + (part ? (L->n_units + 31) >> 5 : 0);
+}
+
 static void mlp_units_part(const Model *m, const Layer *L, int part) {
-    const int32_t n1 = L->n_single, nu = L->n_units;
-    const int32_t s0 = part ? L->single_split : 0, s1 = part ? n1 : L->single_split;
-    const int32_t o0 = part ? L->other_split : n1, o1 = part ? nu : L->other_split;
-    m->n_acts[part] = mlp_units(m, L, part ? m->x2 : m->x, s0, s1, o0, o1,
-                                part ? m->unit_list2 : m->unit_list, part ? m->acts2 : m->acts,
-                                &m->n_first[part]);
+    uint32_t *bits = part_bits(m, L, part);
+    memset(bits, 0, sizeof(uint32_t) * ((L->n_units + 31) >> 5));
+    const int64_t visited = part
+        ? mlp_units_forms(m, L, m->x2, L->form_split, L->n_forms, bits)
+        : mlp_units_forms(m, L, m->x, 0, L->form_split, bits);
+    m->n_visited[part] = (int32_t)visited;
 }
 
 static void mlp_down_part(const Model *m, const Layer *L, int part) {
@@ -285,10 +251,7 @@ static void mlp_down_part(const Model *m, const Layer *L, int part) {
     const int32_t a = part ? L->down_row_split : 0, b = part ? L->n_down_rows : L->down_row_split;
     const int32_t *rows = L->down_rows;
     for (int32_t t = a; t < b; t++) m->mixed[rows[t]] = 0.0f;
-    down_apply(d, m->unit_list, m->acts, 0, m->n_first[0], m->mixed);
-    down_apply(d, m->unit_list2, m->acts2, 0, m->n_first[1], m->mixed);
-    down_apply(d, m->unit_list, m->acts, m->n_first[0], m->n_acts[0], m->mixed);
-    down_apply(d, m->unit_list2, m->acts2, m->n_first[1], m->n_acts[1], m->mixed);
+    down_apply(d, m->unit_list, m->acts, 0, m->n_list[0], m->mixed);
     for (int32_t t = a; t < b; t++) m->h[rows[t]] += m->mixed[rows[t]];
 }
 
@@ -296,19 +259,16 @@ static void mlp_layer(const Model *m, const Layer *L) {
     const int used = team_begin();
     run_parts(m, L, mlp_gate_part, used);
     run_parts(m, L, mlp_units_part, used);
+    const int32_t n_act = m->n_list[0] = list_acts(m, L, part_bits(m, L, 0), part_bits(m, L, 1));
     run_parts(m, L, mlp_down_part, used);
     team_end(used);
     if (count_buf) {
-        COUNT(C_UNITS, L->n_units);
-        for (int part = 0; part < 2; part++) {
-            const int32_t *list = part ? m->unit_list2 : m->unit_list;
-            COUNT(C_ACTS, m->n_acts[part]);
-            for (int32_t t = 0; t < m->n_acts[part]; t++) {
-                COUNT(C_DOWN, L->down.ptr[list[t] + 1] - L->down.ptr[list[t]]
-                      + L->down_hi.ptr[list[t] + 1] - L->down_hi.ptr[list[t]]);
-                if (list[t] >= L->n_single)
-                    COUNT(C_UP, L->up_ptr[list[t] + 1] - L->up_ptr[list[t]]);
-            }
+        COUNT(C_UNITS, m->n_visited[0] + m->n_visited[1]);
+        COUNT(C_ACTS, n_act);
+        for (int32_t t = 0; t < n_act; t++) {
+            const int32_t u = m->unit_list[t];
+            COUNT(C_DOWN, L->down.ptr[u + 1] - L->down.ptr[u] + L->down_hi.ptr[u + 1] - L->down_hi.ptr[u]);
+            if (u >= L->n_single) COUNT(C_UP, L->up_ptr[u + 1] - L->up_ptr[u]);
         }
     }
 }

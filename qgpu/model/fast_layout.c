@@ -44,10 +44,13 @@ typedef struct {
     const int32_t *down_rows;
     Csc gate_hi, down_hi;         /* the parts for the second thread: forms rows from
                                      form_split, down (hidden) rows from down_rows[down_row_split] */
-    int32_t form_split, down_row_split, single_split, other_split;
+    int32_t form_split, down_row_split;
     int32_t n_single;             /* units [0, n_single) have 1 up entry: */
     const int32_t *up1_col;       /* [n_single] */
     const float *up1_val;
+    const int32_t *form_ptr;      /* [n_forms + 1] each form's units in form_unit: */
+    const int32_t *form_unit;     /* [n_units] by ascending bias (then unit) */
+    const float *form_bias;       /* [n_units] their unit_bias */
 } Layer;
 
 typedef struct {
@@ -85,8 +88,9 @@ typedef struct {
     int32_t *nzq, *nzk, *nq, *nk, *nzch, *newc, *proc, *unit_list, *group_order;
     double *group_ub;
     float *conv_out, *acts;
-    float *x2, *acts2;            /* the second thread's norm output and acts */
-    int32_t *unit_list2, *n_acts, *n_first;  /* [2] each */
+    float *x2;                    /* the second thread's norm output */
+    int32_t *unit_bits;           /* [2][units / 32 + 1]: each part's units with an act */
+    int32_t *n_visited, *n_list;  /* [2] units each part visited; [1] acts listed */
 } Model;
 
 /* The layout as this compiler lays it out: "Struct=sizeof Struct.field=offset ...",
@@ -111,8 +115,9 @@ const char *qgpu_layout(void) {
     PUT(Layer, unit_bias); PUT(Layer, up_ptr); PUT(Layer, up_col); PUT(Layer, up_val);
     PUT(Layer, down); PUT(Layer, n_down_rows); PUT(Layer, down_rows); PUT(Layer, gate_hi);
     PUT(Layer, down_hi); PUT(Layer, form_split); PUT(Layer, down_row_split);
-    PUT(Layer, single_split); PUT(Layer, other_split); PUT(Layer, n_single);
-    PUT(Layer, up1_col); PUT(Layer, up1_val);
+    PUT(Layer, n_single);
+    PUT(Layer, up1_col); PUT(Layer, up1_val); PUT(Layer, form_ptr); PUT(Layer, form_unit);
+    PUT(Layer, form_bias);
     PUT_S(Head); PUT(Head, n_rows); PUT(Head, row_ids); PUT(Head, ptr); PUT(Head, col);
     PUT(Head, val); PUT(Head, first_zero_row); PUT(Head, max_row_nnz); PUT(Head, n_head_cols);
     PUT(Head, head_cols); PUT(Head, group_l1); PUT(Head, block_l1); PUT(Head, n_groups);
@@ -127,8 +132,8 @@ const char *qgpu_layout(void) {
     PUT(Model, units); PUT(Model, forms); PUT(Model, head_x); PUT(Model, nzq); PUT(Model, nzk);
     PUT(Model, nq); PUT(Model, nk); PUT(Model, nzch); PUT(Model, newc); PUT(Model, proc);
     PUT(Model, unit_list); PUT(Model, group_order); PUT(Model, group_ub); PUT(Model, conv_out);
-    PUT(Model, acts); PUT(Model, x2); PUT(Model, acts2); PUT(Model, unit_list2);
-    PUT(Model, n_acts); PUT(Model, n_first);
+    PUT(Model, acts); PUT(Model, x2); PUT(Model, unit_bits); PUT(Model, n_visited);
+    PUT(Model, n_list);
     return buf;
 }
 

@@ -52,8 +52,8 @@ class Layer(ctypes.Structure):
         ("unit_form", I32P), ("unit_bias", F32P), ("up_ptr", I32P), ("up_col", I32P),
         ("up_val", F32P), ("down", Csc), ("n_down_rows", I32), ("down_rows", I32P),
         ("gate_hi", Csc), ("down_hi", Csc), ("form_split", I32), ("down_row_split", I32),
-        ("single_split", I32), ("other_split", I32),
         ("n_single", I32), ("up1_col", I32P), ("up1_val", F32P),
+        ("form_ptr", I32P), ("form_unit", I32P), ("form_bias", F32P),
     ]
 
 
@@ -90,7 +90,7 @@ class Model(ctypes.Structure):
         ("newc", I32P), ("proc", I32P), ("unit_list", I32P),
         ("group_order", I32P),
         ("group_ub", F64P), ("conv_out", F32P), ("acts", F32P),
-        ("x2", F32P), ("acts2", F32P), ("unit_list2", I32P), ("n_acts", I32P), ("n_first", I32P),
+        ("x2", F32P), ("unit_bits", I32P), ("n_visited", I32P), ("n_list", I32P),
     ]
 
 

@@ -233,8 +233,6 @@ class PlanBuilder:
         f[p + "form_split"] = split = _half(forms.counts)
         self._csc(p + "gate.", _rows_in(forms, 0, split))
         self._csc(p + "gate_hi.", _rows_in(forms, split, forms.shape[0]))
-        f[p + "single_split"] = n_single // 2
-        f[p + "other_split"] = n_single + (len(live) - n_single) // 2
         up_live = up.take_rows(live)
         first = up_live.indptr[:n_single]
         down_live = down.take_cols(live)
@@ -245,6 +243,10 @@ class PlanBuilder:
         self._csc(p + "down.", _rows_in(down_live, 0, row_cut), all_columns=True)
         self._csc(p + "down_hi.", _rows_in(down_live, row_cut, down_live.shape[0]),
                   all_columns=True)
+        by_bias = np.lexsort((np.arange(len(live)), unit_bias, unit_form))
+        # each form's units by ascending bias: the kernel scans only those that are on
+        form_ptr = np.searchsorted(unit_form[by_bias], np.arange(forms.shape[0] + 1))
+        self._arrays(p, form_ptr=form_ptr, form_unit=by_bias, form_bias=unit_bias[by_bias])
         self._arrays(p, unit_form=unit_form, unit_bias=unit_bias, up_ptr=up_live.indptr,
                      up_col=up_live.cols, up_val=up_live.vals, up1_col=up_live.cols[first],
                      up1_val=up_live.vals[first], down_rows=rows)
@@ -326,14 +328,14 @@ class NativePlan:
                         ("qn", sizes["key"] * dk), ("kn", sizes["key"] * dk), ("o", dv),
                         ("y", sizes["heads"] * dv), ("units", sizes["units"]),
                         ("forms", sizes["units"]), ("conv_out", sizes["channels"]),
-                        ("acts", sizes["units"] + 8), ("x2", h),
-                        ("acts2", sizes["units"] + 8)):
+                        ("acts", sizes["units"] + 8), ("x2", h)):
             self._set(name, np.zeros(n, F32))
         for name, n in (("nzq", sizes["key"] * dk), ("nzk", sizes["key"] * dk),
                         ("nq", sizes["key"]), ("nk", sizes["key"]),
                         ("nzch", sizes["channels"]), ("newc", sizes["channels"]),
                         ("proc", sizes["channels"]), ("unit_list", sizes["units"] + 8),
-                        ("unit_list2", sizes["units"] + 8), ("n_acts", 2), ("n_first", 2),
+                        ("unit_bits", 2 * (sizes["units"] // 32 + 1)), ("n_visited", 2),
+                        ("n_list", 1),
                         ("group_order", max(m.head.n_groups, 1))):
             self._set(name, np.zeros(n, np.int32))
         self._set("group_ub", np.zeros(max(m.head.n_groups, 1), np.float64))
