@@ -85,6 +85,7 @@ static void csc_apply(const Csc *a, const float *x, float *acc, int32_t counter)
     if (counter == C_GATE) COUNT(C_GATE_COLS, cols);
 }
 
+
 /* l2norm of a head's vector v (n nonzeros, at nz ascending), written where nonzero */
 static void l2norm_head(const float *v, int32_t d, float divisor, float *out, const int32_t *nz,
                         int32_t n) {
@@ -134,48 +135,68 @@ static inline float unit_silu(float g) {  /* silu(gate) as silu() computes it */
     return s;
 }
 
+/* what the unit scan reads, in locals (stores to the acts and bits cannot alias them) */
+typedef struct {
+    const float *x, *up1_val, *up_val;
+    const int32_t *up1_col, *up_ptr, *up_col;
+    int32_t n_single;
+    float *acts;
+    uint32_t *bits;
+} UnitScan;
+
 /* act = silu(gate) * up of unit u with gate g, as the reference computes it (up = 0 +
-   its terms in order); written to m->units[u] and marked in bits when not +-0 (a +-0
-   act adds +-0 to the down sums). Returns 1 when silu(gate) is not 0. */
-static inline int32_t unit_act(const Model *m, const Layer *L, const float *x, int32_t u,
-                               float g, uint32_t *bits) {
+   its terms in order); written to acts[u] and marked in bits when not +-0 (a +-0 act
+   adds +-0 to the down sums) */
+static inline void unit_act(const UnitScan *c, int32_t u, float g) {
     const float s = unit_silu(g);
-    if (s == 0.0f) return 0;
+    if (s == 0.0f) return;
     float up = 0.0f;
-    if (u < L->n_single) up += L->up1_val[u] * x[L->up1_col[u]];
-    else for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++)
-        up += L->up_val[p] * x[L->up_col[p]];
+    if (u < c->n_single) up += c->up1_val[u] * c->x[c->up1_col[u]];
+    else for (int32_t p = c->up_ptr[u]; p < c->up_ptr[u + 1]; p++)
+        up += c->up_val[p] * c->x[c->up_col[p]];
     const float act = s * up;
-    m->units[u] = act;
-    bits[u >> 5] |= (uint32_t)(act != 0.0f) << (u & 31);
-    return 1;
+    c->acts[u] = act;
+    c->bits[u >> 5] |= (uint32_t)(act != 0.0f) << (u & 31);
 }
 
 /* The units of forms [f0, f1) whose act is not +-0, marked in bits. A form's units are
    listed by ascending bias (form_unit, form_bias): gate = form + bias * bias_in is then
    monotone along the list (float32 rounding is monotone), so the units with a gate
-   above -89 (silu not 0) are its end (bias_in >= 0) or its start (bias_in < 0): the scan
-   stops at the first gate <= -89 and never visits the units that are off. A form or
-   bias_in that is not finite is scanned whole. Returns the units visited. */
+   above -89 (silu not 0) are its end (bias_in >= 0) or its start (bias_in < 0). A first
+   pass keeps the forms whose gate at that end is above -89 (branch-free, over
+   form_bias_max or form_bias_min: the same bits as the end unit's gate); each kept form
+   is scanned from that end to the first gate <= -89. With a bias_in that is not finite
+   every unit is evaluated. Returns the units visited. */
 static int64_t mlp_units_forms(const Model *m, const Layer *L, const float *x, int32_t f0,
-                               int32_t f1, uint32_t *bits) {
+                               int32_t f1, uint32_t *bits, int32_t *kept) {
     const float bias_in = L->bias_col >= 0 ? x[L->bias_col] : 0.0f;
+    const UnitScan c = {x, L->up1_val, L->up_val, L->up1_col, L->up_ptr, L->up_col,
+                        L->n_single, m->units, bits};
     const int32_t *ptr = L->form_ptr, *unit = L->form_unit;
-    const float *bias = L->form_bias;
-    const int finite_in = isfinite(bias_in), up = bias_in >= 0.0f;
+    const float *bias = L->form_bias, *forms = m->forms;
+    if (!isfinite(bias_in)) {
+        for (int32_t f = f0; f < f1; f++)
+            for (int32_t k = ptr[f]; k < ptr[f + 1]; k++)
+                unit_act(&c, unit[k], forms[f] + bias[k] * bias_in);
+        return ptr[f1] - ptr[f0];
+    }
+    const int up = bias_in >= 0.0f;
+    const float *end = up ? L->form_bias_max : L->form_bias_min;
+    int32_t n = 0;
+    for (int32_t f = f0; f < f1; f++) {  /* branch-free append */
+        kept[n] = f;
+        n += forms[f] + end[f] * bias_in > -89.0f;
+    }
     int64_t visited = 0;
-    for (int32_t f = f0; f < f1; f++) {
-        const float v = m->forms[f];
-        const int32_t a = ptr[f], b = ptr[f + 1];
-        if (!finite_in || !isfinite(v)) {
-            for (int32_t k = a; k < b; k++) unit_act(m, L, x, unit[k], v + bias[k] * bias_in, bits);
-            visited += b - a;
-        } else if (up) {
+    for (int32_t t = 0; t < n; t++) {
+        const int32_t f = kept[t], a = ptr[f], b = ptr[f + 1];
+        const float v = forms[f];
+        if (up) {
             int32_t k = b - 1;
             for (; k >= a; k--) {
                 const float g = v + bias[k] * bias_in;
                 if (g <= -89.0f) break;
-                unit_act(m, L, x, unit[k], g, bits);
+                unit_act(&c, unit[k], g);
             }
             visited += b - k;
         } else {
@@ -183,7 +204,7 @@ static int64_t mlp_units_forms(const Model *m, const Layer *L, const float *x, i
             for (; k < b; k++) {
                 const float g = v + bias[k] * bias_in;
                 if (g <= -89.0f) break;
-                unit_act(m, L, x, unit[k], g, bits);
+                unit_act(&c, unit[k], g);
             }
             visited += k - a + 1;
         }
@@ -241,8 +262,8 @@ static void mlp_units_part(const Model *m, const Layer *L, int part) {
     uint32_t *bits = part_bits(m, L, part);
     memset(bits, 0, sizeof(uint32_t) * ((L->n_units + 31) >> 5));
     const int64_t visited = part
-        ? mlp_units_forms(m, L, m->x2, L->form_split, L->n_forms, bits)
-        : mlp_units_forms(m, L, m->x, 0, L->form_split, bits);
+        ? mlp_units_forms(m, L, m->x2, L->form_split, L->n_forms, bits, m->unit_list2)
+        : mlp_units_forms(m, L, m->x, 0, L->form_split, bits, m->unit_list);
     m->n_visited[part] = (int32_t)visited;
 }
 

@@ -51,6 +51,7 @@ typedef struct {
     const int32_t *form_ptr;      /* [n_forms + 1] each form's units in form_unit: */
     const int32_t *form_unit;     /* [n_units] by ascending bias (then unit) */
     const float *form_bias;       /* [n_units] their unit_bias */
+    const float *form_bias_max, *form_bias_min;  /* [n_forms] each form's largest, smallest */
 } Layer;
 
 typedef struct {
@@ -89,6 +90,7 @@ typedef struct {
     double *group_ub;
     float *conv_out, *acts;
     float *x2;                    /* the second thread's norm output */
+    int32_t *unit_list2;          /* the second thread's list of forms */
     int32_t *unit_bits;           /* [2][units / 32 + 1]: each part's units with an act */
     int32_t *n_visited, *n_list;  /* [2] units each part visited; [1] acts listed */
 } Model;
@@ -117,7 +119,7 @@ const char *qgpu_layout(void) {
     PUT(Layer, down_hi); PUT(Layer, form_split); PUT(Layer, down_row_split);
     PUT(Layer, n_single);
     PUT(Layer, up1_col); PUT(Layer, up1_val); PUT(Layer, form_ptr); PUT(Layer, form_unit);
-    PUT(Layer, form_bias);
+    PUT(Layer, form_bias); PUT(Layer, form_bias_max); PUT(Layer, form_bias_min);
     PUT_S(Head); PUT(Head, n_rows); PUT(Head, row_ids); PUT(Head, ptr); PUT(Head, col);
     PUT(Head, val); PUT(Head, first_zero_row); PUT(Head, max_row_nnz); PUT(Head, n_head_cols);
     PUT(Head, head_cols); PUT(Head, group_l1); PUT(Head, block_l1); PUT(Head, n_groups);
@@ -132,7 +134,7 @@ const char *qgpu_layout(void) {
     PUT(Model, units); PUT(Model, forms); PUT(Model, head_x); PUT(Model, nzq); PUT(Model, nzk);
     PUT(Model, nq); PUT(Model, nk); PUT(Model, nzch); PUT(Model, newc); PUT(Model, proc);
     PUT(Model, unit_list); PUT(Model, group_order); PUT(Model, group_ub); PUT(Model, conv_out);
-    PUT(Model, acts); PUT(Model, x2); PUT(Model, unit_bits); PUT(Model, n_visited);
+    PUT(Model, acts); PUT(Model, x2); PUT(Model, unit_list2); PUT(Model, unit_bits); PUT(Model, n_visited);
     PUT(Model, n_list);
     return buf;
 }

@@ -54,6 +54,7 @@ class Layer(ctypes.Structure):
         ("gate_hi", Csc), ("down_hi", Csc), ("form_split", I32), ("down_row_split", I32),
         ("n_single", I32), ("up1_col", I32P), ("up1_val", F32P),
         ("form_ptr", I32P), ("form_unit", I32P), ("form_bias", F32P),
+        ("form_bias_max", F32P), ("form_bias_min", F32P),
     ]
 
 
@@ -90,7 +91,8 @@ class Model(ctypes.Structure):
         ("newc", I32P), ("proc", I32P), ("unit_list", I32P),
         ("group_order", I32P),
         ("group_ub", F64P), ("conv_out", F32P), ("acts", F32P),
-        ("x2", F32P), ("unit_bits", I32P), ("n_visited", I32P), ("n_list", I32P),
+        ("x2", F32P), ("unit_list2", I32P), ("unit_bits", I32P), ("n_visited", I32P),
+        ("n_list", I32P),
     ]
 
 

@@ -246,7 +246,10 @@ class PlanBuilder:
         by_bias = np.lexsort((np.arange(len(live)), unit_bias, unit_form))
         # each form's units by ascending bias: the kernel scans only those that are on
         form_ptr = np.searchsorted(unit_form[by_bias], np.arange(forms.shape[0] + 1))
-        self._arrays(p, form_ptr=form_ptr, form_unit=by_bias, form_bias=unit_bias[by_bias])
+        form_bias = unit_bias[by_bias]
+        self._arrays(p, form_ptr=form_ptr, form_unit=by_bias, form_bias=form_bias,
+                     form_bias_max=form_bias[form_ptr[1:] - 1],
+                     form_bias_min=form_bias[form_ptr[:-1]])
         self._arrays(p, unit_form=unit_form, unit_bias=unit_bias, up_ptr=up_live.indptr,
                      up_col=up_live.cols, up_val=up_live.vals, up1_col=up_live.cols[first],
                      up1_val=up_live.vals[first], down_rows=rows)
@@ -334,6 +337,7 @@ class NativePlan:
                         ("nq", sizes["key"]), ("nk", sizes["key"]),
                         ("nzch", sizes["channels"]), ("newc", sizes["channels"]),
                         ("proc", sizes["channels"]), ("unit_list", sizes["units"] + 8),
+                        ("unit_list2", sizes["units"] + 8),
                         ("unit_bits", 2 * (sizes["units"] // 32 + 1)), ("n_visited", 2),
                         ("n_list", 1),
                         ("group_order", max(m.head.n_groups, 1))):
