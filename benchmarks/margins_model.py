@@ -5,22 +5,31 @@ value (analysis.margins: prompt + expected trace teacher-forced through the nump
 engine, every threshold, live signal, norm and logit observed).
 
     python benchmarks/margins_model.py [--no-suite] [--no-long] [--per-kernel]
-                                       [--max-positions N] [NAME ...]
+                                       [--max-positions N] [--jobs N] [NAME ...]
 
-One line per launch (refused launches with the reason), then the totals.
+One line per launch (refused launches with the reason), then the totals. --jobs N
+measures N launches at a time in forked worker processes (they share the compiled
+machine and the numpy engine, built before the fork; each ~1 GiB more of its own).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import os
 import sys
 import time
 from pathlib import Path
 
 from qgpu.analysis.margins import MarginReport
-from qgpu.analysis.suite_margins import launch_margins, load_margin_machine, suite_margins
+from qgpu.analysis.suite_margins import (
+    launch_margins,
+    load_margin_machine,
+    numpy_engine,
+    suite_cases,
+    suite_margins,
+)
 from qgpu.isa.asm import assemble
 from qgpu.progress import progress_callback
 
@@ -38,6 +47,29 @@ def line(case: str, report: MarginReport, seconds: float) -> str:
             f"{report.norm_failures}  {ok}  {seconds:.0f}s")
 
 
+_machine = None  # the margin machine the forked workers inherit
+
+
+def _measure(item):
+    """(case, report or reason, seconds) of one suite case, in a worker."""
+    case, launch = item
+    if isinstance(launch, str):
+        return case, launch, 0.0
+    t = time.perf_counter()
+    return case, launch_margins(_machine, *launch), time.perf_counter() - t
+
+
+def _suite_in_parallel(machine, args):
+    """(case, report or reason, seconds) of the suite's cases, args.jobs at a time, in
+    suite order."""
+    global _machine
+    _machine = machine
+    numpy_engine(machine)  # built once, before the fork
+    cases = list(suite_cases(machine, args.names, args.per_kernel, args.max_positions))
+    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+        yield from pool.imap(_measure, cases)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="suite kernels (default: all)")
@@ -47,6 +79,8 @@ def main() -> int:
                         help="one launch per kernel: its shortest multi-warp launch")
     parser.add_argument("--max-positions", type=int, default=None,
                         help="only launches of at most N positions (prompt + trace)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="suite launches measured at a time (forked processes)")
     args = parser.parse_args()
     start = time.perf_counter()
     machine = load_margin_machine(progress=False)
@@ -57,18 +91,26 @@ def main() -> int:
           flush=True)
     total, measured, refused = MarginReport(), 0, 0
     if not args.no_suite:
-        t = time.perf_counter()
-        for case, result in suite_margins(machine, args.names, per_kernel=args.per_kernel,
-                                          max_positions=args.max_positions,
-                                          progress=progress_callback("margins", "pos")):
+        if args.jobs > 1:
+            results = _suite_in_parallel(machine, args)
+        else:
+            def one_by_one():
+                t = time.perf_counter()
+                for case, result in suite_margins(machine, args.names,
+                                                  per_kernel=args.per_kernel,
+                                                  max_positions=args.max_positions,
+                                                  progress=progress_callback("margins", "pos")):
+                    yield case, result, time.perf_counter() - t
+                    t = time.perf_counter()
+            results = one_by_one()
+        for case, result, seconds in results:
             if isinstance(result, str):
                 refused += 1
                 print(f"{case:44s} refused: {result[:100]}", flush=True)
             else:
                 measured += 1
                 total = total.merge(result)
-                print(line(case, result, time.perf_counter() - t), flush=True)
-            t = time.perf_counter()
+                print(line(case, result, seconds), flush=True)
         print(f"suite: {measured} launches measured, {refused} refused by check_launch",
               flush=True)
         print(f"suite overall:\n{total}", flush=True)

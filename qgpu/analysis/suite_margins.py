@@ -95,14 +95,11 @@ def launch_margins(machine, program: Program, grid: int, block: int, memory=(),
                          raw_grid=machine_raw_grid, **kwargs)
 
 
-def suite_margins(machine, names=None, per_kernel: bool = False,
-                  max_positions: int | None = None,
-                  **kwargs) -> Iterator[tuple[str, MarginReport | str]]:
-    """(case id, report) for every suite launch the machine accepts, (case id, reason)
-    for the others. per_kernel: one launch per kernel, its shortest multi-warp launch (its
-    shortest launch if it has none); max_positions: only launches of at most that many
-    positions (prompt + trace). The whole suite is ~255,000 positions, hours at the
-    instrumented engine's ~10-20 positions/s."""
+def suite_cases(machine, names=None, per_kernel: bool = False,
+                max_positions: int | None = None):
+    """(case id, (program, grid, block, memory)) for every suite launch the machine
+    accepts, (case id, reason) for the others; per_kernel and max_positions as in
+    suite_margins."""
     for spec in suite.load_suite():
         if names and spec.name not in names:
             continue
@@ -128,4 +125,20 @@ def suite_margins(machine, names=None, per_kernel: bool = False,
         if per_kernel and accepted:
             accepted = [min(accepted, key=lambda a: a[0])]
         for _, case, program, grid, block, memory in accepted:
-            yield case, launch_margins(machine, program, grid, block, memory, **kwargs)
+            yield case, (program, grid, block, memory)
+
+
+def suite_margins(machine, names=None, per_kernel: bool = False,
+                  max_positions: int | None = None,
+                  **kwargs) -> Iterator[tuple[str, MarginReport | str]]:
+    """(case id, report) for every suite launch the machine accepts, (case id, reason)
+    for the others. per_kernel: one launch per kernel, its shortest multi-warp launch (its
+    shortest launch if it has none); max_positions: only launches of at most that many
+    positions (prompt + trace). The whole suite is ~255,000 positions, about an hour at
+    the instrumented engine's ~70 positions/s on one core (benchmarks/margins_model.py
+    --jobs N measures N launches at a time)."""
+    for case, launch in suite_cases(machine, names, per_kernel, max_positions):
+        if isinstance(launch, str):
+            yield case, launch
+        else:
+            yield case, launch_margins(machine, *launch, **kwargs)

@@ -64,3 +64,18 @@ def test_refused_launches_are_reported_not_measured(machine):
         pytest.skip("the machine accepts every suite launch")
     results = dict(suite_margins(machine, [spec.name]))
     assert any(isinstance(r, str) and "warp" in r for r in results.values())
+
+
+def test_parallel_jobs_give_the_sequential_reports(machine):
+    """benchmarks/margins_model.py --jobs 2: forked workers measure the same reports."""
+    from types import SimpleNamespace
+
+    from benchmarks.margins_model import _suite_in_parallel
+
+    names = ["abs_neg_minmax"]
+    sequential = list(suite_margins(machine, names))
+    args = SimpleNamespace(names=names, per_kernel=False, max_positions=None, jobs=2)
+    parallel = list(_suite_in_parallel(machine, args))
+    assert [case for case, _, _ in parallel] == [case for case, _ in sequential]
+    for (_, got, _), (_, want) in zip(parallel, sequential, strict=True):
+        assert got == want
