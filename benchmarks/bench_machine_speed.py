@@ -154,8 +154,9 @@ def bandwidth() -> float:
 def limit(engine: FastEngine, tokens: list[int], reached: float) -> None:
     """Work per token from the kernel's counters, the bytes it reads (a sparse entry is a
     4-byte value and a 4-byte index; a state row dv floats; a conv channel its window and
-    weights; an MLP unit 16 bytes of unit tables; every layer reads h and two norm
-    weight vectors), and the time those bytes take at the measured bandwidth."""
+    weights; an MLP unit visited 16 bytes of unit tables; every gate form 12 (its value,
+    its on end's bias, the list of forms kept); every layer reads h and two norm weight
+    vectors), and the time those bytes take at the measured bandwidth."""
     counts = np.zeros(len(COUNTERS), np.int64)
     lib, c = engine.plan.lib, engine.config
     state = engine.new_state()
@@ -166,9 +167,11 @@ def limit(engine: FastEngine, tokens: list[int], reached: float) -> None:
     finally:
         lib.qgpu_set_counts(None)
     per = dict(zip(COUNTERS, counts / max(counts[COUNTERS.index("tokens")], 1), strict=True))
-    head_nnz = engine.plan.fields["head.val"].size / max(engine.plan.fields["head.n_rows"], 1)
+    fields = engine.plan.fields
+    head_nnz = fields["head.val"].size / max(fields["head.n_rows"], 1)
+    forms = sum(int(fields.get(f"layers.{i}.n_forms", 0)) for i in range(c.num_hidden_layers))
     nbytes = (8 * (per["gate"] + per["proj"] + per["down"] + per["up"] + per["out"])
-              + 8 * per["gate_cols"] + 16 * per["units"] + 8 * per["acts"]
+              + 8 * per["gate_cols"] + 16 * per["units"] + 8 * per["acts"] + 12 * forms
               + 4 * c.linear_value_head_dim * per["state_rows"] * 2 + 32 * per["conv"]
               + 8 * head_nnz * per["head_rows"] + 3 * 4 * c.hidden_size * c.num_hidden_layers)
     bw = bandwidth()

@@ -8,9 +8,10 @@ embedding, which the kernel reads by row, is):
   live value heads: `live_gdn_heads`) as one column-sparse matrix over the hidden input;
   the conv channels whose projection row is nonzero; out_proj by head column;
 - per MLP: the live units (those whose up row has one entry first, in order, then the
-  others: the kernel runs the first kind 8 at a time) with their gate as a column-sparse
-  matrix of distinct forms, up as sparse rows (computed only for units whose silu(gate)
-  is not 0), down by unit;
+  others) with their gate as a column-sparse matrix of distinct forms, each form's
+  units listed by ascending bias (the kernel scans a form from its on end and stops at
+  the first unit that is off), up as sparse rows (computed only for units whose
+  silu(gate) is not 0), down by unit;
 - the output head as sparse rows, plus max/min bounds over blocks of 32 rows and groups
   of 1,024 rows, which let the greedy argmax skip every block that provably cannot hold
   the maximum (exact: a skipped block's bound, widened by the worst float32 rounding of a
