@@ -7,8 +7,10 @@ machine is shared, the load average is printed with every figure), the native ke
 time per token split by layer into mixer and MLP (plus the final norm and output head),
 the work per token (the kernel's counters: entries of each sparse product, state rows,
 head rows) with the bytes it reads and the limit those bytes set at the measured memory
-bandwidth, and (with --numpy-tokens N) the numpy backend on the first N tokens. Every
-run's tokens are checked against the interpreter's trace.
+bandwidth, the same tokens through the same kernel layer by layer (each layer's weights
+in cache across 128 tokens: what cache misses cost a generated token), and (with
+--numpy-tokens N) the numpy backend on the first N tokens. Every run's tokens are
+checked against the interpreter's trace.
 
     .venv/bin/python benchmarks/bench_machine_speed.py [--iterations 150] [--repeats 3]
         [--numpy-tokens 0]
@@ -98,6 +100,7 @@ def main() -> None:
 
     if engine.backend == "native":
         profile(engine, prompt + want)
+        layer_by_layer(engine, prompt + want)
         limit(engine, prompt + want, len(want) / min_seconds)
     if args.numpy_tokens:
         numpy_backend(machine, prompt, want, args.numpy_tokens)
@@ -115,6 +118,23 @@ def numpy_backend(machine, prompt, want, n_tokens) -> None:
     assert got == want[:len(got)], "the numpy backend's tokens differ from the interpreter's"
     print(f"numpy backend, first {len(tokens) - 1} tokens: {(len(tokens) - 1) / wall:,.0f} "
           f"tok/s wall, {(len(tokens) - 1) / cpu:,.0f} per CPU second; {before} -> {load()}")
+
+
+def layer_by_layer(engine: FastEngine, tokens: list[int], chunk: int = 128) -> None:
+    """The same tokens through the same per-token kernel, but every token of a chunk
+    through layer i before layer i + 1 (qgpu_forward_forced, teacher forcing): each
+    layer's weights stay in cache across the chunk. Against the token-by-token time above,
+    what the weights' cache misses cost a generated token."""
+    state = engine.new_state()
+    before = load()
+    wall = time.perf_counter()
+    for a in range(0, len(tokens), chunk):
+        part = np.asarray(tokens[a:a + chunk])
+        engine.plan.run_forced(state, part, batched=False)
+        state.position += len(part)
+    wall = time.perf_counter() - wall
+    print(f"the same tokens layer by layer (chunks of {chunk}, per-token kernel): "
+          f"{wall / len(tokens) * 1e6:.0f} us per token; {before} -> {load()}")
 
 
 def profile(engine: FastEngine, tokens: list[int]) -> None:
