@@ -106,13 +106,15 @@ def test_sparse_rows_sum_in_the_native_kernels_order():
     assert sp.matvec(x[3]).tobytes() == want[3].tobytes()
 
 
-def test_mlp_unit_kinds_bit_identical_over_thousands_of_tokens():
+@pytest.mark.parametrize("constant", [8, -8])
+def test_mlp_unit_kinds_bit_identical_over_thousands_of_tokens(constant):
     """The native kernel's MLP paths against the reference, bit for bit: units whose up
-    row has one entry (run 8 at a time) and two (listed, then dotted), gates saturated on
-    (>= 17), off (<= -89) and, for a few units on some tokens, in between (exp: the scalar
-    redo), units sharing gate forms that differ in the constant column. Every sum has at
-    most two nonzero terms and every weight in one is a power of two, so any summation
-    order, fused or not, gives the same bits."""
+    row has one entry and two, gates saturated on (>= 17), off (<= -89) and, for a few
+    units on some tokens, in between (exp), units sharing gate forms that differ in the
+    constant column (scanned from a form's on end: its largest bias first when the
+    constant input is positive, its smallest when negative). Every sum has at most two
+    nonzero terms and every weight in one is a power of two, so any summation order,
+    fused or not, gives the same bits."""
     config = tiny_config(layer_types=["linear_attention"] * 2, num_hidden_layers=2,
                          intermediate_size=80)
     h, n = config.hidden_size, config.intermediate_size
@@ -120,7 +122,7 @@ def test_mlp_unit_kinds_bit_identical_over_thousands_of_tokens():
     rng = np.random.default_rng(7)
     emb = np.zeros((config.vocab_size, h), np.float32)
     emb[:, :16] = rng.integers(-2, 3, (config.vocab_size, 16))
-    emb[:, 16] = 8  # the constant column: the gates' shared bias
+    emb[:, 16] = constant  # the constant column: the gates' shared bias
     weights["model.embed_tokens.weight"] = emb
     for i in range(2):
         gate = np.zeros((n, h), np.float32)
