@@ -124,17 +124,20 @@ def layer_by_layer(engine: FastEngine, tokens: list[int], chunk: int = 128) -> N
     """The same tokens through the same per-token kernel, but every token of a chunk
     through layer i before layer i + 1 (qgpu_forward_forced, teacher forcing): each
     layer's weights stay in cache across the chunk. Against the token-by-token time above,
-    what the weights' cache misses cost a generated token."""
-    state = engine.new_state()
-    before = load()
-    wall = time.perf_counter()
-    for a in range(0, len(tokens), chunk):
-        part = np.asarray(tokens[a:a + chunk])
-        engine.plan.run_forced(state, part, batched=False)
-        state.position += len(part)
-    wall = time.perf_counter() - wall
-    print(f"the same tokens layer by layer (chunks of {chunk}, per-token kernel): "
-          f"{wall / len(tokens) * 1e6:.0f} us per token; {before} -> {load()}")
+    what the weights' cache misses cost a generated token. Then the batched kernel
+    (qgpu_forward_batch, the check's) on the same chunks."""
+    for batched, what in ((False, "per-token kernel"), (True, "batched kernel")):
+        state = engine.new_state()
+        before = load()
+        wall = time.perf_counter()
+        for a in range(0, len(tokens), chunk):
+            part = np.asarray(tokens[a:a + chunk])
+            engine.plan.run_forced(state, part, batched=batched)
+            state.position += len(part)
+        wall = time.perf_counter() - wall
+        print(f"the same tokens layer by layer (chunks of {chunk}, {what}): "
+              f"{wall / len(tokens) * 1e6:.0f} us per token ({len(tokens) / wall:,.0f} "
+              f"tokens/s); {before} -> {load()}")
 
 
 def profile(engine: FastEngine, tokens: list[int]) -> None:
