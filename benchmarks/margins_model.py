@@ -28,7 +28,6 @@ from qgpu.analysis.suite_margins import (
     load_margin_machine,
     numpy_engine,
     suite_cases,
-    suite_margins,
 )
 from qgpu.isa.asm import assemble
 from qgpu.progress import progress_callback
@@ -47,16 +46,20 @@ def line(case: str, report: MarginReport, seconds: float) -> str:
             f"{report.norm_failures}  {ok}  {seconds:.0f}s")
 
 
-_machine = None  # the margin machine the forked workers inherit
-
-
-def _measure(item):
-    """(case, report or reason, seconds) of one suite case, in a worker."""
+def _measure(machine, item, **kwargs):
+    """(case, report or reason, seconds) of one of suite_cases' items."""
     case, launch = item
     if isinstance(launch, str):
         return case, launch, 0.0
     t = time.perf_counter()
-    return case, launch_margins(_machine, *launch), time.perf_counter() - t
+    return case, launch_margins(machine, *launch, **kwargs), time.perf_counter() - t
+
+
+_machine = None  # the margin machine the forked workers inherit
+
+
+def _measure_inherited(item):
+    return _measure(_machine, item)
 
 
 def _suite_in_parallel(machine, args):
@@ -67,7 +70,7 @@ def _suite_in_parallel(machine, args):
     numpy_engine(machine)  # built once, before the fork
     cases = list(suite_cases(machine, args.names, args.per_kernel, args.max_positions))
     with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-        yield from pool.imap(_measure, cases)
+        yield from pool.imap(_measure_inherited, cases)
 
 
 def main() -> int:
@@ -94,15 +97,9 @@ def main() -> int:
         if args.jobs > 1:
             results = _suite_in_parallel(machine, args)
         else:
-            def one_by_one():
-                t = time.perf_counter()
-                for case, result in suite_margins(machine, args.names,
-                                                  per_kernel=args.per_kernel,
-                                                  max_positions=args.max_positions,
-                                                  progress=progress_callback("margins", "pos")):
-                    yield case, result, time.perf_counter() - t
-                    t = time.perf_counter()
-            results = one_by_one()
+            progress = progress_callback("margins", "pos")
+            results = (_measure(machine, item, progress=progress) for item in
+                       suite_cases(machine, args.names, args.per_kernel, args.max_positions))
         for case, result, seconds in results:
             if isinstance(result, str):
                 refused += 1

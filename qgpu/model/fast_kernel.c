@@ -21,7 +21,8 @@
  * units by ascending bias, the gate monotone along them), and sums the acts into down in
  * ascending unit order whatever the thread count. With AVX2 (-march=native), the conv
  * outputs' silu runs 8 lanes at a time (the same IEEE operations lane by lane, fmaf as
- * _mm256_fmadd_ps); without it, the same scalar code as the tails. Timing: qgpu_set_profile(buf) adds each layer's mixer and MLP seconds.
+ * _mm256_fmadd_ps); without it, the same scalar code as the tails. Timing:
+ * qgpu_set_profile(buf) adds each layer's mixer and MLP seconds.
  *
  * One translation unit over #included parts (fast_native.INCLUDED), in this order:
  * fast_math.c (elementary functions, the GDN head's delta rule and read), fast_layout.c
@@ -48,8 +49,6 @@ typedef uint32_t v8u __attribute__((vector_size(32)));
 #include "fast_layout.c"
 
 /* --- pieces --- */
-
-
 
 static float norm_scale(const Model *m, const float *h) {
     float ms = pairwise_sumsq(h, m->hidden) / (float)m->hidden;
@@ -84,7 +83,6 @@ static void csc_apply(const Csc *a, const float *x, float *acc, int32_t counter)
     COUNT(counter, touched);
     if (counter == C_GATE) COUNT(C_GATE_COLS, cols);
 }
-
 
 /* l2norm of a head's vector v (n nonzeros, at nz ascending), written where nonzero */
 static void l2norm_head(const float *v, int32_t d, float divisor, float *out, const int32_t *nz,
@@ -187,26 +185,16 @@ static int64_t mlp_units_forms(const Model *m, const Layer *L, const float *x, i
         kept[n] = f;
         n += forms[f] + end[f] * bias_in > -89.0f;
     }
+    const int32_t step = up ? -1 : 1;
     int64_t visited = 0;
     for (int32_t t = 0; t < n; t++) {
         const int32_t f = kept[t], a = ptr[f], b = ptr[f + 1];
         const float v = forms[f];
-        if (up) {
-            int32_t k = b - 1;
-            for (; k >= a; k--) {
-                const float g = v + bias[k] * bias_in;
-                if (g <= -89.0f) break;
-                unit_act(&c, unit[k], g);
-            }
-            visited += b - k;
-        } else {
-            int32_t k = a;
-            for (; k < b; k++) {
-                const float g = v + bias[k] * bias_in;
-                if (g <= -89.0f) break;
-                unit_act(&c, unit[k], g);
-            }
-            visited += k - a + 1;
+        for (int32_t k = up ? b - 1 : a; k >= a && k < b; k += step) {
+            const float g = v + bias[k] * bias_in;
+            visited++;
+            if (g <= -89.0f) break;
+            unit_act(&c, unit[k], g);
         }
     }
     return visited;
