@@ -161,9 +161,15 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
             float *VT = b->vt, *OT = b->ot;  /* [N][dv]: v and o * r by position */
             if (writes)  /* v by position (rows of inactive channels hold +0) */
                 transpose(b->CT + (int64_t)(2 * n_qk + s * dv) * N, N, VT, dv, dv, n);
+            /* a row of a the projection did not touch is +0 at every position: its decay
+               is one value for the chunk (the same function of the same input) */
+            const int32_t a_rows = b->stt[a0 + s];
+            const float decay0 = a_rows ? 1.0f
+                : np_expf(L->neg_exp_a_log[s] * softplus(0.0f + L->dt_bias[s]));
             for (int32_t t = 0; t < n; t++) {
-                float a_in = st_at(b, a0 + s, t) + L->dt_bias[s];
-                float decay = np_expf(L->neg_exp_a_log[s] * softplus(a_in));
+                const float decay = a_rows
+                    ? np_expf(L->neg_exp_a_log[s] * softplus(st_at(b, a0 + s, t) + L->dt_bias[s]))
+                    : decay0;
                 if (decay != 1.0f) for (int64_t i = 0; i < (int64_t)dk * dv; i++) S[i] *= decay;
                 const int32_t nk = b->nk[t], *nzk = b->nzk + (int64_t)t * dk;
                 const float *kn = b->kn + (int64_t)t * dk;
@@ -304,12 +310,14 @@ static void batch_key_init(void) { pthread_key_create(&batch_key, batch_destroy)
 
 /* Teacher forcing in batch: qgpu_forward_forced's contract (hs: n * hidden floats, the
    residual stream of each token after the last layer; greedy[t], -1 where the head's
-   input is not finite), every layer's products over all n positions at once. layers[i]:
+   input is not finite), every layer's products over all n positions at once; with
+   all_hidden 0, hs receives only the rows of the positions whose greedy is -1 (the
+   others are left as they are: the transpose is skipped). layers[i]:
    layer i's products by rows and the columns its MLP reads (fast_plan.NativePlan).
    Returns 0, or -1 when its scratch cannot be allocated (nothing was run). */
 int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
                            int32_t *const *wins, int32_t *win_counts, const int64_t *tokens,
-                           int32_t n, float *hs, int32_t *greedy,
+                           int32_t n, float *hs, int32_t all_hidden, int32_t *greedy,
                            const BatchLayer *layers) {
     const int64_t H = m->hidden;
     int64_t rows = 1, chans = 1, yrows = 1;
@@ -364,18 +372,20 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
             batch_gdn(m, L, &layers[i], b, states[i], convs[i], wins[i], win_counts + i);
         if (L->n_units) batch_mlp(m, L, &layers[i], b);
     }
-    transpose(b->HT, N, hs, H, (int32_t)H, n);
     /* the final norm (normalize's operations) at the columns the head reads, then the
        argmax, position by position */
+    if (all_hidden) transpose(b->HT, N, hs, H, (int32_t)H, n);
     batch_norm_scale(m, b);
     const Head *hd = &m->head;
     for (int32_t t = 0; t < n; t++) {
-        const float *h = hs + t * H, r = b->r[t];
+        const float r = b->r[t];
         for (int32_t k = 0; k < hd->n_head_cols; k++) {
             const int32_t c = hd->head_cols[k];
-            b->head_x[c] = (h[c] * r) * m->final_norm[c];
+            b->head_x[c] = (b->HT[(int64_t)c * N + t] * r) * m->final_norm[c];
         }
         greedy[t] = head_argmax_in(m, b->head_x, b->group_ub, b->group_order);
+        if (greedy[t] < 0 && !all_hidden)  /* the row the caller's fallback reads */
+            for (int64_t c = 0; c < H; c++) hs[t * H + c] = b->HT[c * N + t];
     }
     return 0;
 }

@@ -198,7 +198,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_forward_batch.restype = I32
     lib.qgpu_forward_batch.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
                                        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                       ctypes.c_void_p, I32, ctypes.c_void_p,
+                                       ctypes.c_void_p, I32, ctypes.c_void_p, I32,
                                        ctypes.c_void_p, ctypes.c_void_p]
     lib.qgpu_head_logits_of.restype = None
     lib.qgpu_head_logits_of.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,

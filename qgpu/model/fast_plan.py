@@ -435,7 +435,8 @@ class NativePlan:
         if tables is not None and tables.finite:
             done = self.lib.qgpu_forward_batch(
                 self._model_ref, states, convs, windows, counts, tokens.ctypes.data, n,
-                hs.ctypes.data, greedy.ctypes.data, tables.table) == 0
+                hs.ctypes.data, int(hidden is not None), greedy.ctypes.data,
+                tables.table) == 0
         if not done:  # not batched, or its scratch could not be allocated
             self.lib.qgpu_forward_forced(self._model_ref, states, convs, windows, counts,
                                          tokens.ctypes.data, n, hs.ctypes.data,

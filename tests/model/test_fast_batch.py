@@ -100,6 +100,31 @@ def test_non_finite_weight_runs_per_token():
     assert a[0] == b[0] and a[1].tobytes() == b[1].tobytes()
 
 
+def test_non_finite_head_input_takes_the_fallback_row():
+    """A final-norm weight of inf makes the head's input non-finite wherever its column
+    is nonzero (greedy -1 in the kernel): run_forced without `hidden` writes just those
+    positions' rows for the argmax fallback, and the tokens are the per-token kernel's
+    (a row left at 0 would give NaN logits everywhere, argmax 0)."""
+    engine = engine_for(0.3, 300.0, seed=31)
+    fields = dict(engine.plan.fields)
+    norm = np.array(fields["final_norm"])
+    norm[int(np.asarray(fields["head.head_cols"])[0])] = np.inf
+    fields["final_norm"] = norm
+    plan = NativePlan(engine.plan.lib, fields, engine.config)
+    tokens = np.random.default_rng(32).integers(0, engine.config.vocab_size, 60)
+    stepped, want = engine.new_state(), []
+    for t in tokens.tolist():
+        want.append(int(plan.run(stepped, t, None, want_argmax=True)))
+        stepped.position += 1
+    assert sum(w != 0 for w in want) > 30
+    for chunk in (7, 60):
+        state, got = engine.new_state(), []
+        for a in range(0, len(tokens), chunk):
+            got += plan.run_forced(state, tokens[a:a + chunk]).tolist()
+            state.position += len(tokens[a:a + chunk])
+        assert got == want
+
+
 def test_threads_run_forced_passes_of_different_states_at_once():
     """Each thread has its own scratch (and the plan's tables are built once): passes of
     different states in two threads give the sequential results bit for bit."""
