@@ -47,7 +47,6 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
         float *st = conv + (int64_t)c * K;
         if (!b->wflag[c] && !b->stt[c]) {
             b->cact[c] = 0;
-            if (c >= 2 * n_qk) memset(b->CT + (int64_t)c * N, 0, sizeof(float) * n);  /* v */
             continue;
         }
         b->wflag[c] = 0;
@@ -59,7 +58,6 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
             for (int32_t t = 0; t < n; t++) nz |= in[t] != 0.0f;
             if (!nz) {
                 b->cact[c] = 0;
-                if (c >= 2 * n_qk) memset(b->CT + (int64_t)c * N, 0, sizeof(float) * n);
                 continue;
             }
         }
@@ -159,8 +157,13 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
             int32_t read = 0;  /* the head read at some position */
             for (int32_t t = 0; t < n; t++) b->hmask[t] = 0;
             float *VT = b->vt, *OT = b->ot;  /* [N][dv]: v and o * r by position */
-            if (writes)  /* v by position (rows of inactive channels hold +0) */
-                transpose(b->CT + (int64_t)(2 * n_qk + s * dv) * N, N, VT, dv, dv, n);
+            if (writes) {  /* v by position (the rows of inactive channels: +0) */
+                const int32_t v0 = 2 * n_qk + s * dv;
+                float *v = b->CT + (int64_t)v0 * N;
+                for (int32_t e = 0; e < dv; e++)
+                    if (!b->cact[v0 + e]) memset(v + (int64_t)e * N, 0, sizeof(float) * n);
+                transpose(v, N, VT, dv, dv, n);
+            }
             /* a row of a the projection did not touch is +0 at every position: its decay
                is one value for the chunk (the same function of the same input) */
             const int32_t a_rows = b->stt[a0 + s];

@@ -57,6 +57,56 @@ static inline float silu(float x) {
    outside the range where that is the whole computation (NaN, exp's denormal results) */
 static void silu_array(float *a, int32_t n) {
     int32_t i = 0;
+#ifdef __AVX512F__
+    if (!use_libm_exp) {  /* the AVX2 path's operations, 16 lanes */
+        const __m512 v17 = _mm512_set1_ps(17.0f), vm89 = _mm512_set1_ps(-89.0f),
+                     vzero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f),
+                     over = _mm512_set1_ps(88.72283935546875f), negzero = _mm512_set1_ps(-0.0f),
+                     magic = _mm512_set1_ps(0x1.8p23f),
+                     log2e = _mm512_set1_ps(1.442695040888963407359924681001892137f);
+        for (; i + 16 <= n; i += 16) {
+            const __m512 x = _mm512_loadu_ps(a + i);
+            const __mmask16 mid = _mm512_cmp_ps_mask(x, vm89, _CMP_GT_OQ)
+                                  & _mm512_cmp_ps_mask(x, v17, _CMP_LT_OQ)
+                                  & _mm512_cmp_ps_mask(x, vzero, _CMP_NEQ_OQ);
+            const __mmask16 keep = _mm512_cmp_ps_mask(x, v17, _CMP_GE_OQ)
+                                   | _mm512_cmp_ps_mask(x, vzero, _CMP_EQ_OQ);
+            const __mmask16 low = _mm512_cmp_ps_mask(x, vm89, _CMP_LE_OQ);
+            if ((__mmask16)(mid | keep | low) != 0xffff) {
+                for (int32_t j = 0; j < 16; j++) a[i + j] = silu(a[i + j]);  /* NaN */
+                continue;
+            }
+            const __m512 sat = _mm512_mask_blend_ps(low, x, negzero);
+            if (!mid) {
+                _mm512_storeu_ps(a + i, sat);
+                continue;
+            }
+            const __m512 e = _mm512_xor_ps(x, negzero);  /* -x */
+            __m512 quadrant = _mm512_mul_ps(e, log2e);
+            quadrant = _mm512_add_ps(quadrant, magic);
+            quadrant = _mm512_sub_ps(quadrant, magic);
+            __m512 r = _mm512_fmadd_ps(quadrant, _mm512_set1_ps(-6.93145752e-1f), e);
+            r = _mm512_fmadd_ps(quadrant, _mm512_set1_ps(-1.42860677e-6f), r);
+            r = _mm512_fmadd_ps(quadrant, vzero, r);
+            __m512 num = _mm512_fmadd_ps(_mm512_set1_ps(5.082762527590693718096e-04f), r,
+                                         _mm512_set1_ps(6.757896990527504603057e-03f));
+            num = _mm512_fmadd_ps(num, r, _mm512_set1_ps(5.114512081637298353406e-02f));
+            num = _mm512_fmadd_ps(num, r, _mm512_set1_ps(2.473615434895520810817e-01f));
+            num = _mm512_fmadd_ps(num, r, _mm512_set1_ps(7.257664613233124478488e-01f));
+            num = _mm512_fmadd_ps(num, r, _mm512_set1_ps(9.999999999980870924916e-01f));
+            __m512 den = _mm512_fmadd_ps(_mm512_set1_ps(2.159509375685829852307e-02f), r,
+                                         _mm512_set1_ps(-2.742335390411667452936e-01f));
+            den = _mm512_fmadd_ps(den, r, one);
+            const __m512 poly = _mm512_div_ps(num, den);
+            const __m512i q = _mm512_slli_epi32(_mm512_cvttps_epi32(quadrant), 23);
+            __m512 ex = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(poly), q));
+            ex = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(e, over, _CMP_GE_OQ), ex,
+                                      _mm512_set1_ps(INFINITY));
+            const __m512 y = _mm512_div_ps(x, _mm512_add_ps(one, ex));
+            _mm512_storeu_ps(a + i, _mm512_mask_blend_ps(mid, sat, y));
+        }
+    }
+#endif
 #ifdef __AVX2__
     if (!use_libm_exp) {
         const __m256 v17 = _mm256_set1_ps(17.0f), vm89 = _mm256_set1_ps(-89.0f),

@@ -35,9 +35,9 @@ def test_kernel_exp_and_sums_are_numpys():
 
 
 def test_kernel_silu_is_numpys():
-    """The kernel's silu over arrays (8 lanes at a time where it can) gives
+    """The kernel's silu over arrays (16 or 8 lanes at a time where it can) gives
     layers.silu's bits, on exp's probes, both signs, the saturation edges, zeros, NaN and
-    +inf, in every position of a group of 8 (not -inf: the kernel's silu(-inf) is -0,
+    +inf, in every position of a group of 16 (not -inf: the kernel's silu(-inf) is -0,
     numpy's NaN, in the scalar code as in the vector code)."""
     x = exp_probe()
     edges = np.array([17.0, np.nextafter(17.0, 0), -89.0, np.nextafter(-89.0, 0), 0.0, -0.0,
@@ -45,6 +45,7 @@ def test_kernel_silu_is_numpys():
                      np.float32)
     rng = np.random.default_rng(5)
     for v in (x, -x, np.resize(edges, 1003), rng.permutation(np.resize(edges, 64)),
+              rng.permutation(np.resize(edges, 16 * len(edges))),
               np.concatenate([rng.uniform(-100, 30, 4099).astype(np.float32), edges])):
         v = np.asarray(v, np.float32)
         want = layers.silu(v)
