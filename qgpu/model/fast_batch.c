@@ -222,67 +222,104 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
     batch_add(b, L->out_rows, L->n_out_rows, b->any_out);
 }
 
-/* the MLP over the positions: gate forms, units (skipped where a bound shows silu(gate)
-   is 0 at every position), acts, down */
+/* unit u (gate = form row f + ub * bias) over the positions: its acts in the next free
+   row of Y, listed when some act is not +-0 (a +-0 act adds +-0 to the down sums) */
+static void batch_unit(const Layer *L, Batch *b, int32_t u, const float *f, float ub,
+                       const float *bias, const float *zero, int32_t *na) {
+    const int32_t n = b->n, N = b->N;
+    float *g = b->row2, *up = b->pw;
+    int32_t on = 0, between = 0;
+    for (int32_t t = 0; t < n; t++) {
+        const float v = f[t] + ub * bias[t];
+        g[t] = v;
+        on |= (v > -89.0f) & (v != 0.0f);
+        between |= (v > -89.0f) & (v < 17.0f) & (v != 0.0f);
+    }
+    if (!on) return;
+    float *act = b->Y + (int64_t)*na * N;
+    int32_t cnt = 0;
+    /* act = silu(gate) * up, up = 0 + sum of its terms (fused; silu by its saturated
+       sides unless some gate lies between them) */
+#define ACT_LOOP(UP)                                                                     \
+    if (between) for (int32_t t = 0; t < n; t++) {                                        \
+        act[t] = unit_silu(g[t]) * (UP); cnt += act[t] != 0.0f;                           \
+    } else for (int32_t t = 0; t < n; t++) {                                              \
+        act[t] = (g[t] >= 17.0f ? g[t] : 0.0f) * (UP); cnt += act[t] != 0.0f;             \
+    }
+    if (u < L->n_single) {
+        const int32_t c = L->up1_col[u];
+        const float v = L->up1_val[u], *x = b->xnz[c] ? b->XF + (int64_t)c * N : zero;
+        ACT_LOOP(0.0f + v * x[t])
+    } else {
+        for (int32_t t = 0; t < n; t++) up[t] = 0.0f;
+        for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++) {
+            const int32_t c = L->up_col[p];
+            if (!b->xnz[c]) continue;  /* +-0 terms */
+            const float v = L->up_val[p], *x = b->XF + (int64_t)c * N;
+            for (int32_t t = 0; t < n; t++) up[t] += v * x[t];
+        }
+        ACT_LOOP(up[t])
+    }
+#undef ACT_LOOP
+    if (cnt) b->list[(*na)++] = u;
+}
+
+/* the first of form_bias[a..e) (ascending) that is >= 0, or e */
+static int32_t first_nonnegative(const float *bias, int32_t a, int32_t e) {
+    while (a < e) {
+        const int32_t mid = a + (e - a) / 2;
+        if (bias[mid] >= 0.0f) e = mid; else a = mid + 1;
+    }
+    return a;
+}
+
+/* the MLP over the positions: gate forms, units, acts, down. A unit is skipped where a
+   bound shows silu(gate) is 0 at every position: gate <= max(form) + pmax(bias) <=
+   -89, pmax = ub * (max or min of bias_in over the positions). A form's units are listed
+   by ascending bias (form_unit): over its units of bias >= 0, and over those < 0, the
+   bound is monotone (float32 rounding is monotone), so the units it keeps are one end
+   of each run, scanned from that end to the first it drops -- the same units as a test
+   of every unit (bounds not finite: every unit is tested). The order in which units
+   are evaluated does not matter: the down product reads each unit's row of Y through
+   umap, in its own order of units. */
 static void batch_mlp(const Model *m, const Layer *L, const BatchLayer *bl, Batch *b) {
-    const int32_t n = b->n, N = b->N, nu = L->n_units;
+    const int32_t n = b->n, N = b->N;
     batch_norm_scale(m, b);
     batch_fill(m, b, L->post_norm, bl->xcols, bl->n_xcols);
     clear_flags(b->stt, L->n_forms);
     product(&bl->gate, &L->gate, &L->gate_hi, b->XF, b->xnz, NULL, b->ST, b->stt, b, -1);
     float *zero = b->row;
     memset(zero, 0, sizeof(float) * N);
-    for (int32_t f = 0; f < L->n_forms; f++) {
-        b->fmax[f] = b->stt[f] ? row_max(b->ST + (int64_t)f * N, n) : 0.0f;
-    }
     const float *bias = L->bias_col >= 0 && b->xnz[L->bias_col]
                         ? b->XF + (int64_t)L->bias_col * N : zero;
-    float bmax = row_max(bias, n), bmin = -row_max_neg(bias, n);
+    const float bmax = row_max(bias, n), bmin = -row_max_neg(bias, n);
+    const int finite = isfinite(bmax) && isfinite(bmin);
+    const int32_t *ptr = L->form_ptr, *unit = L->form_unit;
+    const float *fb = L->form_bias;
     int32_t na = 0;
-    float *g = b->row2, *up = b->pw;
-    for (int32_t u = 0; u < nu; u++) {
-        const int32_t form = L->unit_form[u];
-        const float ub = L->unit_bias[u];
-        const float pmax = ub >= 0.0f ? ub * bmax : ub * bmin;
-        if (b->fmax[form] + pmax <= -89.0f) continue;  /* every gate <= -89: silu is 0 */
+    for (int32_t form = 0; form < L->n_forms; form++) {
         const float *f = b->stt[form] ? b->ST + (int64_t)form * N : zero;
-        int32_t on = 0, between = 0;
-        for (int32_t t = 0; t < n; t++) {
-            const float v = f[t] + ub * bias[t];
-            g[t] = v;
-            on |= (v > -89.0f) & (v != 0.0f);
-            between |= (v > -89.0f) & (v < 17.0f) & (v != 0.0f);
+        const float top = b->stt[form] ? row_max(f, n) : 0.0f;  /* the form's max */
+#define KEEPS(k) (!(top + (fb[k] >= 0.0f ? fb[k] * bmax : fb[k] * bmin) <= -89.0f))
+        const int32_t a = ptr[form], e = ptr[form + 1];
+        if (!finite) {
+            for (int32_t k = a; k < e; k++)
+                if (KEEPS(k)) batch_unit(L, b, unit[k], f, fb[k], bias, zero, &na);
+            continue;
         }
-        if (!on) continue;
-        float *act = b->Y + (int64_t)na * N;
-        int32_t cnt = 0;
-        /* act = silu(gate) * up, up = 0 + sum of its terms (fused; silu by its saturated
-           sides unless some gate lies between them) */
-#define ACT_LOOP(UP)                                                                     \
-        if (between) for (int32_t t = 0; t < n; t++) {                                    \
-            act[t] = unit_silu(g[t]) * (UP); cnt += act[t] != 0.0f;                       \
-        } else for (int32_t t = 0; t < n; t++) {                                          \
-            act[t] = (g[t] >= 17.0f ? g[t] : 0.0f) * (UP); cnt += act[t] != 0.0f;         \
-        }
-        if (u < L->n_single) {
-            const int32_t c = L->up1_col[u];
-            const float v = L->up1_val[u], *x = b->xnz[c] ? b->XF + (int64_t)c * N : zero;
-            ACT_LOOP(0.0f + v * x[t])
-        } else {
-            for (int32_t t = 0; t < n; t++) up[t] = 0.0f;
-            for (int32_t p = L->up_ptr[u]; p < L->up_ptr[u + 1]; p++) {
-                const int32_t c = L->up_col[p];
-                if (!b->xnz[c]) continue;  /* +-0 terms */
-                const float v = L->up_val[p], *x = b->XF + (int64_t)c * N;
-                for (int32_t t = 0; t < n; t++) up[t] += v * x[t];
-            }
-            ACT_LOOP(up[t])
-        }
-#undef ACT_LOOP
-        if (!cnt) continue;
-        b->list[na++] = u;
+        const int32_t z = first_nonnegative(fb, a, e);
+        /* [a, z): bias < 0, the bound rises with it when bmin > 0; [z, e): bias >= 0, it
+           rises when bmax >= 0 */
+        if (bmin > 0.0f) for (int32_t k = z - 1; k >= a && KEEPS(k); k--)
+            batch_unit(L, b, unit[k], f, fb[k], bias, zero, &na);
+        else for (int32_t k = a; k < z && KEEPS(k); k++)
+            batch_unit(L, b, unit[k], f, fb[k], bias, zero, &na);
+        if (bmax >= 0.0f) for (int32_t k = e - 1; k >= z && KEEPS(k); k--)
+            batch_unit(L, b, unit[k], f, fb[k], bias, zero, &na);
+        else for (int32_t k = z; k < e && KEEPS(k); k++)
+            batch_unit(L, b, unit[k], f, fb[k], bias, zero, &na);
+#undef KEEPS
     }
-    for (int32_t u = 0; u < nu; u++) b->umap[u] = -1;
     int64_t live = 0;  /* the listed units' down entries */
     for (int32_t k = 0; k < na; k++) {
         const int32_t u = b->list[k];
@@ -291,6 +328,7 @@ static void batch_mlp(const Model *m, const Layer *L, const BatchLayer *bl, Batc
     }
     clear_flags(b->mxt, m->hidden);
     product(&bl->down, &L->down, &L->down_hi, b->Y, b->ones, b->umap, b->MX, b->mxt, b, live);
+    for (int32_t k = 0; k < na; k++) b->umap[b->list[k]] = -1;  /* -1 between layers */
     batch_add(b, L->down_rows, L->n_down_rows, NULL);
 }
 

@@ -50,7 +50,6 @@ typedef struct {
     uint8_t *yt;           /* row of Y touched */
     int32_t *list;         /* scratch list */
     float *r, *row, *row2, *pw;  /* [N] each; pw: pairwise scratch */
-    float *fmax;           /* per gate form: max over positions */
     int32_t *any_out;      /* [N] */
     float *tmp;            /* [dk + 2 dv] dense head vector, v, z */
     uint8_t *ynz, *ones;   /* [y rows]: row of Y holds a nonzero; all 1 */
@@ -59,7 +58,8 @@ typedef struct {
     float *o, *head_x;     /* [dv], [hidden] */
     double *group_ub;      /* [head groups] head_argmax's scratch */
     int32_t *group_order;
-    int32_t *umap;         /* [units]: row of Y holding a unit's acts, or -1 */
+    int32_t *umap;         /* [units]: row of Y holding a unit's acts, or -1 (all -1
+                              between layers) */
     int32_t *cols;         /* [hidden + channels + y rows]: a row's live entries */
     float *vals;
     int32_t *nq, *nk;      /* [N] per position: nonzero q / k entries of a key head */
@@ -363,7 +363,7 @@ static float row_max_neg(const float *x, int32_t n) { return row_max_sign(x, n, 
 static void batch_free(Batch *b) {
     void *all[] = {b->HT, b->hnz, b->XF, b->xnz, b->MX, b->mxt, b->ST, b->stt, b->CT,
                    b->cact, b->wflag, b->Y, b->yt, b->list, b->r, b->row, b->row2, b->pw,
-                   b->fmax, b->any_out, b->tmp, b->ynz, b->ones, b->umap, b->hmask, b->vt,
+                   b->any_out, b->tmp, b->ynz, b->ones, b->umap, b->hmask, b->vt,
                    b->ot, b->o, b->head_x, b->group_ub, b->group_order, b->cols, b->vals,
                    b->nq, b->nk, b->nzq, b->nzk, b->qn, b->kn};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) free(all[k]);
@@ -390,7 +390,6 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->row = bzalloc(sizeof(float) * N);
     b->row2 = bzalloc(sizeof(float) * (N + 64));
     b->pw = bzalloc(sizeof(float) * N * 48);
-    b->fmax = bzalloc(sizeof(float) * (rows > N ? rows : N));
     b->any_out = bzalloc(sizeof(int32_t) * N);
     b->tmp = bzalloc(sizeof(float) * (dk + 2 * dv));
     b->nq = bzalloc(sizeof(int32_t) * N); b->nk = bzalloc(sizeof(int32_t) * N);
@@ -405,9 +404,10 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->group_order = bzalloc(sizeof(int32_t) * (sizes[7] + 1));
     b->vals = bzalloc(sizeof(float) * (H + chans + yrows));
     if (b->ones) memset(b->ones, 1, yrows);
+    if (b->umap) memset(b->umap, 0xff, sizeof(int32_t) * yrows);  /* -1: no row */
     const void *all[] = {b->HT, b->hnz, b->XF, b->xnz, b->MX, b->mxt, b->ST, b->stt, b->CT,
                          b->cact, b->wflag, b->Y, b->yt, b->list, b->r, b->row, b->row2,
-                         b->pw, b->fmax, b->any_out, b->tmp, b->ynz, b->ones, b->umap,
+                         b->pw, b->any_out, b->tmp, b->ynz, b->ones, b->umap,
                          b->hmask, b->vt, b->ot, b->o, b->head_x, b->group_ub,
                          b->group_order, b->cols, b->vals, b->nq, b->nk, b->nzq, b->nzk,
                          b->qn, b->kn};

@@ -112,7 +112,8 @@ def test_mlp_unit_kinds_bit_identical_over_thousands_of_tokens(constant):
     row has one entry and two, gates saturated on (>= 17), off (<= -89) and, for a few
     units on some tokens, in between (exp), units sharing gate forms that differ in the
     constant column (scanned from a form's on end: its largest bias first when the
-    constant input is positive, its smallest when negative). Every sum has at most two
+    constant input is positive, its smallest when negative; the batched kernel scans
+    each sign of bias from its end by the sign of the input). Every sum has at most two
     nonzero terms and every weight in one is a power of two, so any summation order,
     fused or not, gives the same bits."""
     config = tiny_config(layer_types=["linear_attention"] * 2, num_hidden_layers=2,
@@ -122,7 +123,7 @@ def test_mlp_unit_kinds_bit_identical_over_thousands_of_tokens(constant):
     rng = np.random.default_rng(7)
     emb = np.zeros((config.vocab_size, h), np.float32)
     emb[:, :16] = rng.integers(-2, 3, (config.vocab_size, 16))
-    emb[:, 16] = constant  # the constant column: the gates' shared bias
+    emb[:, 16] = emb[:, 17] = constant  # 16: the gates' shared bias
     weights["model.embed_tokens.weight"] = emb
     for i in range(2):
         gate = np.zeros((n, h), np.float32)
@@ -133,13 +134,25 @@ def test_mlp_unit_kinds_bit_identical_over_thousands_of_tokens(constant):
         between = rng.choice(n, 3, replace=False)
         gate[between] = 0.0
         gate[between, rng.integers(0, 16, 3)] = 0.5
+        # two forms off at every token: -64 x with biases 0, 64, 128 (gates -64 x, 0,
+        # 64 x; x the constant's normalized value) and 64 x with biases -128, -64, -32
+        # (-64 x, 0, 32 x): each on at one end only, the end the constant's sign picks
+        # (a scan from the other end would drop them)
+        rows = (np.arange(n) * 5) % h  # each unit's down row (below)
+        ends = rng.choice(np.setdiff1d(np.flatnonzero(rows < 16), between), 6,
+                          replace=False)
+        gate[ends] = 0.0
+        gate[ends, 17] = [-64.0, -64.0, -64.0, 64.0, 64.0, 64.0]
+        gate[ends, 16] = [0.0, 64.0, 128.0, -128.0, -64.0, -32.0]
         up = np.zeros((n, h), np.float32)
         up[np.arange(n), rng.integers(0, 16, n)] = rng.choice([1.0, 2.0, -4.0], n)
         two = rng.random(n) < 0.4
         up[np.flatnonzero(two), rng.integers(20, 30, two.sum())] = 2.0
         down = np.zeros((h, n), np.float32)
-        down[(np.arange(n) * 5) % h, np.arange(n)] = rng.choice([-1.0, 0.5, 2.0], n)
+        down[rows, np.arange(n)] = rng.choice([-1.0, 0.5, 2.0], n)
         down[:, rng.choice(n, 8, replace=False)] = 0.0  # dead units
+        down[16:18] = 0.0  # the constant columns stay constant
+        down[rows[ends], ends] = 2.0  # the form's units are live
         for name, value in (("gate", gate), ("up", up), ("down", down)):
             weights[f"model.layers.{i}.mlp.{name}_proj.weight"] = value
     head = np.zeros((config.vocab_size, h), np.float32)
@@ -158,3 +171,12 @@ def test_mlp_unit_kinds_bit_identical_over_thousands_of_tokens(constant):
     assert len(set(a.argmax(1).tolist())) > 10
     state = fast.new_state()
     assert [fast.step_greedy(state, int(t)) for t in tokens[:300]] == a[:300].argmax(1).tolist()
+    if fast.backend == "native":  # the batched kernel (its own scan of the forms)
+        hidden = {}
+        for batched in (False, True):
+            state, hidden[batched] = fast.new_state(), np.zeros((640, h), np.float32)
+            for start in range(0, 640, 128):
+                fast.plan.run_forced(state, tokens[start:start + 128], batched,
+                                     hidden[batched][start:start + 128])
+                state.position += 128
+        assert hidden[True].tobytes() == hidden[False].tobytes()
