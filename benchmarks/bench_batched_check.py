@@ -11,10 +11,12 @@ trace tokens alone too), the interpreter's seconds, the whole check's wall secon
 the load average (the machine is shared). --jobs 2 checks two launches at a time (two
 threads: the native kernel releases the GIL, each thread has its own scratch); the
 script's wall time is then the figure. --compare N also times the per-token kernel
-(qgpu_forward_forced) on the first N launches, to compare on the same tokens.
+(qgpu_forward_forced) on the first N launches, to compare on the same tokens. --phases
+also prints where the batched kernel's time goes, by its own clock (each phase's share of
+the model pass's seconds; the rest is Python between the chunks).
 
     python benchmarks/bench_batched_check.py [--names dot vec_add] [--limit 40]
-        [--chunk 128] [--jobs 2] [--compare 10] [--quiet]
+        [--chunk 128] [--jobs 2] [--compare 10] [--phases] [--quiet]
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qgpu import suite  # noqa: E402
 from qgpu.errors import CheckMismatch, QgpuError  # noqa: E402
 from qgpu.interp import run_launch  # noqa: E402
+from qgpu.model.fast_native import batch_phases  # noqa: E402
 from qgpu.protocol import encode_prompt, expected_trace  # noqa: E402
 from qgpu.runtime.check import FORCED_CHUNK, forced_launch  # noqa: E402
 from qgpu.runtime.compiled import load_machine  # noqa: E402
@@ -75,6 +79,8 @@ def main(argv=None) -> int:
     parser.add_argument("--compare", type=int, default=0,
                         help="time the per-token kernel on the first N launches too")
     parser.add_argument("--jobs", type=int, default=1, help="launches checked at a time")
+    parser.add_argument("--phases", action="store_true",
+                        help="the batched kernel's seconds by phase (its own clock)")
     parser.add_argument("--quiet", action="store_true", help="totals only")
     args = parser.parse_args(argv)
     machine = load_machine(progress=False)
@@ -91,8 +97,14 @@ def main(argv=None) -> int:
                                               suite.positional_args(spec, launch["args"]))
         cases.append((spec.case_id(index), program, grid, block, memory))
 
+    names = batch_phases(engine.plan.lib) if args.phases else []
+    phases: dict[int, np.ndarray] = {}  # per thread: the kernel adds into its own buffer
+
     def check(case):
         name, program, grid, block, memory = case
+        if args.phases:
+            buf = phases.setdefault(threading.get_ident(), np.zeros(len(names)))
+            engine.plan.lib.qgpu_set_batch_profile(buf.ctypes.data)
         t0 = time.perf_counter()
         try:
             run = forced_launch(machine, program, grid, block, memory, chunk=args.chunk)
@@ -100,6 +112,9 @@ def main(argv=None) -> int:
             raise
         except QgpuError as err:  # refused by the machine: not counted
             return name, None, f"{type(err).__name__}: {str(err)[:80]}"
+        finally:
+            if args.phases:
+                engine.plan.lib.qgpu_set_batch_profile(None)
         return name, run, time.perf_counter() - t0
 
     start_all = time.perf_counter()
@@ -136,6 +151,14 @@ def main(argv=None) -> int:
           f"{t['model']:.1f} s); interpreter and the rest {t['interp']:.1f} s; whole checks "
           f"{t['wall']:.1f} s; the whole run {elapsed:.1f} s wall ({t['tokens'] / elapsed:,.0f} "
           f"tok/s, {args.jobs} job(s)); {load()}")
+    if phases:
+        seconds = sum(phases.values())
+        shares = sorted(zip(seconds.tolist(), names, strict=True), reverse=True)
+        print("batched kernel by phase, share of the model pass's "
+              f"{t['model']:.1f} s: " + ", ".join(
+                  f"{name} {100 * sec / t['model']:.1f}%" for sec, name in shares)
+              + f"; outside the kernel (Python between chunks) "
+              f"{100 * (1 - seconds.sum() / t['model']):.1f}%")
     if compare["tokens"]:
         print(f"same tokens, first {args.compare} launches: batched "
               f"{compare['tokens'] / compare['batched']:,.0f} tok/s, per-token kernel "

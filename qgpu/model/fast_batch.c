@@ -31,14 +31,40 @@
  */
 #include "fast_batch_ops.c"
 
+/* --- optional timing by phase (benchmarks/bench_batched_check.py --phases): seconds
+   added into the calling thread's buffer of one double per name of BATCH_PHASES, set by
+   qgpu_set_batch_profile (NULL, the default: off, one test per mark) --- */
+#define BATCH_PHASES "setup,mixer norms,projections,conv,q/k lists,recurrence,gated output," \
+                     "out product,residual adds,MLP norms,gate forms,units,down product,head"
+enum { PH_SETUP, PH_MIXER_NORM, PH_PROJ, PH_CONV, PH_QK, PH_RECUR, PH_GATED, PH_OUT,
+       PH_ADD, PH_MLP_NORM, PH_GATE, PH_UNITS, PH_DOWN, PH_HEAD, PH_END = -1 };
+
+static __thread double *phase_buf, phase_t;
+static __thread int phase_at = PH_END;
+
+void qgpu_set_batch_profile(double *buf) { phase_buf = buf; phase_at = PH_END; }
+
+const char *qgpu_batch_phases(void) { return BATCH_PHASES; }
+
+static inline void phase(int p) {  /* the time since the last mark goes to its phase */
+    if (!phase_buf) return;
+    const double t = now();
+    if (phase_at != PH_END) phase_buf[phase_at] += t - phase_t;
+    phase_t = t;
+    phase_at = p;
+}
+
 static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batch *b,
                       float *S_all, float *conv, int32_t *win, int32_t *n_win) {
     const int32_t dk = m->dk, dv = m->dv, K = m->conv_k, nh = L->n_heads, nkh = L->n_key_heads;
     const int32_t n_qk = nkh * dk, n_ch = 2 * n_qk + nh * dv, n = b->n, N = b->N;
+    phase(PH_MIXER_NORM);
     batch_norm_scale(m, b);
     batch_fill(m, b, L->in_norm, L->proj.col, L->proj.n_cols);
     clear_flags(b->stt, L->n_slots);
+    phase(PH_PROJ);
     product(&bl->proj, &L->proj, NULL, b->XF, b->xnz, NULL, b->ST, b->stt, b, -1);
+    phase(PH_CONV);
     /* the causal conv, channel by channel over the positions */
     int32_t kept = 0;
     float *seq = b->row2;  /* the window then the first inputs */
@@ -105,6 +131,7 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
         silu_array(out, n);
     }
     *n_win = kept;
+    phase(PH_RECUR);
     /* head by head (heads are independent: each has its own state), position by
        position within a head: q/k lists and norms of its key head, the delta rule, the
        gated output norm -- the per-token kernel's operations on each head */
@@ -115,6 +142,7 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
         int32_t has_head = 0;
         for (int32_t s = 0; s < nh; s++) has_head |= L->key_slot[s] == kh;
         if (!has_head) continue;
+        phase(PH_QK);
         for (int32_t half = 0; half < 2; half++) {  /* q, then k: lists per position */
             int32_t *cnt = half ? b->nk : b->nq, *nz = half ? b->nzk : b->nzq;
             float *norm = half ? b->kn : b->qn;
@@ -149,10 +177,12 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
                 for (int32_t i = 0; i < k; i++) b->tmp[z[i]] = 0.0f;
             }
         }
+        phase(PH_RECUR);
         int32_t writes = 0;  /* some position writes (k nonzero) */
         for (int32_t t = 0; t < n; t++) writes |= b->nk[t];
         for (int32_t s = 0; s < nh; s++) {
             if (L->key_slot[s] != kh) continue;
+            phase(PH_RECUR);
             float *S = S_all + (int64_t)L->head_ids[s] * dk * dv;
             int32_t read = 0;  /* the head read at some position */
             for (int32_t t = 0; t < n; t++) b->hmask[t] = 0;
@@ -191,6 +221,7 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
             }
             if (!read) continue;
             /* y = (norm_w * (o r)) * silu(z) row by row, where the head read (+0 elsewhere) */
+            phase(PH_GATED);
             transpose(OT, dv, b->Y + (int64_t)s * dv * N, N, n, dv);  /* o r by feature */
             float *zs = b->row2;
             for (int32_t e = 0; e < dv; e++) {
@@ -206,6 +237,7 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
         }
     }
     /* out_proj over the positions, then the residual where some head read */
+    phase(PH_OUT);
     int32_t some = 0;
     for (int32_t t = 0; t < n; t++) some |= b->any_out[t];
     if (!some) return;
@@ -219,6 +251,7 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
     }
     clear_flags(b->mxt, m->hidden);
     product(&bl->out, &L->out, NULL, b->Y, b->ynz, NULL, b->MX, b->mxt, b, -1);
+    phase(PH_ADD);
     batch_add(b, L->out_rows, L->n_out_rows, b->any_out);
 }
 
@@ -284,10 +317,13 @@ static int32_t first_nonnegative(const float *bias, int32_t a, int32_t e) {
    umap, in its own order of units. */
 static void batch_mlp(const Model *m, const Layer *L, const BatchLayer *bl, Batch *b) {
     const int32_t n = b->n, N = b->N;
+    phase(PH_MLP_NORM);
     batch_norm_scale(m, b);
     batch_fill(m, b, L->post_norm, bl->xcols, bl->n_xcols);
     clear_flags(b->stt, L->n_forms);
+    phase(PH_GATE);
     product(&bl->gate, &L->gate, &L->gate_hi, b->XF, b->xnz, NULL, b->ST, b->stt, b, -1);
+    phase(PH_UNITS);
     float *zero = b->row;
     memset(zero, 0, sizeof(float) * N);
     const float *bias = L->bias_col >= 0 && b->xnz[L->bias_col]
@@ -327,8 +363,10 @@ static void batch_mlp(const Model *m, const Layer *L, const BatchLayer *bl, Batc
         live += L->down.ptr[u + 1] - L->down.ptr[u] + L->down_hi.ptr[u + 1] - L->down_hi.ptr[u];
     }
     clear_flags(b->mxt, m->hidden);
+    phase(PH_DOWN);
     product(&bl->down, &L->down, &L->down_hi, b->Y, b->ones, b->umap, b->MX, b->mxt, b, live);
     for (int32_t k = 0; k < na; k++) b->umap[b->list[k]] = -1;  /* -1 between layers */
+    phase(PH_ADD);
     batch_add(b, L->down_rows, L->n_down_rows, NULL);
 }
 
@@ -360,6 +398,7 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
                            int32_t *const *wins, int32_t *win_counts, const int64_t *tokens,
                            int32_t n, float *hs, int32_t all_hidden, int32_t *greedy,
                            const BatchLayer *layers) {
+    phase(PH_SETUP);
     const int64_t H = m->hidden;
     int64_t rows = 1, chans = 1, yrows = 1;
     for (int32_t i = 0; i < m->n_layers; i++) {
@@ -376,7 +415,11 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
     BatchKept *kept = pthread_getspecific(batch_key);
     if (!kept) {
         kept = calloc(1, sizeof *kept);
-        if (!kept || pthread_setspecific(batch_key, kept) != 0) { free(kept); return -1; }
+        if (!kept || pthread_setspecific(batch_key, kept) != 0) {
+            free(kept);
+            phase(PH_END);
+            return -1;
+        }
     }
     const int64_t want[8] = {H, ((n + TILE - 1) / TILE) * TILE + 16, rows, chans, yrows,
                              m->dk, m->dv, m->head.n_groups};
@@ -392,6 +435,7 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
         memset(kept->sizes, 0, sizeof kept->sizes);
         if (batch_alloc(&kept->b, sizes) != 0 || m->conv_k > 64) {
             batch_free(&kept->b);
+            phase(PH_END);
             return -1;
         }
         memcpy(kept->sizes, sizes, sizeof sizes);
@@ -413,6 +457,7 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
             batch_gdn(m, L, &layers[i], b, states[i], convs[i], wins[i], win_counts + i);
         if (L->n_units) batch_mlp(m, L, &layers[i], b);
     }
+    phase(PH_HEAD);
     /* the final norm (normalize's operations) at the columns the head reads, then the
        argmax, position by position */
     if (all_hidden) transpose(b->HT, N, hs, H, (int32_t)H, n);
@@ -428,5 +473,6 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
         if (greedy[t] < 0 && !all_hidden)  /* the row the caller's fallback reads */
             for (int64_t c = 0; c < H; c++) hs[t * H + c] = b->HT[c * N + t];
     }
+    phase(PH_END);
     return 0;
 }

@@ -213,12 +213,22 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_sumsq.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     lib.qgpu_set_profile.restype = None
     lib.qgpu_set_profile.argtypes = [ctypes.c_void_p]
+    lib.qgpu_set_batch_profile.restype = None
+    lib.qgpu_set_batch_profile.argtypes = [ctypes.c_void_p]
+    lib.qgpu_batch_phases.restype = ctypes.c_char_p
+    lib.qgpu_batch_phases.argtypes = []
     lib.qgpu_set_threads.restype = None
     lib.qgpu_set_threads.argtypes = [ctypes.c_int]
     lib.qgpu_set_counts.restype = None
     lib.qgpu_set_counts.argtypes = [ctypes.c_void_p]
     lib.qgpu_set_exp_mode.restype = None
     lib.qgpu_set_exp_mode.argtypes = [ctypes.c_int]
+
+
+def batch_phases(lib: ctypes.CDLL) -> list[str]:
+    """The batched kernel's phases, in the order of the buffer qgpu_set_batch_profile
+    takes (one double of seconds each, added by the calling thread's passes)."""
+    return lib.qgpu_batch_phases().decode().split(",")
 
 
 def kernel_exp(lib: ctypes.CDLL, x: np.ndarray) -> np.ndarray:

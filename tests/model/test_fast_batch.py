@@ -6,6 +6,7 @@ change of summation order would show: the batch keeps each sum's order), with ga
 that saturate or not and rows of zeros. The comparison sees a one-ulp change of one
 weight; a plan with a non-finite weight falls back to the per-token kernel."""
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -142,3 +143,30 @@ def test_threads_run_forced_passes_of_different_states_at_once():
     with ThreadPoolExecutor(max_workers=2) as pool:
         together = list(pool.map(run, streams))
     assert together == alone
+
+
+def test_phase_profile_adds_the_kernels_seconds_and_changes_nothing():
+    """qgpu_set_batch_profile: each phase's seconds added into the calling thread's buffer
+    (what bench_batched_check.py --phases prints), no more than the call's wall time, the
+    same tokens as without it, nothing added once it is off."""
+    engine = engine_for(0.3, 300.0, seed=41)
+    lib, plan = engine.plan.lib, engine.plan
+    names = fast_native.batch_phases(lib)
+    assert len(names) == len(set(names)) == 14
+    tokens = np.random.default_rng(42).integers(0, engine.config.vocab_size, 200)
+    plain = plan.run_forced(engine.new_state(), tokens)
+    buf = np.zeros(len(names))
+    lib.qgpu_set_batch_profile(buf.ctypes.data)
+    try:
+        start = time.perf_counter()
+        timed = plan.run_forced(engine.new_state(), tokens)
+        wall = time.perf_counter() - start
+    finally:
+        lib.qgpu_set_batch_profile(None)
+    assert timed.tolist() == plain.tolist()
+    assert (buf >= 0).all() and 0 < buf.sum() <= wall
+    for name in ("projections", "conv", "recurrence", "gate forms", "units", "head"):
+        assert buf[names.index(name)] > 0, name
+    kept = buf.copy()
+    plan.run_forced(engine.new_state(), tokens)
+    assert buf.tobytes() == kept.tobytes()
