@@ -15,8 +15,9 @@
  *   checks, else the per-token kernel runs), and adding +-0 to an accumulator that
  *   starts at +0 leaves it unchanged (an accumulator started at +0 is never -0: x + (-x)
  *   rounds to +0). So each output receives the same nonzero terms in the same order.
- *   The same holds for the MLP's down product (units in ascending order, which is the
- *   per-token order for any thread count) and out_proj.
+ *   The same holds for out_proj, and for the MLP's down product, which adds each unit's
+ *   acts into its down rows as the per-token kernel does (units in ascending order,
+ *   the per-token order for any thread count; a row's first term is 0 + v * act).
  * - The causal conv of a channel over the positions reads the window [state, inputs]
  *   and shifts it once per token; the per-token kernel shifts only channels whose window
  *   or input is nonzero, but a channel it leaves alone holds only +0 (conv inputs are
@@ -35,9 +36,10 @@
    added into the calling thread's buffer of one double per name of BATCH_PHASES, set by
    qgpu_set_batch_profile (NULL, the default: off, one test per mark) --- */
 #define BATCH_PHASES "setup,mixer norms,projections,conv,q/k lists,recurrence,gated output," \
-                     "out product,residual adds,MLP norms,gate forms,units,down product,head"
+                     "out product,residual adds,MLP norms,gate forms,unit bounds," \
+                     "units and down,head"
 enum { PH_SETUP, PH_MIXER_NORM, PH_PROJ, PH_CONV, PH_QK, PH_RECUR, PH_GATED, PH_OUT,
-       PH_ADD, PH_MLP_NORM, PH_GATE, PH_UNITS, PH_DOWN, PH_HEAD, PH_END = -1 };
+       PH_ADD, PH_MLP_NORM, PH_GATE, PH_BOUNDS, PH_UNITS, PH_HEAD, PH_END = -1 };
 
 static __thread double *phase_buf, phase_t;
 static __thread int phase_at = PH_END;
@@ -63,7 +65,7 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
     batch_fill(m, b, L->in_norm, L->proj.col, L->proj.n_cols);
     clear_flags(b->stt, L->n_slots);
     phase(PH_PROJ);
-    product(&bl->proj, &L->proj, NULL, b->XF, b->xnz, NULL, b->ST, b->stt, b, -1);
+    product(&bl->proj, &L->proj, NULL, b->XF, b->xnz, b->ST, b->stt, b);
     phase(PH_CONV);
     /* the causal conv, channel by channel over the positions */
     int32_t kept = 0;
@@ -250,15 +252,15 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
         b->ynz[c] = any;
     }
     clear_flags(b->mxt, m->hidden);
-    product(&bl->out, &L->out, NULL, b->Y, b->ynz, NULL, b->MX, b->mxt, b, -1);
+    product(&bl->out, &L->out, NULL, b->Y, b->ynz, b->MX, b->mxt, b);
     phase(PH_ADD);
     batch_add(b, L->out_rows, L->n_out_rows, b->any_out);
 }
 
-/* unit u (gate = form row f + ub * bias) over the positions: its acts in the next free
-   row of Y, listed when some act is not +-0 (a +-0 act adds +-0 to the down sums) */
-static void batch_unit(const Layer *L, Batch *b, int32_t u, const float *f, float ub,
-                       const float *bias, const float *zero, int32_t *na) {
+/* unit u (gate = form row f + ub * bias) over the positions: its acts in act; 1 when
+   some act is not +-0 (else its down terms would all be +-0: skipped) */
+static int unit_acts(const Layer *L, Batch *b, int32_t u, const float *f, float ub,
+                     const float *bias, const float *zero, float *act) {
     const int32_t n = b->n, N = b->N;
     float *g = b->row2, *up = b->pw;
     int32_t on = 0, between = 0;
@@ -268,8 +270,7 @@ static void batch_unit(const Layer *L, Batch *b, int32_t u, const float *f, floa
         on |= (v > -89.0f) & (v != 0.0f);
         between |= (v > -89.0f) & (v < 17.0f) & (v != 0.0f);
     }
-    if (!on) return;
-    float *act = b->Y + (int64_t)*na * N;
+    if (!on) return 0;
     int32_t cnt = 0;
     /* act = silu(gate) * up, up = 0 + sum of its terms (fused; silu by its saturated
        sides unless some gate lies between them) */
@@ -294,7 +295,24 @@ static void batch_unit(const Layer *L, Batch *b, int32_t u, const float *f, floa
         ACT_LOOP(up[t])
     }
 #undef ACT_LOOP
-    if (cnt) b->list[(*na)++] = u;
+    return cnt != 0;
+}
+
+/* MX rows of unit u's down column += v * act (the first term of a row: 0 + v * act): the
+   per-token kernel's order of terms when the units come in ascending order */
+static void scatter_down(const Csc *d, int32_t u, const float *act, Batch *b) {
+    const int32_t n = b->n, N = b->N;
+    for (int32_t p = d->ptr[u]; p < d->ptr[u + 1]; p++) {
+        const int32_t r = d->row[p];
+        const float v = d->val[p];
+        float *o = b->MX + (int64_t)r * N;
+        if (!b->mxt[r]) {
+            b->mxt[r] = 1;
+            for (int32_t t = 0; t < n; t++) o[t] = 0.0f + v * act[t];
+        } else {
+            for (int32_t t = 0; t < n; t++) o[t] += v * act[t];
+        }
+    }
 }
 
 /* the first of form_bias[a..e) (ascending) that is >= 0, or e */
@@ -312,9 +330,10 @@ static int32_t first_nonnegative(const float *bias, int32_t a, int32_t e) {
    by ascending bias (form_unit): over its units of bias >= 0, and over those < 0, the
    bound is monotone (float32 rounding is monotone), so the units it keeps are one end
    of each run, scanned from that end to the first it drops -- the same units as a test
-   of every unit (bounds not finite: every unit is tested). The order in which units
-   are evaluated does not matter: the down product reads each unit's row of Y through
-   umap, in its own order of units. */
+   of every unit (bounds not finite: every unit is tested). The kept units are marked
+   in a bitmap and evaluated in ascending order, each one's row of acts added into its
+   down rows while it is in cache (the per-token order of the down terms), so the acts
+   of all units are never stored. */
 static void batch_mlp(const Model *m, const Layer *L, const BatchLayer *bl, Batch *b) {
     const int32_t n = b->n, N = b->N;
     phase(PH_MLP_NORM);
@@ -322,8 +341,8 @@ static void batch_mlp(const Model *m, const Layer *L, const BatchLayer *bl, Batc
     batch_fill(m, b, L->post_norm, bl->xcols, bl->n_xcols);
     clear_flags(b->stt, L->n_forms);
     phase(PH_GATE);
-    product(&bl->gate, &L->gate, &L->gate_hi, b->XF, b->xnz, NULL, b->ST, b->stt, b, -1);
-    phase(PH_UNITS);
+    product(&bl->gate, &L->gate, &L->gate_hi, b->XF, b->xnz, b->ST, b->stt, b);
+    phase(PH_BOUNDS);
     float *zero = b->row;
     memset(zero, 0, sizeof(float) * N);
     const float *bias = L->bias_col >= 0 && b->xnz[L->bias_col]
@@ -332,40 +351,44 @@ static void batch_mlp(const Model *m, const Layer *L, const BatchLayer *bl, Batc
     const int finite = isfinite(bmax) && isfinite(bmin);
     const int32_t *ptr = L->form_ptr, *unit = L->form_unit;
     const float *fb = L->form_bias;
-    int32_t na = 0;
+    uint32_t *bits = b->ubits;  /* the units the bound keeps (all 0 between layers) */
+#define MARK(k) (bits[unit[k] >> 5] |= 1u << (unit[k] & 31))
     for (int32_t form = 0; form < L->n_forms; form++) {
-        const float *f = b->stt[form] ? b->ST + (int64_t)form * N : zero;
-        const float top = b->stt[form] ? row_max(f, n) : 0.0f;  /* the form's max */
+        const float top = b->stt[form] ? row_max(b->ST + (int64_t)form * N, n) : 0.0f;
 #define KEEPS(k) (!(top + (fb[k] >= 0.0f ? fb[k] * bmax : fb[k] * bmin) <= -89.0f))
         const int32_t a = ptr[form], e = ptr[form + 1];
         if (!finite) {
             for (int32_t k = a; k < e; k++)
-                if (KEEPS(k)) batch_unit(L, b, unit[k], f, fb[k], bias, zero, &na);
+                if (KEEPS(k)) MARK(k);
             continue;
         }
         const int32_t z = first_nonnegative(fb, a, e);
         /* [a, z): bias < 0, the bound rises with it when bmin > 0; [z, e): bias >= 0, it
            rises when bmax >= 0 */
-        if (bmin > 0.0f) for (int32_t k = z - 1; k >= a && KEEPS(k); k--)
-            batch_unit(L, b, unit[k], f, fb[k], bias, zero, &na);
-        else for (int32_t k = a; k < z && KEEPS(k); k++)
-            batch_unit(L, b, unit[k], f, fb[k], bias, zero, &na);
-        if (bmax >= 0.0f) for (int32_t k = e - 1; k >= z && KEEPS(k); k--)
-            batch_unit(L, b, unit[k], f, fb[k], bias, zero, &na);
-        else for (int32_t k = z; k < e && KEEPS(k); k++)
-            batch_unit(L, b, unit[k], f, fb[k], bias, zero, &na);
+        if (bmin > 0.0f) for (int32_t k = z - 1; k >= a && KEEPS(k); k--) MARK(k);
+        else for (int32_t k = a; k < z && KEEPS(k); k++) MARK(k);
+        if (bmax >= 0.0f) for (int32_t k = e - 1; k >= z && KEEPS(k); k--) MARK(k);
+        else for (int32_t k = z; k < e && KEEPS(k); k++) MARK(k);
 #undef KEEPS
     }
-    int64_t live = 0;  /* the listed units' down entries */
-    for (int32_t k = 0; k < na; k++) {
-        const int32_t u = b->list[k];
-        b->umap[u] = k;
-        live += L->down.ptr[u + 1] - L->down.ptr[u] + L->down_hi.ptr[u + 1] - L->down_hi.ptr[u];
-    }
+#undef MARK
+    /* the kept units in ascending order: acts in one row, then into the down sums */
+    phase(PH_UNITS);
     clear_flags(b->mxt, m->hidden);
-    phase(PH_DOWN);
-    product(&bl->down, &L->down, &L->down_hi, b->Y, b->ones, b->umap, b->MX, b->mxt, b, live);
-    for (int32_t k = 0; k < na; k++) b->umap[b->list[k]] = -1;  /* -1 between layers */
+    float *act = b->Y;
+    for (int32_t w = 0; w <= (L->n_units - 1) >> 5; w++) {
+        uint32_t x = bits[w];
+        bits[w] = 0;
+        while (x) {
+            const int32_t u = (w << 5) + __builtin_ctz(x);
+            x &= x - 1;
+            const int32_t form = L->unit_form[u];
+            const float *f = b->stt[form] ? b->ST + (int64_t)form * N : zero;
+            if (!unit_acts(L, b, u, f, L->unit_bias[u], bias, zero, act)) continue;
+            scatter_down(&L->down, u, act, b);
+            scatter_down(&L->down_hi, u, act, b);
+        }
+    }
     phase(PH_ADD);
     batch_add(b, L->down_rows, L->n_down_rows, NULL);
 }

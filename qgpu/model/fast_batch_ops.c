@@ -13,10 +13,10 @@ typedef struct {
 } BatchRows;
 
 /* per layer, what the batched kernel reads besides the Layer (fast_native.BatchLayer):
-   proj (input: hidden), gate forms (input: hidden), down (input: units), out (input: y
-   slots) by rows; the hidden columns the MLP reads (gate forms, up rows, bias column) */
+   proj (input: hidden), gate forms (input: hidden), out (input: y slots) by rows; the
+   hidden columns the MLP reads (gate forms, up rows, bias column) */
 typedef struct {
-    BatchRows proj, gate, down, out;
+    BatchRows proj, gate, out;
     int32_t n_xcols;
     const int32_t *xcols;
 } BatchLayer;
@@ -27,7 +27,7 @@ const char *qgpu_batch_layout(void) {
     size_t n = 0;  /* PUT_S, PUT: fast_layout.c */
     PUT_S(BatchRows); PUT(BatchRows, n_rows); PUT(BatchRows, row); PUT(BatchRows, ptr);
     PUT(BatchRows, col); PUT(BatchRows, val);
-    PUT_S(BatchLayer); PUT(BatchLayer, proj); PUT(BatchLayer, gate); PUT(BatchLayer, down);
+    PUT_S(BatchLayer); PUT(BatchLayer, proj); PUT(BatchLayer, gate);
     PUT(BatchLayer, out); PUT(BatchLayer, n_xcols); PUT(BatchLayer, xcols);
     return buf;
 }
@@ -48,18 +48,16 @@ typedef struct {
     uint8_t *wflag;        /* [channels] in the window list (all 0 between layers) */
     float *Y;              /* [max heads * dv or units][N] gated outputs / acts */
     uint8_t *yt;           /* row of Y touched */
-    int32_t *list;         /* scratch list */
     float *r, *row, *row2, *pw;  /* [N] each; pw: pairwise scratch */
     int32_t *any_out;      /* [N] */
     float *tmp;            /* [dk + 2 dv] dense head vector, v, z */
-    uint8_t *ynz, *ones;   /* [y rows]: row of Y holds a nonzero; all 1 */
+    uint8_t *ynz;          /* [y rows]: row of Y holds a nonzero */
     int32_t *hmask;        /* [N]: the head read at this position */
     float *vt, *ot;        /* [N][dv]: a head's v and o * r, by position */
     float *o, *head_x;     /* [dv], [hidden] */
     double *group_ub;      /* [head groups] head_argmax's scratch */
     int32_t *group_order;
-    int32_t *umap;         /* [units]: row of Y holding a unit's acts, or -1 (all -1
-                              between layers) */
+    uint32_t *ubits;       /* [units / 32 + 1]: units to evaluate (all 0 between layers) */
     int32_t *cols;         /* [hidden + channels + y rows]: a row's live entries */
     float *vals;
     int32_t *nq, *nk;      /* [N] per position: nonzero q / k entries of a key head */
@@ -153,18 +151,17 @@ static void batch_fill(const Model *m, Batch *b, const float *w, const int32_t *
 
 /* out rows = the product over the positions, row by row: each row's terms in its order
    (inputs whose row of X is all +-0 skipped: their terms are +-0), 16 positions in
-   registers at a time; used[c] (or NULL: every input) marks the inputs X has; touched:
-   the rows written (the others are all +0) */
+   registers at a time; xnz[c] marks the rows of X that hold a nonzero; touched: the
+   rows written (the others are all +0) */
 static void rows_batch(const BatchRows *a, const float *X, const uint8_t *xnz,
-                       const int32_t *xrow, float *out, uint8_t *touched, int32_t n,
+                       float *out, uint8_t *touched, int32_t n,
                        int32_t N, int32_t *cols, float *vals) {
     for (int32_t i = 0; i < a->n_rows; i++) {
         int32_t k = 0;
         for (int32_t p = a->ptr[i]; p < a->ptr[i + 1]; p++) {
             const int32_t c = a->col[p];
-            const int32_t x = xrow ? xrow[c] : c;
-            if (x < 0 || !xnz[x]) continue;
-            cols[k] = x;
+            if (!xnz[c]) continue;
+            cols[k] = c;
             vals[k++] = a->val[p];
         }
         const int32_t r = a->row[i];
@@ -222,11 +219,11 @@ static void rows_batch(const BatchRows *a, const float *X, const uint8_t *xnz,
 
 /* the same product by columns (the per-token kernel's arrays: columns ascending, each
    scattered over its rows): cheaper when few inputs are live or the positions few */
-static void csc_batch(const Csc *a, const float *X, const uint8_t *xnz, const int32_t *xrow,
-                      float *out, uint8_t *touched, int32_t n, int32_t N) {
+static void csc_batch(const Csc *a, const float *X, const uint8_t *xnz, float *out,
+                      uint8_t *touched, int32_t n, int32_t N) {
     for (int32_t c = 0; c < a->n_cols; c++) {
-        const int32_t x = xrow ? xrow[a->col[c]] : a->col[c];
-        if (x < 0 || !xnz[x]) continue;
+        const int32_t x = a->col[c];
+        if (!xnz[x]) continue;
         const float *xv = X + (int64_t)x * N;
         for (int32_t p = a->ptr[c]; p < a->ptr[c + 1]; p++) {
             const int32_t r = a->row[p];
@@ -242,12 +239,11 @@ static void csc_batch(const Csc *a, const float *X, const uint8_t *xnz, const in
     }
 }
 
-/* live entries of column-sparse products (inputs live in xnz, through xrow) */
-static int64_t csc_live(const Csc *a, const uint8_t *xnz, const int32_t *xrow) {
+/* live entries of column-sparse products (inputs live in xnz) */
+static int64_t csc_live(const Csc *a, const uint8_t *xnz) {
     int64_t live = 0;
     for (int32_t c = 0; c < a->n_cols; c++) {
-        const int32_t x = xrow ? xrow[a->col[c]] : a->col[c];
-        if (x >= 0 && xnz[x]) live += a->ptr[c + 1] - a->ptr[c];
+        if (xnz[a->col[c]]) live += a->ptr[c + 1] - a->ptr[c];
     }
     return live;
 }
@@ -255,15 +251,14 @@ static int64_t csc_live(const Csc *a, const uint8_t *xnz, const int32_t *xrow) {
 /* out = the product of rows `r` (or, the same sums, of columns a [and a2]): by columns
    when the positions are few or under a quarter of the entries are live */
 static void product(const BatchRows *r, const Csc *a, const Csc *a2, const float *X,
-                    const uint8_t *xnz, const int32_t *xrow, float *out, uint8_t *touched,
-                    Batch *b, int64_t live) {
+                    const uint8_t *xnz, float *out, uint8_t *touched, Batch *b) {
     const int64_t total = r->ptr[r->n_rows];
-    if (live < 0) live = csc_live(a, xnz, xrow) + (a2 ? csc_live(a2, xnz, xrow) : 0);
+    const int64_t live = csc_live(a, xnz) + (a2 ? csc_live(a2, xnz) : 0);
     if (b->n <= 32 || 4 * live < total) {
-        csc_batch(a, X, xnz, xrow, out, touched, b->n, b->N);
-        if (a2) csc_batch(a2, X, xnz, xrow, out, touched, b->n, b->N);
+        csc_batch(a, X, xnz, out, touched, b->n, b->N);
+        if (a2) csc_batch(a2, X, xnz, out, touched, b->n, b->N);
     } else {
-        rows_batch(r, X, xnz, xrow, out, touched, b->n, b->N, b->cols, b->vals);
+        rows_batch(r, X, xnz, out, touched, b->n, b->N, b->cols, b->vals);
     }
 }
 
@@ -362,8 +357,8 @@ static float row_max_neg(const float *x, int32_t n) { return row_max_sign(x, n, 
 
 static void batch_free(Batch *b) {
     void *all[] = {b->HT, b->hnz, b->XF, b->xnz, b->MX, b->mxt, b->ST, b->stt, b->CT,
-                   b->cact, b->wflag, b->Y, b->yt, b->list, b->r, b->row, b->row2, b->pw,
-                   b->any_out, b->tmp, b->ynz, b->ones, b->umap, b->hmask, b->vt,
+                   b->cact, b->wflag, b->Y, b->yt, b->r, b->row, b->row2, b->pw,
+                   b->any_out, b->tmp, b->ynz, b->ubits, b->hmask, b->vt,
                    b->ot, b->o, b->head_x, b->group_ub, b->group_order, b->cols, b->vals,
                    b->nq, b->nk, b->nzq, b->nzk, b->qn, b->kn};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) free(all[k]);
@@ -385,7 +380,6 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->Y = bzalloc(sizeof(float) * yrows * N);
     b->hnz = bzalloc(H); b->xnz = bzalloc(H); b->mxt = bzalloc(H); b->stt = bzalloc(rows);
     b->cact = bzalloc(chans); b->yt = bzalloc(yrows); b->wflag = bzalloc(chans);
-    b->list = bzalloc(sizeof(int32_t) * (chans + yrows));
     b->r = bzalloc(sizeof(float) * N);
     b->row = bzalloc(sizeof(float) * N);
     b->row2 = bzalloc(sizeof(float) * (N + 64));
@@ -395,7 +389,8 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->nq = bzalloc(sizeof(int32_t) * N); b->nk = bzalloc(sizeof(int32_t) * N);
     b->nzq = bzalloc(sizeof(int32_t) * N * dk); b->nzk = bzalloc(sizeof(int32_t) * N * dk);
     b->qn = bzalloc(sizeof(float) * N * dk); b->kn = bzalloc(sizeof(float) * N * dk);
-    b->ynz = bzalloc(yrows); b->ones = bzalloc(yrows); b->umap = bzalloc(sizeof(int32_t) * yrows);
+    b->ubits = bzalloc(sizeof(uint32_t) * (yrows / 32 + 1));
+    b->ynz = bzalloc(yrows);
     b->cols = bzalloc(sizeof(int32_t) * (H + chans + yrows));
     b->hmask = bzalloc(sizeof(int32_t) * N);
     b->vt = bzalloc(sizeof(float) * N * dv); b->ot = bzalloc(sizeof(float) * N * dv);
@@ -403,11 +398,9 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->group_ub = bzalloc(sizeof(double) * (sizes[7] + 1));
     b->group_order = bzalloc(sizeof(int32_t) * (sizes[7] + 1));
     b->vals = bzalloc(sizeof(float) * (H + chans + yrows));
-    if (b->ones) memset(b->ones, 1, yrows);
-    if (b->umap) memset(b->umap, 0xff, sizeof(int32_t) * yrows);  /* -1: no row */
     const void *all[] = {b->HT, b->hnz, b->XF, b->xnz, b->MX, b->mxt, b->ST, b->stt, b->CT,
-                         b->cact, b->wflag, b->Y, b->yt, b->list, b->r, b->row, b->row2,
-                         b->pw, b->any_out, b->tmp, b->ynz, b->ones, b->umap,
+                         b->cact, b->wflag, b->Y, b->yt, b->r, b->row, b->row2,
+                         b->pw, b->any_out, b->tmp, b->ynz, b->ubits,
                          b->hmask, b->vt, b->ot, b->o, b->head_x, b->group_ub,
                          b->group_order, b->cols, b->vals, b->nq, b->nk, b->nzq, b->nzk,
                          b->qn, b->kn};

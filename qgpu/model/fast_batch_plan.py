@@ -1,9 +1,10 @@
 """model.fast_batch_plan: what the batched teacher-forcing kernel (fast_batch.c) reads
 besides a plan's `Layer` structs, built from a plan's fields (model.fast_plan) on first
-use: per layer, each sparse product by rows (projections, gate forms, down, out_proj: the
-per-token kernel's column arrays transposed, a row's entries in ascending input order,
-the per-token order of its terms) and the hidden columns the MLP reads; and whether every
-layer weight is finite, which the batch's bit-identity argument needs (fast_batch.c)."""
+use: per layer, the sparse products it runs by rows (projections, gate forms, out_proj:
+the per-token kernel's column arrays transposed, a row's entries in ascending input
+order, the per-token order of its terms; the MLP's down product runs by the per-token
+kernel's columns) and the hidden columns the MLP reads; and whether every layer weight is
+finite, which the batch's bit-identity argument needs (fast_batch.c)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ import numpy as np
 
 from qgpu.model.fast_native import BatchLayer
 
-PRODUCTS = (("proj", ("proj",)), ("gate", ("gate", "gate_hi")), ("down", ("down", "down_hi")),
-            ("out", ("out",)))
+PRODUCTS = (("proj", ("proj",)), ("gate", ("gate", "gate_hi")), ("out", ("out",)))
 LAYER_WEIGHTS = ("proj.val", "gate.val", "gate_hi.val", "up_val", "up1_val", "down.val",
                  "down_hi.val", "out.val", "unit_bias", "conv_w")
 

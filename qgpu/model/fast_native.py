@@ -63,8 +63,8 @@ class BatchRows(ctypes.Structure):
 
 
 class BatchLayer(ctypes.Structure):
-    _fields_ = [("proj", BatchRows), ("gate", BatchRows), ("down", BatchRows),
-                ("out", BatchRows), ("n_xcols", I32), ("xcols", I32P)]
+    _fields_ = [("proj", BatchRows), ("gate", BatchRows), ("out", BatchRows),
+                ("n_xcols", I32), ("xcols", I32P)]
 
 
 class Head(ctypes.Structure):

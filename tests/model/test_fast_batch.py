@@ -165,7 +165,7 @@ def test_phase_profile_adds_the_kernels_seconds_and_changes_nothing():
         lib.qgpu_set_batch_profile(None)
     assert timed.tolist() == plain.tolist()
     assert (buf >= 0).all() and 0 < buf.sum() <= wall
-    for name in ("projections", "conv", "recurrence", "gate forms", "units", "head"):
+    for name in ("projections", "conv", "recurrence", "gate forms", "units and down", "head"):
         assert buf[names.index(name)] > 0, name
     kept = buf.copy()
     plan.run_forced(engine.new_state(), tokens)
