@@ -11,24 +11,38 @@ void qgpu_set_exp_mode(int libm) { use_libm_exp = libm; }
 static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
+/* numpy's float32 exp: the range reduction and the rational approximation (np_expf and
+   the vector exps below run these operations, so every lane gets np_expf's bits) */
+#define EXP_MAGIC 0x1.8p23f
+#define EXP_LOG2E 1.442695040888963407359924681001892137f
+#define EXP_LN2_HI -6.93145752e-1f
+#define EXP_LN2_LO -1.42860677e-6f
+#define EXP_NUM0 5.082762527590693718096e-04f
+#define EXP_NUM1 6.757896990527504603057e-03f
+#define EXP_NUM2 5.114512081637298353406e-02f
+#define EXP_NUM3 2.473615434895520810817e-01f
+#define EXP_NUM4 7.257664613233124478488e-01f
+#define EXP_NUM5 9.999999999980870924916e-01f
+#define EXP_DEN0 2.159509375685829852307e-02f
+#define EXP_DEN1 -2.742335390411667452936e-01f
+
 static float np_expf(float x) {
     if (use_libm_exp) return expf(x);
     if (x != x) return x;
     if (x >= 88.72283935546875f) return INFINITY;
     if (x <= -103.97208404541015625f) return 0.0f;
-    const float magic = 0x1.8p23f, log2e = 1.442695040888963407359924681001892137f;
-    float quadrant = x * log2e;
-    quadrant = quadrant + magic;
-    quadrant = quadrant - magic;
-    float r = fmaf(quadrant, -6.93145752e-1f, x);
-    r = fmaf(quadrant, -1.42860677e-6f, r);
+    float quadrant = x * EXP_LOG2E;
+    quadrant = quadrant + EXP_MAGIC;
+    quadrant = quadrant - EXP_MAGIC;
+    float r = fmaf(quadrant, EXP_LN2_HI, x);
+    r = fmaf(quadrant, EXP_LN2_LO, r);
     r = fmaf(quadrant, 0.0f, r);
-    float num = fmaf(5.082762527590693718096e-04f, r, 6.757896990527504603057e-03f);
-    num = fmaf(num, r, 5.114512081637298353406e-02f);
-    num = fmaf(num, r, 2.473615434895520810817e-01f);
-    num = fmaf(num, r, 7.257664613233124478488e-01f);
-    num = fmaf(num, r, 9.999999999980870924916e-01f);
-    float den = fmaf(2.159509375685829852307e-02f, r, -2.742335390411667452936e-01f);
+    float num = fmaf(EXP_NUM0, r, EXP_NUM1);
+    num = fmaf(num, r, EXP_NUM2);
+    num = fmaf(num, r, EXP_NUM3);
+    num = fmaf(num, r, EXP_NUM4);
+    num = fmaf(num, r, EXP_NUM5);
+    float den = fmaf(EXP_DEN0, r, EXP_DEN1);
     den = fmaf(den, r, 1.0f);
     float poly = num / den;
     int32_t q = (int32_t)quadrant;
@@ -52,8 +66,36 @@ static inline float silu(float x) {
     return x / (1.0f + np_expf(-x));
 }
 
-/* silu of n values in place: numpy's exp algorithm 8 lanes at a time (the same
-   operations as np_expf, so the same bits), lanes by lane where a group holds a value
+/* exp of W / 32 lanes where no lane overflows or has a denormal result: np_expf's
+   operations on vectors (W: 256 or 512, the intrinsics' width) */
+#define DEFINE_VEXP(W, V, VI)                                                             \
+    static inline V vexp##W(V e) {                                                        \
+        V quadrant = _mm##W##_mul_ps(e, _mm##W##_set1_ps(EXP_LOG2E));                     \
+        quadrant = _mm##W##_add_ps(quadrant, _mm##W##_set1_ps(EXP_MAGIC));                \
+        quadrant = _mm##W##_sub_ps(quadrant, _mm##W##_set1_ps(EXP_MAGIC));                \
+        V r = _mm##W##_fmadd_ps(quadrant, _mm##W##_set1_ps(EXP_LN2_HI), e);               \
+        r = _mm##W##_fmadd_ps(quadrant, _mm##W##_set1_ps(EXP_LN2_LO), r);                 \
+        r = _mm##W##_fmadd_ps(quadrant, _mm##W##_setzero_ps(), r);                        \
+        V num = _mm##W##_fmadd_ps(_mm##W##_set1_ps(EXP_NUM0), r, _mm##W##_set1_ps(EXP_NUM1)); \
+        num = _mm##W##_fmadd_ps(num, r, _mm##W##_set1_ps(EXP_NUM2));                      \
+        num = _mm##W##_fmadd_ps(num, r, _mm##W##_set1_ps(EXP_NUM3));                      \
+        num = _mm##W##_fmadd_ps(num, r, _mm##W##_set1_ps(EXP_NUM4));                      \
+        num = _mm##W##_fmadd_ps(num, r, _mm##W##_set1_ps(EXP_NUM5));                      \
+        V den = _mm##W##_fmadd_ps(_mm##W##_set1_ps(EXP_DEN0), r, _mm##W##_set1_ps(EXP_DEN1)); \
+        den = _mm##W##_fmadd_ps(den, r, _mm##W##_set1_ps(1.0f));                          \
+        const V poly = _mm##W##_div_ps(num, den);                                         \
+        const VI q = _mm##W##_slli_epi32(_mm##W##_cvttps_epi32(quadrant), 23);            \
+        return _mm##W##_castsi##W##_ps(_mm##W##_add_epi32(_mm##W##_castps_si##W(poly), q)); \
+    }
+#ifdef __AVX512F__
+DEFINE_VEXP(512, __m512, __m512i)
+#endif
+#ifdef __AVX2__
+DEFINE_VEXP(256, __m256, __m256i)
+#endif
+
+/* silu of n values in place: numpy's exp algorithm 16 or 8 lanes at a time (vexp: the
+   same operations as np_expf, so the same bits), lanes by lane where a group holds a value
    outside the range where that is the whole computation (NaN, exp's denormal results) */
 static void silu_array(float *a, int32_t n) {
     int32_t i = 0;
@@ -61,9 +103,7 @@ static void silu_array(float *a, int32_t n) {
     if (!use_libm_exp) {  /* the AVX2 path's operations, 16 lanes */
         const __m512 v17 = _mm512_set1_ps(17.0f), vm89 = _mm512_set1_ps(-89.0f),
                      vzero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f),
-                     over = _mm512_set1_ps(88.72283935546875f), negzero = _mm512_set1_ps(-0.0f),
-                     magic = _mm512_set1_ps(0x1.8p23f),
-                     log2e = _mm512_set1_ps(1.442695040888963407359924681001892137f);
+                     over = _mm512_set1_ps(88.72283935546875f), negzero = _mm512_set1_ps(-0.0f);
         for (; i + 16 <= n; i += 16) {
             const __m512 x = _mm512_loadu_ps(a + i);
             const __mmask16 mid = _mm512_cmp_ps_mask(x, vm89, _CMP_GT_OQ)
@@ -82,24 +122,7 @@ static void silu_array(float *a, int32_t n) {
                 continue;
             }
             const __m512 e = _mm512_xor_ps(x, negzero);  /* -x */
-            __m512 quadrant = _mm512_mul_ps(e, log2e);
-            quadrant = _mm512_add_ps(quadrant, magic);
-            quadrant = _mm512_sub_ps(quadrant, magic);
-            __m512 r = _mm512_fmadd_ps(quadrant, _mm512_set1_ps(-6.93145752e-1f), e);
-            r = _mm512_fmadd_ps(quadrant, _mm512_set1_ps(-1.42860677e-6f), r);
-            r = _mm512_fmadd_ps(quadrant, vzero, r);
-            __m512 num = _mm512_fmadd_ps(_mm512_set1_ps(5.082762527590693718096e-04f), r,
-                                         _mm512_set1_ps(6.757896990527504603057e-03f));
-            num = _mm512_fmadd_ps(num, r, _mm512_set1_ps(5.114512081637298353406e-02f));
-            num = _mm512_fmadd_ps(num, r, _mm512_set1_ps(2.473615434895520810817e-01f));
-            num = _mm512_fmadd_ps(num, r, _mm512_set1_ps(7.257664613233124478488e-01f));
-            num = _mm512_fmadd_ps(num, r, _mm512_set1_ps(9.999999999980870924916e-01f));
-            __m512 den = _mm512_fmadd_ps(_mm512_set1_ps(2.159509375685829852307e-02f), r,
-                                         _mm512_set1_ps(-2.742335390411667452936e-01f));
-            den = _mm512_fmadd_ps(den, r, one);
-            const __m512 poly = _mm512_div_ps(num, den);
-            const __m512i q = _mm512_slli_epi32(_mm512_cvttps_epi32(quadrant), 23);
-            __m512 ex = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(poly), q));
+            __m512 ex = vexp512(e);
             ex = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(e, over, _CMP_GE_OQ), ex,
                                       _mm512_set1_ps(INFINITY));
             const __m512 y = _mm512_div_ps(x, _mm512_add_ps(one, ex));
@@ -111,9 +134,7 @@ static void silu_array(float *a, int32_t n) {
     if (!use_libm_exp) {
         const __m256 v17 = _mm256_set1_ps(17.0f), vm89 = _mm256_set1_ps(-89.0f),
                      vzero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f),
-                     over = _mm256_set1_ps(88.72283935546875f), negzero = _mm256_set1_ps(-0.0f),
-                     magic = _mm256_set1_ps(0x1.8p23f),
-                     log2e = _mm256_set1_ps(1.442695040888963407359924681001892137f);
+                     over = _mm256_set1_ps(88.72283935546875f), negzero = _mm256_set1_ps(-0.0f);
         for (; i + 8 <= n; i += 8) {
             const __m256 x = _mm256_loadu_ps(a + i);
             /* lanes computed with exp: -89 < x < 17, x != 0 (-x < 89: no denormal) */
@@ -132,24 +153,7 @@ static void silu_array(float *a, int32_t n) {
                 continue;
             }
             const __m256 e = _mm256_xor_ps(x, negzero);  /* -x */
-            __m256 quadrant = _mm256_mul_ps(e, log2e);
-            quadrant = _mm256_add_ps(quadrant, magic);
-            quadrant = _mm256_sub_ps(quadrant, magic);
-            __m256 r = _mm256_fmadd_ps(quadrant, _mm256_set1_ps(-6.93145752e-1f), e);
-            r = _mm256_fmadd_ps(quadrant, _mm256_set1_ps(-1.42860677e-6f), r);
-            r = _mm256_fmadd_ps(quadrant, vzero, r);
-            __m256 num = _mm256_fmadd_ps(_mm256_set1_ps(5.082762527590693718096e-04f), r,
-                                         _mm256_set1_ps(6.757896990527504603057e-03f));
-            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(5.114512081637298353406e-02f));
-            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(2.473615434895520810817e-01f));
-            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(7.257664613233124478488e-01f));
-            num = _mm256_fmadd_ps(num, r, _mm256_set1_ps(9.999999999980870924916e-01f));
-            __m256 den = _mm256_fmadd_ps(_mm256_set1_ps(2.159509375685829852307e-02f), r,
-                                         _mm256_set1_ps(-2.742335390411667452936e-01f));
-            den = _mm256_fmadd_ps(den, r, one);
-            const __m256 poly = _mm256_div_ps(num, den);
-            const __m256i q = _mm256_slli_epi32(_mm256_cvttps_epi32(quadrant), 23);
-            __m256 ex = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(poly), q));
+            __m256 ex = vexp256(e);
             ex = _mm256_blendv_ps(ex, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(e, over, _CMP_GE_OQ));
             const __m256 y = _mm256_div_ps(x, _mm256_add_ps(one, ex));
             _mm256_storeu_ps(a + i, _mm256_blendv_ps(_mm256_blendv_ps(x, negzero, low), y, mid));
