@@ -397,7 +397,7 @@ static void batch_mlp(const Model *m, const Layer *L, const BatchLayer *bl, Batc
    threads may run forced passes of different states at once */
 typedef struct {
     Batch b;
-    int64_t sizes[8];
+    int64_t sizes[BATCH_SIZES];
 } BatchKept;
 
 static pthread_key_t batch_key;
@@ -423,7 +423,7 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
                            const BatchLayer *layers) {
     phase(PH_SETUP);
     const int64_t H = m->hidden;
-    int64_t rows = 1, chans = 1, yrows = 1;
+    int64_t rows = 1, chans = 1, yrows = 1, units = 1;
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
         if (L->n_slots > rows) rows = L->n_slots;
@@ -431,7 +431,7 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
         const int64_t ch = 2 * (int64_t)L->n_key_heads * m->dk + (int64_t)L->n_heads * m->dv;
         if (ch > chans) chans = ch;
         if ((int64_t)L->n_heads * m->dv > yrows) yrows = (int64_t)L->n_heads * m->dv;
-        if (L->n_units > yrows) yrows = L->n_units;
+        if (L->n_units > units) units = L->n_units;
     }
     /* the scratch is kept between calls (per thread) and grown when needed */
     pthread_once(&batch_once, batch_key_init);
@@ -444,15 +444,15 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
             return -1;
         }
     }
-    const int64_t want[8] = {H, ((n + TILE - 1) / TILE) * TILE + 16, rows, chans, yrows,
-                             m->dk, m->dv, m->head.n_groups};
+    const int64_t want[BATCH_SIZES] = {H, ((n + TILE - 1) / TILE) * TILE + 16, rows, chans,
+                                       yrows, m->dk, m->dv, m->head.n_groups, units};
     int grow = 0;
-    for (int32_t k = 0; k < 8; k++) grow |= want[k] > kept->sizes[k];
+    for (int32_t k = 0; k < BATCH_SIZES; k++) grow |= want[k] > kept->sizes[k];
     if (grow || want[0] != kept->sizes[0] || want[5] != kept->sizes[5] ||
         want[6] != kept->sizes[6]) {
         batch_free(&kept->b);
-        int64_t sizes[8];
-        for (int32_t k = 0; k < 8; k++)
+        int64_t sizes[BATCH_SIZES];
+        for (int32_t k = 0; k < BATCH_SIZES; k++)
             sizes[k] = want[k] > kept->sizes[k] || k == 0 || k == 5 || k == 6
                        ? want[k] : kept->sizes[k];
         memset(kept->sizes, 0, sizeof kept->sizes);

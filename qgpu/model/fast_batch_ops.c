@@ -46,7 +46,7 @@ typedef struct {
     float *CT;             /* [max channels][N] conv outputs */
     uint8_t *cact;         /* channel active (row of CT written) */
     uint8_t *wflag;        /* [channels] in the window list (all 0 between layers) */
-    float *Y;              /* [max heads * dv or units][N] gated outputs / acts */
+    float *Y;              /* [max heads * dv][N] gated outputs; row 0: a unit's acts */
     uint8_t *yt;           /* row of Y touched */
     float *r, *row, *row2, *pw;  /* [N] each; pw: pairwise scratch */
     int32_t *any_out;      /* [N] */
@@ -365,8 +365,10 @@ static void batch_free(Batch *b) {
     memset(b, 0, sizeof *b);
 }
 
-/* sizes: hidden, row stride N, rows (slots, forms), channels, y rows (heads * dv,
-   units), dk, dv, head groups; 0 when done, -1 when out of memory */
+/* sizes (BATCH_SIZES): hidden, row stride N, rows (slots, forms), channels, y rows
+   (heads * dv, at least 1), dk, dv, head groups, units; 0 when done, -1 when out of
+   memory */
+#define BATCH_SIZES 9
 static int batch_alloc(Batch *b, const int64_t *sizes) {
     const int64_t H = sizes[0], N = sizes[1], rows = sizes[2], chans = sizes[3],
                   yrows = sizes[4], dk = sizes[5], dv = sizes[6];
@@ -389,7 +391,7 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->nq = bzalloc(sizeof(int32_t) * N); b->nk = bzalloc(sizeof(int32_t) * N);
     b->nzq = bzalloc(sizeof(int32_t) * N * dk); b->nzk = bzalloc(sizeof(int32_t) * N * dk);
     b->qn = bzalloc(sizeof(float) * N * dk); b->kn = bzalloc(sizeof(float) * N * dk);
-    b->ubits = bzalloc(sizeof(uint32_t) * (yrows / 32 + 1));
+    b->ubits = bzalloc(sizeof(uint32_t) * (sizes[8] / 32 + 1));
     b->ynz = bzalloc(yrows);
     b->cols = bzalloc(sizeof(int32_t) * (H + chans + yrows));
     b->hmask = bzalloc(sizeof(int32_t) * N);
