@@ -67,8 +67,10 @@ class Warp:
 def budget_error(blocks: int) -> MachineError:
     """The error of a launch that would run more than its budget of `blocks` blocks (the
     interpreter's and the model's, word for word)."""
-    return MachineError(f"instruction budget exceeded: {blocks} blocks executed without "
-                        f"finishing (runaway loop?)")
+    return MachineError(f"block budget exceeded: {blocks} blocks executed and the launch "
+                        f"has not finished; a kernel that runs longer needs a larger budget "
+                        f"(--budget N, budget=N), one that never ends (e.g. while (1) {{}}) "
+                        f"stops here")
 
 
 class _MemoryTrap(Exception):

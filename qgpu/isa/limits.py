@@ -14,7 +14,8 @@ REGS = 16                 # registers per lane; r0 always reads zero
 ZERO_REG = 0
 STAGES = 4                # dependent stages per block
 SLOTS = 1                 # independent operations per stage (VLIW; what the circuit computes)
-ROM_BLOCKS = 32           # program ROM, in blocks; block 0 is the entry
+ROM_BLOCKS = 128          # program ROM, in blocks; block 0 is the entry
+BLOCK_BITS = 7            # bits of a block number (ROM_BLOCKS = 2 ** BLOCK_BITS)
 MAX_BLOCK_WRITES = 3      # memory writes (stores, atomics) per block
 
 GLOBAL_WORDS = 128        # 32-bit words of global memory

@@ -68,7 +68,8 @@ def _block_row(r: _Reader) -> tuple[int, frozenset[int], object]:
     b = r.take("BLK")[0]
     wb = r.take("V")[0]
     kind, cond = r.take("TRM")
-    t, f = r.take("TGT")
+    targets = r.take("V")[0]
+    t, f = targets & (limits.ROM_BLOCKS - 1), targets >> limits.BLOCK_BITS
     term = {"jmp": Jmp(t), "br": Br(Reg(cond), t, f), "bar": Bar(t), "exit": Exit()}[
         TERMS[kind]]
     return b, frozenset(x for x in range(limits.REGS) if wb >> x & 1), term

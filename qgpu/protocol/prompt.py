@@ -1,7 +1,7 @@
 """protocol.prompt: the launch prompt the host feeds (protocol v1, docs/protocol.md).
 
     LAUNCH GRID(g-1) NTID(n-1)
-    per block b:          BLK(b) V(wb) TRM(kind, cond) TGT(t, f)
+    per block b:          BLK(b) V(wb) TRM(kind, cond) V(t | f << 8)
       per instruction p:  INS(b, p) OPD(op, dst) SRCAB(a, b) SRCC(c)
                           [IMM(b, p, j) V(lo) V(hi)]  per non-zero immediate operand or offset
     per non-zero global word a:  ADDR(a) V(lo) V(hi)
@@ -57,7 +57,7 @@ def _terminator(blk: Block) -> list[int]:
     kind = TERMS.index({Jmp: "jmp", Br: "br", Bar: "bar"}.get(type(t), "exit"))
     taken = t.target if isinstance(t, Jmp | Bar) else t.taken if isinstance(t, Br) else 0
     other = t.not_taken if isinstance(t, Br) else 0
-    return [tok("TRM", kind, cond), tok("TGT", taken, other)]
+    return [tok("TRM", kind, cond), tok("V", taken | other << limits.BLOCK_BITS)]
 
 
 def encode_block(blk: Block, b: int) -> list[int]:

@@ -53,10 +53,10 @@ KINDS: tuple[Kind, ...] = (
     Kind("GRID", (limits.MAX_CTAS,), "GRID(g-1): g CTAs"),
     Kind("NTID", (limits.MAX_THREADS_PER_CTA,), "NTID(n-1): n threads per CTA"),
     # prompt: program ROM, one record per row (fields of a row fit in the conv window)
-    Kind("BLK", (limits.ROM_BLOCKS,), "BLK(b) V(wb) TRM TGT: block b's row record; V(wb): the "
-                                 "writeback registers as a 16-bit mask"),
+    Kind("BLK", (limits.ROM_BLOCKS,), "BLK(b) V(wb) TRM V(t | f << 8): block b's row record; "
+                                      "V(wb): the writeback registers as a 16-bit mask; t, "
+                                      "f: the jmp/bar/br target, br's other"),
     Kind("TRM", (len(TERMS), limits.REGS), "TRM(kind, cond): terminator kind, br's register"),
-    Kind("TGT", (limits.ROM_BLOCKS, limits.ROM_BLOCKS), "TGT(t, f): jmp/bar/br target, br's other"),
     Kind("INS", (limits.ROM_BLOCKS, N_SLOTS), "INS(b, p): instruction p = stage*SLOTS+slot of "
                                           "block b: INS OPD SRCAB SRCC"),
     Kind("OPD", (len(OP_NAMES), limits.REGS), "OPD(op, dst): operation, destination (0: none)"),

@@ -23,10 +23,11 @@ from qgpu.runtime.compiled import LaunchMachine
 
 HALT = tok("HALT")
 DEFAULT_MAX_TOKENS = 1_000_000
-# The model's default block budget: a runaway launch (`while (1) {}`: 2 trace tokens per
-# block) ends after ~8,000 tokens, ~25 s of generation at 330 tokens/s, with the
-# interpreter's budget error; the suite's longest launch (is_prime) runs 1,653 blocks.
-DEFAULT_MODEL_BUDGET = 4_000
+# The model's default block budget, sized for real kernels (5,000-50,000 blocks is an
+# ordinary launch: issue 27): a launch that never ends (`while (1) {}`: 2 trace tokens per
+# block) stops after 100,000 tokens with the interpreter's budget error, about 70-140 s
+# of generation at 750-1,400 tokens/s (README's figures); --budget N sets another.
+DEFAULT_MODEL_BUDGET = 50_000
 # Launches run inside `with record_margins():` also record every written token's margin
 # (the engine runners have a fixed signature; qgpu.view asks for margins this way).
 _MARGINS: ContextVar[bool] = ContextVar("qgpu_record_margins", default=False)
@@ -111,7 +112,8 @@ def generate_launch(machine: LaunchMachine, program: Program, grid: int, block: 
     trace = [token]
     blocks = 0
     trap_at = None          # where the model wrote TRAP: its record is 3 tokens, then it ends
-    # a bar (tokens, tokens/s) once a launch has taken 2 s, on a terminal only
+    # a bar (tokens, tokens/s, blocks of the budget) once a launch has taken 2 s, on a
+    # terminal only
     with progress(desc="model launch", unit="tok", delay=2.0, miniters=64) as bar:
         while token != HALT:
             if trap_at is not None and len(trace) >= trap_at + 3:
@@ -123,6 +125,8 @@ def generate_launch(machine: LaunchMachine, program: Program, grid: int, block: 
                 blocks += 1
                 if blocks > max_blocks:
                     raise budget_error(max_blocks)
+                if blocks % 256 == 0:
+                    bar.set_postfix_str(f"{blocks:,} of {max_blocks:,} blocks", refresh=False)
             elif kind == "TRAP" and trap_at is None:
                 trap_at = len(trace) - 1
             token = step(state, token)

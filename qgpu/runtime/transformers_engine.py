@@ -16,8 +16,9 @@ values float32 holds exactly in either summation order, and the tests check both
 comparing every generated token with the interpreter's trace. The results are read from
 the cache `generate()` returns: the memory table's rows in the recurrent state of the
 layer and value head qgpu_merge.json records. A block budget (a StoppingCriteria that
-counts EXEC tokens) stops a runaway loop; a text token written at a GPU position is an
-error. `--check` replays the launch on the interpreter and compares (runtime.check).
+counts EXEC tokens) stops a launch that does not finish; a text token written at a GPU
+position is an error. `--check` replays the launch on the interpreter and compares
+(runtime.check).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import numpy as np
 
 from qgpu.circuit.machine.memory import decode_memory_rows
 from qgpu.cuda.api import ENGINES, EngineRun
-from qgpu.errors import LaunchError, MachineError, QgpuError
+from qgpu.errors import LaunchError, QgpuError
+from qgpu.interp.simt import budget_error
 from qgpu.protocol import Launch, decode_trace, encode_prompt, kind_of, tok
 from qgpu.protocol.vocab import VOCAB_SIZE
 from qgpu.runtime.check import check_trace
@@ -153,8 +155,7 @@ class TransformersMachine:
                                   f"outside the GPU tokens [{offset}, {offset + self.tokens})")
             trace.append(local)
         if budget["over"]:
-            raise MachineError(f"instruction budget exceeded: the model ran {max_blocks} "
-                               f"blocks without finishing (runaway loop?)")
+            raise budget_error(max_blocks)
         if not trace or trace[-1] != HALT:
             raise LaunchError(f"the model wrote {len(trace)} tokens without HALT")
         return trace, out.past_key_values, seconds

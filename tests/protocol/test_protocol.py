@@ -158,12 +158,12 @@ def test_decoder_rejects_broken_prompt():
 
 
 def test_rom_records_fit_the_conv_window():
-    """Block records are BLK V(wb) TRM TGT and IMM names its own row: the circuit writes
+    """Block records are BLK V(wb) TRM V(targets) and IMM names its own row: the circuit writes
     every ROM row at a record's last token with all fields within 3 tokens back."""
     prog = assemble(LOOP)
     p = encode_prompt(prog, 1, 3)
     i = p.index(tok("BLK", 2))
-    assert [fields_of(t)[0] for t in p[i:i + 4]] == ["BLK", "V", "TRM", "TGT"]
+    assert [fields_of(t)[0] for t in p[i:i + 4]] == ["BLK", "V", "TRM", "V"]
     assert p[i + 1] == tok("V", 0)                      # block 2 writes nothing back
     j = p.index(tok("IMM", 1, 1, 1))                    # block 1's add r2, r2, 1
     assert p[j + 1:j + 3] == [tok("V", 1), tok("V", 0)]

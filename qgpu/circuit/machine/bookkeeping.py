@@ -26,6 +26,7 @@ LANES = limits.LANES
 WARP_BITS = 2  # warp numbers 0..MAX_WARPS-1; also CTA numbers (MAX_CTAS = 4)
 EPOCH_BITS = 2  # EXEC's barrier epoch (protocol.vocab.EPOCHS = 4)
 COUNT_LIMIT = 2 * LANES  # value tokens in one R record at most
+BLOCK_BITS = limits.BLOCK_BITS
 
 
 def _parsed() -> list[tuple[str, tuple[int, ...]]]:
@@ -84,6 +85,33 @@ class TokenTable:
             self.c.token_bits(name, bits, value)
         return self.c.signals[name]
 
+    def late_key(self, name: str, kind: str, members: int, after=(), index: int = 0,
+                  where: dict[int, int] | None = None) -> BinaryKey:
+        """A binary write key (ir.BinaryKey) for field `index` of `kind` tokens whose other
+        fields match `where`: the field's bits (`shared_field`, from the embedding, shared
+        by every key of that field) and a valid bit: the match flag copied by a unit that
+        waits for the signals `after` (it does not read them), so that the table (placed
+        after its key exists) and its read's dims wait until shortly before their
+        reader. log2(members) + 1 dims instead of a one-hot's members + 1."""
+        where = where or {}
+
+        def matches(t):
+            k, f = self.parsed[t]
+            return (k == kind and all(f[i] == v for i, v in where.items())
+                    and 0 <= f[index] < members)
+
+        field = self.shared_field(kind, index, members)
+        flag = self.c.token_flag(f"{name}.match", matches)
+        if not after:
+            return BinaryKey(field.ref, flag.ref)
+
+        def body(ctx, outs):
+            (valid,) = outs
+            ctx.step(ctx.v01(flag), 1, true_bit(valid[0]))
+
+        (valid,) = unit(self.c, name, [flag, *after], [(name, BITS, 1)], body)
+        return BinaryKey(field.ref, valid.ref)
+
     def late_onehot(self, name: str, kind: str, members: int, after=(), index: int = 0,
                     where: dict[int, int] | None = None, offset: int = 0) -> Signal:
         """`field_onehot`'s one-hot (of the field's value - offset), decoded by a unit
@@ -138,7 +166,7 @@ class Bookkeeping:
     nctaid: Signal  # latch: CTAs (the value g, bits)
     count: Signal  # one-hot 0..COUNT_LIMIT: V tokens since the last non-V token
     records: Signal  # one-hot 0..MAX_RECORDS: ADDR tokens since the last EXEC
-    cur_block_onehot: Signal
+    cur_block_key: BinaryKey  # cur_block as the ROM block row's query (always valid)
     rec_reg_onehot: Signal
     lane_rank: Signal  # bits e[L * LANES + j]: lane L is the j-th active lane
     popc: Signal  # bits popc[k - 1]: k lanes active (k = 1..LANES)
@@ -159,7 +187,7 @@ def bookkeeping(c: Circuit, tt: TokenTable, traps: bool = False) -> Bookkeeping:
     is_addr = tt.flag("is_addr", "ADDR")
     is_trap = tt.flag("is_trap", "TRAP") if traps else None
     v_bits = tt.field_bits("v", "V", 0, 16)
-    exec_bits = tt.field_bits("exec.block_bits", "EXEC", 0, 5)
+    exec_bits = tt.field_bits("exec.block_bits", "EXEC", 0, BLOCK_BITS)
     exec_block = BinaryKey(exec_bits.ref, is_exec.ref)
     exec_mask = tt.field_bits("exec.mask", "EXEC", 2, LANES)
     exec_warp_bits = tt.field_bits("exec.warp_bits", "EXEC", 1, WARP_BITS)
@@ -169,7 +197,7 @@ def bookkeeping(c: Circuit, tt: TokenTable, traps: bool = False) -> Bookkeeping:
     ntid_value = tt.field_bits("ntid.value", "NTID", 0, 5, offset=1)
     grid_value = tt.field_bits("grid.value", "GRID", 0, 3, offset=1)
 
-    cur = c.table("latch.exec", rows=1, width=5 + LANES + WARP_BITS + EPOCH_BITS)
+    cur = c.table("latch.exec", rows=1, width=BLOCK_BITS + LANES + WARP_BITS + EPOCH_BITS)
     cur.write(0, [(exec_bits, 0), (exec_mask, 0), (exec_warp_bits, 0), (exec_epoch, 0)],
               enable=is_exec)
     cur_read = cur.read(0, name="cur").bits
@@ -183,12 +211,14 @@ def bookkeeping(c: Circuit, tt: TokenTable, traps: bool = False) -> Bookkeeping:
     count = c.counter("count", reset=is_nonv, tick=is_v, limit=COUNT_LIMIT)
     records = c.counter("records", reset=is_exec, tick=is_addr, limit=MAX_RECORDS)
 
-    cur_block, cur_mask = cur_read[0:5], cur_read[5:5 + LANES]
-    cur_warp = cur_read[5 + LANES:5 + LANES + WARP_BITS]
-    cur_epoch = cur_read[5 + LANES + WARP_BITS:]
+    cur_block, cur_mask = cur_read[0:BLOCK_BITS], cur_read[BLOCK_BITS:BLOCK_BITS + LANES]
+    cur_warp = cur_read[BLOCK_BITS + LANES:BLOCK_BITS + LANES + WARP_BITS]
+    cur_epoch = cur_read[BLOCK_BITS + LANES + WARP_BITS:]
     cur_warp_onehot = units.decode(c, cur_warp, name="cur.warp_onehot")
     ntid, nctaid = launch_read[0:5], launch_read[5:8]
-    cur_block_onehot = units.decode(c, cur_block, name="cur.block_onehot")
+    # the ROM's block row is read at every position with the latched block as a binary
+    # row (ROM_BLOCKS = 256 rows: a one-hot would hold 257 dims)
+    cur_block_key = BinaryKey(cur_block, c.token_flag("always", lambda t: True).ref)
     rec_reg_onehot = units.decode(c, rec_read[1:5], name="rec.reg_onehot")
 
     def rank(ctx, outs):
@@ -212,7 +242,7 @@ def bookkeeping(c: Circuit, tt: TokenTable, traps: bool = False) -> Bookkeeping:
                        cur_warp_onehot, exec_warp_bits, rec_read[0:1],
                        rec_read[1:5], rec_read[5:6], rec_read[6:7] if traps else None,
                        ntid, nctaid, count, records,
-                       cur_block_onehot, rec_reg_onehot, lane_rank, popc, present, per_cta,
+                       cur_block_key, rec_reg_onehot, lane_rank, popc, present, per_cta,
                        cta, wic)
 
 

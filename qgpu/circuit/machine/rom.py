@@ -7,10 +7,11 @@ the conv window, keys straight from the embedding; docs/protocol.md):
 - `rom.imm.P.J`: operand J's immediate (32 bits), written at the second V of
   IMM(b, P, J) V V; a row never written reads 0, the value of an absent immediate;
 - `rom.block`: writeback mask (16), terminator kind (2) and register (4), targets
-  (5 + 5); written at TGT of BLK V(wb) TRM TGT.
-Instruction rows are read with the EXEC token's own block one-hot (layer 0); the block
-row with the latched current block (read at every position: R/V need the writeback
-mask, END the targets).
+  (8 + 8); written at the last V of BLK V(wb) TRM V(targets).
+Every key and query is a binary row (ir.BinaryKey: 8 bits and a valid bit; the ROM's
+256 rows take two banks of heads per read). Instruction rows are read with the EXEC
+token's own block (layer 0); the block row with the latched current block (read at every
+position: R/V need the writeback mask, END the targets).
 
 Decoders turn the fetched fields into what later units gate on: one bit per supported
 operation, the destination one-hot, per operand a register query (the register file's
@@ -31,6 +32,7 @@ from qgpu.isa import limits
 from qgpu.protocol.vocab import OP_NAMES, SEL_FWD, TERMS
 
 OP_BITS, REG_BITS, SEL_BITS = 7, 4, 6
+B = limits.BLOCK_BITS  # bits of a block number
 QUERY_BITS = REG_BITS + 2 + 1  # a register query: r, the warp, valid
 
 
@@ -81,9 +83,8 @@ def rom(c: Circuit, tt: TokenTable, bk: Bookkeeping, spec: MachineSpec):
     sel_c = tt.field_bits("srcc.c", "SRCC", 0, SEL_BITS)
 
     def fetch(p: int, after: Sequence[Signal] = ()) -> Instruction:
-        key = (tt.late_onehot(f"ins.key.{p}", "INS", limits.ROM_BLOCKS, after, 0,
-                              where={1: p}) if after else
-               tt.field_onehot(f"ins.key.{p}", "INS", limits.ROM_BLOCKS, 0, where={1: p}))
+        key = tt.late_key(f"ins.key.{p}", "INS", limits.ROM_BLOCKS, after, 0,
+                          where={1: p})
         table = c.table(f"rom.ins.{p}", rows=limits.ROM_BLOCKS,
                         width=OP_BITS + REG_BITS + 3 * SEL_BITS)
         table.write(key, [(op_bits, 2), (dst_bits, 2), (sel_a, 1), (sel_b, 1), (sel_c, 0)],
@@ -101,8 +102,8 @@ def immediates(c: Circuit, tt: TokenTable, bk: Bookkeeping, ins: Instruction,
     them (`TokenTable.late_onehot`), so the keys, the reads and their dims wait."""
     p = ins.position
     for j in (*range(IMM_OPERANDS), OFFSET):
-        key = tt.late_onehot(f"imm.key.{p}.{j}", "IMM", limits.ROM_BLOCKS, after, 0,
-                             where={1: p, 2: j})
+        key = tt.late_key(f"imm.key.{p}.{j}", "IMM", limits.ROM_BLOCKS, after, 0,
+                          where={1: p, 2: j})
         table = c.table(f"rom.imm.{p}.{j}", rows=limits.ROM_BLOCKS, width=32)
         table.write(key, [(bk.v_bits, 1), (bk.v_bits, 0)], key_lag=2)
         bits = table.read(bk.exec_block, name=f"imm.{p}.{j}").bits
@@ -152,15 +153,13 @@ def _decode(c: Circuit, spec: MachineSpec, p: int, row, warp) -> Instruction:
 
 
 def block_row(c: Circuit, tt: TokenTable, bk: Bookkeeping) -> BlockRow:
-    key = tt.field_onehot("blk.key", "BLK", limits.ROM_BLOCKS)
+    key = tt.late_key("blk.key", "BLK", limits.ROM_BLOCKS)
     kind = tt.field_bits("trm.kind", "TRM", 0, 2)
     cond = tt.field_bits("trm.cond", "TRM", 1, REG_BITS)
-    taken = tt.field_bits("tgt.taken", "TGT", 0, 5)
-    other = tt.field_bits("tgt.other", "TGT", 1, 5)
-    table = c.table("rom.block", rows=limits.ROM_BLOCKS, width=16 + 2 + REG_BITS + 10)
-    table.write(key, [(bk.v_bits, 2), (kind, 1), (cond, 1), (taken, 0), (other, 0)],
-                key_lag=3)
-    row = table.read(bk.cur_block_onehot, name="block").bits
+    # the targets: the record's last V, taken | other << BLOCK_BITS (docs/protocol.md)
+    table = c.table("rom.block", rows=limits.ROM_BLOCKS, width=16 + 2 + REG_BITS + 2 * B)
+    table.write(key, [(bk.v_bits, 2), (kind, 1), (cond, 1), (bk.v_bits[0:2 * B], 0)], key_lag=3)
+    row = table.read(bk.cur_block_key, name="block").bits
     kind_r, cond_r = row[16:18], row[18:22]
 
     def body(ctx, outs):
@@ -172,4 +171,4 @@ def block_row(c: Circuit, tt: TokenTable, bk: Bookkeeping) -> BlockRow:
     kinds, cond_query = unit(c, "decode.block", [kind_r, cond_r, bk.exec_warp_bits],
                              [("block.kinds", BITS, len(TERMS)),
                               ("block.cond_query", BITS, QUERY_BITS)], body)
-    return BlockRow(row[0:16], kinds, cond_query, cond_r, row[22:27], row[27:32])
+    return BlockRow(row[0:16], kinds, cond_query, cond_r, row[22:22 + B], row[22 + B:22 + 2 * B])

@@ -36,7 +36,7 @@ from qgpu.circuit.machine.rom import BlockRow
 from qgpu.isa import limits
 from qgpu.primitives import plus, scaled
 
-PC_BITS = 5
+PC_BITS = limits.BLOCK_BITS
 ROW = PC_BITS + 1 + EPOCH_BITS  # pc | exited | bars
 EXITED, BARS = PC_BITS, PC_BITS + 1
 JMP, BR, BAR, EXIT = range(4)
@@ -137,7 +137,7 @@ def scheduler(c: Circuit, bk: Bookkeeping, block: BlockRow, traps: bool = False)
                         o, s = rows[w * LANES + other], rows[w * LANES + lane]
                         form = plus(ctx.num(o, 0, PC_BITS), scaled(ctx.num(s, 0, PC_BITS), -1),
                                     scaled(plus(ctx.const(1), scaled(
-                                        ctx.v01(run, w * LANES + other), -1)), 64))
+                                        ctx.v01(run, w * LANES + other), -1)), 1 << PC_BITS))
                         ctx.step(form, 0, true_bit(le[n]))
                         n += 1
             ctx.step(ctx.sum01(run, range(w * LANES, (w + 1) * LANES)), 1,

@@ -100,7 +100,7 @@ def test_the_detector_finds_the_interpreters_first_fault(circuit, p):
                 st.set(x, sig.name, 0)
         st.set(x, f"ins.{p}.ops", 1 << op_names.index(op))
         st.set(x, f"imm.{p}.3.bits", off)
-        st.set(x, "cur.bits", mask, lo=5, width=limits.LANES)
+        st.set(x, "cur.bits", mask, lo=limits.BLOCK_BITS, width=limits.LANES)
         for lane in range(limits.LANES):
             if fwd:
                 st.set(x, f"ins.{p}.forward.0", 1 << (fwd - 1))
