@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -88,6 +89,7 @@ class ModelMachine(LaunchMachine):
 
 
 _loaded: dict[tuple, ModelMachine] = {}
+_loading = threading.Lock()  # threads launching at once compile or load a machine once
 
 
 def _key(shape: LayerShape | None = None, spec: MachineSpec | None = None,
@@ -154,8 +156,16 @@ def load_machine(shape: LayerShape | None = None, spec: MachineSpec | None = Non
     from the plan store when it holds this machine (and the backend may be native), else
     compiled (and stored)."""
     key = _key(shape, spec, backend)
+    machine = _loaded.get(key)
+    if machine is not None:
+        return machine
+    with _loading:
+        return _load(key, progress)
+
+
+def _load(key: tuple, progress: bool) -> ModelMachine:
     if key not in _loaded:
-        shape, spec, _ = key
+        shape, spec, backend = key
         machine = _from_store(shape, spec) if backend != "numpy" else None
         if machine is None:
             compiled = compile_machine(shape, spec, progress=progress)
