@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from qgpu.cuda import ptx
 from qgpu.cuda.divide import emit_divrem
-from qgpu.cuda.ir import Sym
+from qgpu.cuda.ir import CondBr, Goto, Sym
 from qgpu.cuda.narrow import convert, narrow
 from qgpu.cuda.ptx import fail
 from qgpu.isa import Imm
@@ -52,9 +52,12 @@ def select(lw, ins: ptx.PInstr) -> None:
     if _type(ins) in _NARROW and op in ("ld", "ldu") and "param" not in parts:
         _narrow_load(lw, ins)
         return
+    if _type(ins) in _NARROW and op == "st" and "param" not in parts:
+        _narrow_store(lw, ins)
+        return
     if _type(ins) in _NARROW and op in ("ld", "ldu", "st", "atom", "red"):
-        raise fail(ins, "8/16-bit memory writes (char/short/bool arrays) are not "
-                         "supported; use int or unsigned arrays")
+        raise fail(ins, "8/16-bit atomics are not supported (CUDA has none for 8 bits; use "
+                         "int or unsigned arrays)")
     if _type(ins) in _NARROW and op not in ("cvt", "prmt"):
         narrow(lw, ins)
         return
@@ -254,6 +257,46 @@ def _narrow_load(lw, ins) -> None:
             b.emit("and", d, ext, Imm(0xFFFF))
     else:
         b.emit("and", d, down, Imm((1 << bits) - 1))
+
+
+def _narrow_store(lw, ins) -> None:
+    """st.{u,s,b}{8,16}: the machine's memory is words, so the store replaces its bytes
+    in the aligned word with a compare-and-swap loop, old = ld [w]; new = (old & ~mask)
+    | (v << shift); until atom.cas [w], old, new returns old. Atomics run lane by lane
+    (docs/isa.md), so lanes that write different bytes of one word in the same
+    instruction lose none of them (a lane whose CAS finds the word changed by a lower
+    lane loads it again), and lanes that write the same bytes leave the highest lane's
+    value, as a word store does. A 16-bit store at an odd address loads from a
+    misaligned address and faults, as PTX's alignment rule says it must."""
+    b, t = lw.b, _type(ins)
+    if any(p.startswith("v") and p[1:].isdigit() for p in ins.parts):
+        raise fail(ins, "vector memory access is not supported")
+    space = lw.space_of(ins)
+    bits = int(t[1:])
+    base, off = lw.address(ins.operands[0], ins)
+    value = lw.value(ins.operands[1], ins)
+    addr, word, low, shift, mask, keep, small, val = (b.tmp() for _ in range(8))
+    b.emit("add", addr, base, Imm(off))
+    # 16 bits: bit 0 stays in the word address, so an odd address faults as misaligned
+    b.emit("and", word, addr, Imm(0xFFFFFFFC if bits == 8 else 0xFFFFFFFD))
+    b.emit("and", low, addr, Imm(3 if bits == 8 else 2))
+    b.emit("shl", shift, low, Imm(3))
+    b.emit("shl", mask, Imm((1 << bits) - 1), shift)
+    b.emit("xor", keep, mask, Imm(0xFFFFFFFF))
+    b.emit("and", small, value, Imm((1 << bits) - 1))
+    b.emit("shl", val, small, shift)
+    loop = b.new_block("narrow_store")
+    done = b.new_block("narrow_stored")
+    b.finish(Goto(loop.name))
+    b.start(loop)
+    old, kept, new, got, retry = (b.tmp() for _ in range(5))
+    b.emit(f"ld.{space}", old, word)
+    b.emit("and", kept, old, keep)
+    b.emit("or", new, kept, val)
+    b.emit(f"atom.{space}.cas", got, word, old, new)
+    b.emit("setne", retry, got, old)
+    b.finish(CondBr(retry, loop.name, done.name))
+    b.start(done)
 
 
 def _vote(lw, ins) -> None:

@@ -6,6 +6,7 @@ import pytest
 import qgpu
 from qgpu.cuda.driver import compile_to_ptx
 from qgpu.errors import CompileError, QgpuError
+from tests.cuda.helpers import run_ptx
 
 
 def get(src, name="k", filename="kernel.cu"):
@@ -55,10 +56,10 @@ def test_local_arrays_indexed_at_run_time_are_rejected():
 
 def test_rom_overflow_names_the_kernel_and_the_count():
     body = "".join(f"  if (a[{k}] > {k}) a[{k + 20}] = a[{k}] / a[{k + 40}];\n"
-                   for k in range(14))
+                   for k in range(40))
     src = f"__global__ void big(int *a) {{\n{body}}}\n"
     with pytest.raises(CompileError, match=r"kernel big: needs \d+ machine blocks; the "
-                                           r"program ROM holds 32"):
+                                           r"program ROM holds 128"):
         get(src, "big")
 
 
@@ -78,10 +79,15 @@ def test_unsupported_parameter_types():
         get("__global__ void k(char *a) { a[0] = 1; }")
 
 
-def test_byte_writes_are_rejected_clearly():
-    src = "__global__ void k(int *a, unsigned *b) { ((unsigned char *)b)[a[1]] = 7; }"
-    with pytest.raises(CompileError, match="8/16-bit memory writes"):
-        get(src)
+def test_16_bit_atomics_are_rejected_clearly():
+    body = """  .reg .b16 %rs<3>;
+  .reg .b32 %r<2>;
+  ld.param.u32 %r1, [k_param_0];
+  mov.u16 %rs1, 1;
+  atom.global.cas.b16 %rs2, [%r1], %rs1, %rs1;
+  ret;"""
+    with pytest.raises(CompileError, match="8/16-bit atomics"):
+        run_ptx(body)
 
 
 def test_calls_that_are_not_inlined_are_rejected():

@@ -1,6 +1,7 @@
-"""Runaway launches on the model (issue 14, point 2): `while (1) {}` ends with the
-interpreter's own budget error, word for word, after DEFAULT_MODEL_BUDGET blocks (within
-a minute of generation), and --budget N sets the limit on both engines."""
+"""Launches that do not finish on the model (issue 14, point 2; issue 27): `while (1) {}`
+ends with the interpreter's own budget error, word for word, after DEFAULT_MODEL_BUDGET
+blocks (50,000: 100,000 generated tokens, bounded), and --budget N sets the limit on
+both engines."""
 
 import time
 
@@ -30,6 +31,6 @@ def test_while_1_ends_with_the_interpreters_budget_error():
     t0 = time.perf_counter()
     got = _error(kernel, engine="model")
     seconds = time.perf_counter() - t0
-    assert got == want and "budget exceeded" in got
-    assert seconds < 60, f"the runaway launch took {seconds:.1f} s on the model"
+    assert got == want and "budget exceeded" in got and "runaway" not in got
+    assert seconds < 400, f"the endless launch took {seconds:.1f} s on the model"
     assert _error(kernel, engine="model", budget=30) == _error(kernel, budget=30)
