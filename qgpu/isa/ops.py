@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
+from qgpu.isa import f32
 from qgpu.isa.limits import s32, u32
 
 
@@ -98,6 +100,40 @@ ATOMIC_FNS: dict[str, tuple[Callable[..., int], str]] = {
     "cas": (lambda old, b, c: c if old == b else old, "c if old == b else old"),
 }
 
+# binary32 on bit patterns, exact (isa.f32); cvt's b is the rounding mode 0..3: rn, rz,
+# rm, rp (an immediate; the front end writes PTX's cvt.rni/rzi/rmi/rpi and cvt.rn/rz/rm/rp)
+def _mode(b: int) -> str:
+    return f32.MODES[b & 3]
+
+
+def _compare(a: int, b: int, how: str) -> int:
+    return f32.compare(a, b, how)
+
+
+FLOAT_OPS: dict[str, tuple[int, Callable[..., int], str]] = {
+    "add.f32": (2, f32.add, "a + b, binary32 rounded to nearest even (add.rn.f32)"),
+    "mul.f32": (2, f32.mul, "a * b, binary32 rounded to nearest even (mul.rn.f32)"),
+    "fma.f32": (3, f32.fma, "a * b + c rounded once (fma.rn.f32)"),
+    "div.f32": (2, f32.div, "a / b correctly rounded (div.rn.f32)"),
+    "sqrt.f32": (1, f32.sqrt, "square root correctly rounded (sqrt.rn.f32)"),
+    "min.f32": (2, f32.fmin, "binary32 minimum; a NaN operand gives the other (PTX min.f32)"),
+    "max.f32": (2, f32.fmax, "binary32 maximum; a NaN operand gives the other (PTX max.f32)"),
+    **{f"set{how}.f32": (2, partial(_compare, how=how),
+                         f"1 if a {how} b (binary32, ordered: 0 on NaN)")
+       for how in f32.COMPARES},
+    "setnan.f32": (2, lambda a, b: f32.compare(a, b, "nan"), "1 if a or b is NaN"),
+    "cvt.f32.s32": (2, lambda a, b: f32.from_int(a, True, _mode(b)),
+                    "signed a to binary32, rounded in mode b"),
+    "cvt.f32.u32": (2, lambda a, b: f32.from_int(a, False, _mode(b)),
+                    "unsigned a to binary32, rounded in mode b"),
+    "cvt.s32.f32": (2, lambda a, b: f32.to_int(a, True, _mode(b)),
+                    "binary32 a to a signed integer in mode b, saturated; NaN gives 0"),
+    "cvt.u32.f32": (2, lambda a, b: f32.to_int(a, False, _mode(b)),
+                    "binary32 a to an unsigned integer in mode b, saturated; NaN gives 0"),
+    "cvt.f32.f32": (2, lambda a, b: f32.round_integral(a, _mode(b)),
+                    "binary32 a rounded to an integral value in mode b"),
+}
+
 SPECIAL_REGS: dict[str, str] = {
     "tid": "thread index in the CTA (threadIdx.x)",
     "ntid": "threads per CTA (blockDim.x)",
@@ -119,6 +155,8 @@ def _build() -> dict[str, OpSpec]:
         ops[name] = OpSpec(name, "alu", 1, True, doc, fn)
     ops["selp"] = OpSpec("selp", "alu", 3, True, "a if c != 0 else b  (PTX operand order a, b, c)",
                          lambda a, b, c: a if c != 0 else b)
+    for name, (n, fn, doc) in FLOAT_OPS.items():
+        ops[name] = OpSpec(name, "alu", n, True, doc, fn)
     for name, doc in SPECIAL_REGS.items():
         ops[name] = OpSpec(name, "sreg", 0, True, doc, mode=name)
     for sp in SPACES:
