@@ -16,7 +16,6 @@ from qgpu.cuda.select import select
 from qgpu.errors import CompileError
 from qgpu.isa import Imm, limits
 
-_FLOAT_TYPES = {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32"}
 _WIDE_TYPES = {"u64", "s64", "b64"}
 _INT32 = {"u32", "s32", "b32"}
 _SREG_OPS = {"%tid.x": "tid", "%ctaid.x": "ctaid", "%laneid": "laneid", "%warpid": "warpid"}
@@ -55,11 +54,7 @@ class Builder:
 
 
 def _check_types(ins: ptx.PInstr) -> None:
-    parts = set(ins.parts[1:])
-    if parts & _FLOAT_TYPES or ins.parts[0] in ("rcp", "sqrt", "rsqrt", "sin", "cos", "ex2",
-                                                  "lg2", "fma", "testp", "copysign"):
-        raise fail(ins, "floating-point arithmetic is not supported (qgpu is an integer "
-                        "machine)")
+    parts = set(ins.parts[1:])   # float forms: cuda.float32 maps or refuses them
     wide_product = "wide" in parts and ins.parts[-1] not in ("u16", "s16")   # 16x16 -> 32 is fine
     if parts & _WIDE_TYPES or wide_product or ins.parts[0] in ("addc", "subc") or "cc" in parts:
         raise fail(ins, "64-bit arithmetic is not supported (use 32-bit int/unsigned; "
@@ -68,8 +63,9 @@ def _check_types(ins: ptx.PInstr) -> None:
         regs = [o] if isinstance(o, ptx.PReg) else (
             [o.first, o.second] if isinstance(o, ptx.PPair) else [])
         for r in regs:
-            if r.name.startswith(("%rd", "%fd", "%f")) and not r.name.startswith("%fp"):
-                raise fail(ins, f"register {r.name} is 64-bit or floating-point; not supported")
+            if r.name.startswith(("%rd", "%fd")):
+                raise fail(ins, f"register {r.name} is 64-bit (long, double or a 64-bit "
+                                f"pointer); not supported")
 
 
 class Lowering:

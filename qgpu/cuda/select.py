@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from qgpu.cuda import ptx
 from qgpu.cuda.divide import emit_divrem
+from qgpu.cuda.float32 import is_float, lower_float
 from qgpu.cuda.ir import CondBr, Goto, Sym
 from qgpu.cuda.narrow import convert, narrow
 from qgpu.cuda.ptx import fail
@@ -42,6 +43,9 @@ def select(lw, ins: ptx.PInstr) -> None:
 
     if op in _NOOPS or (op in ("bar", "barrier") and "warp" in parts):
         return                      # the machine is sequentially consistent; warps lockstep
+    if is_float(ins):
+        lower_float(lw, ins)
+        return
     if op in ("ld", "ldu") and "param" in parts:
         addr = ops[1]
         if not isinstance(addr, ptx.PAddr) or not isinstance(addr.base, ptx.PSym) \

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from qgpu.errors import LaunchError, ProgramError
 from qgpu.isa import limits
+from qgpu.isa.ops import FLOAT_OPS
 from qgpu.isa.program import Program
 
 ALU_OPS = ("add", "sub", "and", "or", "xor", "mov", "selp", "popc", "clz", "brev",
@@ -124,6 +125,11 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
                 raise ProgramError(f"block {b} stage {k}: {len(stage)} operations; the "
                                    f"model machine computes {spec.slots} per stage")
             for ins in stage:
+                if ins.op in FLOAT_OPS:
+                    raise ProgramError(f"block {b} stage {k}: float32 operation '{ins.op}': "
+                                       f"the model machine has no float units yet; float "
+                                       f"kernels run on the interpreter (engine='interp', "
+                                       f"--engine interp; docs/cuda.md, 'float32')")
                 if ins.op not in spec.op_names:
                     what = "yet" if ins.op not in SUPPORTED_OPS else "compiled in this spec"
                     raise ProgramError(f"block {b} stage {k}: operation '{ins.op}' is not "

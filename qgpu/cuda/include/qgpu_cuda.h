@@ -32,6 +32,28 @@
 typedef int int32_t;
 typedef unsigned int uint32_t;
 
+/* --- float32: bit-exact (cuda.float32 maps each to the ISA's binary32 operations) --- */
+__QGPU_FN float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
+__QGPU_FN float __uint_as_float(unsigned x) { return __builtin_bit_cast(float, x); }
+__QGPU_FN int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
+__QGPU_FN unsigned __float_as_uint(float x) { return __builtin_bit_cast(unsigned, x); }
+__QGPU_FN float sqrtf(float x) { return __builtin_sqrtf(x); }
+__QGPU_FN float fabsf(float x) { return __builtin_fabsf(x); }
+__QGPU_FN float fminf(float a, float b) { return __builtin_fminf(a, b); }
+__QGPU_FN float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
+__QGPU_FN float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+__QGPU_FN float floorf(float x) { return __builtin_floorf(x); }
+__QGPU_FN float ceilf(float x) { return __builtin_ceilf(x); }
+__QGPU_FN float truncf(float x) { return __builtin_truncf(x); }
+__QGPU_FN float rintf(float x) { return __builtin_rintf(x); }
+__QGPU_FN float copysignf(float a, float b) { return __builtin_copysignf(a, b); }
+__QGPU_FN float __fadd_rn(float a, float b) { return a + b; }
+__QGPU_FN float __fmul_rn(float a, float b) { return a * b; }
+__QGPU_FN float __fdiv_rn(float a, float b) { return a / b; }
+__QGPU_FN float __fsqrt_rn(float x) { return __builtin_sqrtf(x); }
+__QGPU_FN float __fmaf_rn(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+__QGPU_FN float atomicAdd(float *p, float v) { return __nvvm_atom_add_gen_f(p, v); }
+
 /* --- atomics (generic pointers: clang infers .global or .shared) --- */
 __QGPU_FN int atomicAdd(int *p, int v) { return __nvvm_atom_add_gen_i(p, v); }
 __QGPU_FN unsigned atomicAdd(unsigned *p, unsigned v) {
