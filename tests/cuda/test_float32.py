@@ -70,7 +70,8 @@ def test_saxpy_is_one_fma():
     x, y, a = floats(16), floats(16), np.float32(-1.3)
     out = y.copy()
     launch(src, "saxpy", 4, 4, u(out), u(x), int(u(np.array([a]))[0]), 16)
-    want = [f32.fma(int(u(np.array([a]))[0]), int(xv), int(yv)) for xv, yv in zip(u(x), u(y))]
+    ab = int(u(np.array([a]))[0])
+    want = [f32.fma(ab, int(xv), int(yv)) for xv, yv in zip(u(x), u(y), strict=True)]
     assert u(out).tolist() == want
     ptx = qgpu.compile(src, engine="interp").ptx
     assert "fma.rn.f32" in ptx
@@ -117,7 +118,7 @@ def test_float_atomic_add_in_lane_order():
     o = np.zeros(1, np.uint32)
     launch(src, "dot", 4, 4, o, u(x), u(y), 16)
     acc = np.float32(0)
-    for a, b in zip(x, y):     # warps in order, lanes in order (the machine's atomics)
+    for a, b in zip(x, y, strict=True):     # warps in order, lanes in order (the machine's atomics)
         acc = np.float32(acc + np.float32(a * b))
     assert o.tolist() == u(np.array([acc], np.float32)).tolist()
 
