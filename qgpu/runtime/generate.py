@@ -23,11 +23,12 @@ from qgpu.runtime.compiled import LaunchMachine
 
 HALT = tok("HALT")
 DEFAULT_MAX_TOKENS = 1_000_000
-# The model's default block budget, sized for real kernels (5,000-50,000 blocks is an
-# ordinary launch: issue 27): a launch that never ends (`while (1) {}`: 2 trace tokens per
-# block) stops after 100,000 tokens with the interpreter's budget error, about 70-140 s
-# of generation at 750-1,400 tokens/s (README's figures); --budget N sets another.
-DEFAULT_MODEL_BUDGET = 50_000
+# The model's default block budget, sized for real kernels (issue 27: a launch of 20,000
+# blocks runs without a flag): a launch that never ends (`while (1) {}`: 2 trace tokens
+# per block) stops after 50,000 tokens with the interpreter's budget error, 35-70 s of
+# generation at README's 750-1,400 tokens/s (100,000 tokens took 260 s of CPU, 840 s of
+# wall time, on the session VM at load 7); --budget N sets another.
+DEFAULT_MODEL_BUDGET = 25_000
 # Launches run inside `with record_margins():` also record every written token's margin
 # (the engine runners have a fixed signature; qgpu.view asks for margins this way).
 _MARGINS: ContextVar[bool] = ContextVar("qgpu_record_margins", default=False)
