@@ -69,15 +69,30 @@ def atomic_write(target: str | Path) -> Iterator[Path]:
     _remove(tmp)
     try:
         yield tmp
-        if target.is_dir() and tmp.is_dir():  # a folder replaced: the old one out first
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        os.replace(tmp, target)  # over a file or an empty folder; a full folder refuses
     except OSError as err:
         _remove(tmp)
         raise _space_error(err, target) from err
     except BaseException:
         _remove(tmp)
         raise
+
+
+@contextlib.contextmanager
+def new_output(out: str | Path, folder: bool) -> Iterator[Path]:
+    """`atomic_write` for a command's new output (a folder, or a file): refused when it
+    exists (a folder: unless empty), when its folder cannot take it; killed earlier
+    runs' temporaries beside it are deleted first (they never block a rerun)."""
+    out = Path(out)
+    if out.exists() and not (folder and out.is_dir() and not any(out.iterdir())):
+        raise OutputError(f"{out} exists" + (" and is not empty" if folder else ""))
+    parent = out.parent if str(out.parent) else Path(".")
+    problem = folder_problem(parent)
+    if problem:
+        raise OutputError(f"cannot write {out}: {problem}")
+    clean_leftovers(parent)
+    with atomic_write(out) as tmp:
+        yield tmp
 
 
 def _remove(path: Path) -> None:
@@ -147,11 +162,10 @@ def crc32_of(path: str | Path, start: int = 0, end: int | None = None) -> int:
             return crc
 
 
-def output_problem(path: str | Path, inputs: tuple = ()) -> str | None:
-    """Why `path` cannot be an output of a command that reads `inputs`, or None."""
+def output_problem(path: str | Path, inputs: tuple = (), folder: bool = False) -> str | None:
+    """Why `path` cannot be an output (a file; a folder when `folder`) of a command that
+    reads `inputs`, or None."""
     path = Path(path)
-    if path.is_dir():
-        return f"{path} is a folder"
     for item in inputs:
         if item is None:
             continue
@@ -161,7 +175,11 @@ def output_problem(path: str | Path, inputs: tuple = ()) -> str | None:
             same = False
         if same or path.resolve() == Path(item).resolve():
             return f"{path} is one of the inputs: it would be overwritten"
+    if path.is_dir() and not folder:
+        return f"{path} is a folder"
     parent = path.parent if str(path.parent) else Path(".")
+    if folder:
+        return None  # new_output creates the folders above it, then checks them
     if not parent.is_dir():
         return f"the folder {parent} does not exist"
     if not os.access(parent, os.W_OK | os.X_OK) or (path.exists()
@@ -170,11 +188,11 @@ def output_problem(path: str | Path, inputs: tuple = ()) -> str | None:
     return None
 
 
-def check_output(path: str | Path | None, inputs: tuple = ()) -> None:
+def check_output(path: str | Path | None, inputs: tuple = (), folder: bool = False) -> None:
     """OutputError when `path` (None: no output) cannot be written (output_problem)."""
     if path is None:
         return
-    problem = output_problem(path, inputs)
+    problem = output_problem(path, inputs, folder)
     if problem:
         raise OutputError(f"cannot write {path}: {problem}")
 
