@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from qgpu.cli.html import add_html_argument, write_page
+from qgpu.cli.html import add_html_argument, check_html, write_page
 from qgpu.errors import ProtocolError
 from qgpu.protocol import VOCAB_SIZE, decode_prompt, decode_trace, name, tok
 
@@ -75,6 +75,7 @@ def _extra(data: dict) -> dict:
 
 
 def main(args) -> int:
+    check_html(args.html, args.file)
     prompt, trace, extra = load_stream(Path(args.file).read_bytes(), args.file)
     launch = decode_prompt(prompt)
     print(f"launch: grid {launch.grid}, block {launch.block}, "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -28,6 +29,7 @@ from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.memory import decode_memory_rows, memory_location
 from qgpu.circuit.machine.spec import MachineSpec, check_launch
 from qgpu.circuit.schedule import LayerShape
+from qgpu.files import OutputError, StoredFileError, clean_leftovers
 from qgpu.isa import limits
 from qgpu.isa.program import Program
 from qgpu.model.config import QwenConfig
@@ -132,6 +134,11 @@ def _from_store(shape: LayerShape, spec: MachineSpec) -> ModelMachine | None:
     try:
         fields, meta = load_plan(path)
         engine = FastEngine.from_plan(QwenConfig.from_hf_dict(meta["config"]), fields)
+    except StoredFileError as err:  # never run: named, deleted, built again
+        print(f"qgpu: {err}: deleted, building the machine again", file=sys.stderr,
+              flush=True)
+        path.unlink(missing_ok=True)
+        return None
     except (OSError, ValueError, KeyError, RuntimeError):
         return None  # unreadable or no kernel here: compile instead
     return ModelMachine(None, spec, engine, tuple(meta["memory_at"]), shape)
@@ -143,11 +150,13 @@ def _store(machine: ModelMachine, shape: LayerShape) -> None:
             or os.environ.get("QGPU_PLAN_STORE", "1") == "0":
         return
     meta = {"config": engine.config.to_hf_dict(), "memory_at": list(machine.memory_at)}
+    target = plan_path(shape, machine.spec)
+    clean_leftovers(target.parent)  # killed writers' temporaries
     try:
-        path = save_plan(plan_path(shape, machine.spec), engine.plan.fields, meta)
+        path = save_plan(target, engine.plan.fields, meta)
         _forget_old_plans(path)
-    except OSError:
-        pass  # a read-only cache: the next process compiles again
+    except (OSError, OutputError) as err:  # a read-only or full cache: compiled again later
+        print(f"qgpu: the engine plan was not stored ({err})", file=sys.stderr, flush=True)
 
 
 def load_machine(shape: LayerShape | None = None, spec: MachineSpec | None = None, *,
