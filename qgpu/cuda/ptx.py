@@ -231,11 +231,10 @@ def parse_operand(text: str, line: int = 0):
     v = parse_int(t)
     if v is not None:
         return PImm(v)
-    if re.fullmatch(r"0[fF][0-9a-fA-F]{8}", t):
-        return PImm(int(t[2:], 16))      # a float32 constant: its bit pattern
-    if re.fullmatch(r"0[dD][0-9a-fA-F]+", t):
-        raise CompileError(f"PTX line {line}: double constant '{t}': qgpu runs float32, not "
-                           "double (write 1.0f, not 1.0)")
+    if re.fullmatch(r"0[fFdD][0-9a-fA-F]+", t):
+        # a float constant: its bit pattern (a double's only appears in f64 instructions,
+        # which cuda.float32 refuses naming the source line)
+        return PImm(int(t[2:], 16))
     return PSym(t)
 
 

@@ -309,7 +309,9 @@ REFUSED = {
     "char_store": ("__global__ void k(char *o) { o[threadIdx.x] = 1; }", "not 'char'"),
     "local": ("__global__ void k(int *o) { int t[8]; for (int i = 0; i < 8; i++) "
               "t[i] = o[i] * 3; o[0] = t[o[9] & 7]; }", "local memory"),
-    "float": ("__global__ void k(int *o) { o[0] = (int)(o[1] * 1.5f); }", "integer kernels"),
+    "double": ("__global__ void k(int *o) { o[0] = (int)(o[1] * 1.5); }", "double"),
+    "approx": ("__global__ void k(unsigned *o) { o[0] = __float_as_uint(__nvvm_ex2_approx_f("
+               "__uint_as_float(o[1]))); }", "approximate float"),
     "noinline": ("__device__ __noinline__ int f(int x) { return x * 3; }\n"
                  "__global__ void k(int *o) { o[0] = f(o[1]); }", "did not inline"),
     "shared_big": ("__global__ void k(int *o) { __shared__ int s[64]; s[threadIdx.x] = 1; "

@@ -3,7 +3,6 @@
 import pytest
 
 from qgpu.cuda import ptx
-from qgpu.errors import CompileError
 
 SAMPLE = """
 //
@@ -87,9 +86,9 @@ def test_integer_literals(text, value):
     assert ptx.parse_int(text) == value
 
 
-def test_float_constant_is_rejected():
-    with pytest.raises(CompileError, match="floating-point"):
-        ptx.parse_operand("0f3F800000", 12)
+def test_float_constants_are_bit_patterns():
+    assert ptx.parse_operand("0f3F800000", 12) == ptx.PImm(0x3F800000)
+    assert ptx.parse_operand("0d3FF0000000000000", 12) == ptx.PImm(0x3FF0000000000000)
 
 
 def test_pairs_and_vectors():
