@@ -30,8 +30,8 @@ def test_table_flags_a_wrong_oracle_and_a_refused_kernel(tmp_path):
     wrong = _kernel(tmp_path, "3 * args['a']")
     assert [r["ok"] for r in suite_table([wrong])] == [False]
     (tmp_path / "float").mkdir()
-    refused = _kernel(tmp_path / "float", "args['a']",       # no floating point on qgpu
-                      source=SOURCE.replace("2 * a[threadIdx.x]", "(int)(a[threadIdx.x] * 1.5f)"))
+    refused = _kernel(tmp_path / "float", "args['a']",       # no double on qgpu
+                      source=SOURCE.replace("2 * a[threadIdx.x]", "(int)(a[threadIdx.x] * 1.5)"))
     row = suite_table([refused])[0]
     assert not row["ok"] and row["error"]
 
