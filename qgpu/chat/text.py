@@ -56,7 +56,8 @@ class TextModel:
         per second after it)."""
         start = time.perf_counter()
         state = self.engine.new_state()
-        logits = self.engine.prefill(state, ids)[-1]
+        last = getattr(self.engine, "prefill_last", None)   # TextEngine: no head per token
+        logits = last(state, ids) if last else self.engine.prefill(state, ids)[-1]
         out = [self.engine.greedy(logits)]
         first = time.perf_counter()
         while out[-1] not in self.stop_ids and len(out) < self.max_new_tokens:

@@ -5,6 +5,8 @@ tokenizer. Progress goes to stderr."""
 
 from __future__ import annotations
 
+import sys
+
 from qgpu.merge import merge_checkpoint
 from qgpu.merge.circuits import CIRCUITS, compile_named
 from qgpu.merge.layout import NORM_MODES, MergeError, layer_shape_of
@@ -54,6 +56,15 @@ def main(args) -> int:
     layout = merge_checkpoint(args.base, part, args.out, shard_bytes=int(args.shard_gb * 2**30),
                               progress=not args.quiet, norm_mode=args.norm_mode,
                               neutralise=not args.no_neutralise)
+    if args.circuit == "machine":
+        # the launch plan (the circuit layers and GPU rows, sparse) stored now, so that the
+        # first `qgpu run --model` maps it instead of reading the circuit layers' dense
+        # tensors from the checkpoint
+        from qgpu.runtime.checkpoint import load_machine_checkpoint
+
+        if not args.quiet:
+            print("qgpu merge: storing the launch plan", file=sys.stderr, flush=True)
+        load_machine_checkpoint(args.out)
     print(f"{args.out}: hidden {layout.hidden} ({layout.shared} shared by the "
           f"{layout.base_hidden} base and {layout.circuit_hidden} circuit dims + "
           f"{layout.hidden - layout.shared} flags), {layout.circuit_layers} + "

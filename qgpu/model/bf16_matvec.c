@@ -6,6 +6,7 @@
    separate (no fused multiply-add: -ffp-contract=off) for the same reason. */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef __AVX2__
 #include <immintrin.h>
@@ -50,6 +51,27 @@ static float dot(const uint16_t *w, const float *x, int cols) {
     return reduce(p);
 }
 
+/* the same sums over a row already widened to float32 (several inputs per row) */
+static float dot_f32(const float *w, const float *x, int cols) {
+    float p[LANES];
+    int c = 0, body = cols - cols % LANES;
+#ifdef __AVX2__
+    __m256 a[4];
+    for (int k = 0; k < 4; k++) a[k] = _mm256_setzero_ps();
+    for (; c < body; c += LANES)
+        for (int k = 0; k < 4; k++)
+            a[k] = _mm256_add_ps(a[k], _mm256_mul_ps(_mm256_loadu_ps(w + c + 8 * k),
+                                                     _mm256_loadu_ps(x + c + 8 * k)));
+    for (int k = 0; k < 4; k++) _mm256_storeu_ps(p + 8 * k, a[k]);
+#else
+    for (int k = 0; k < LANES; k++) p[k] = 0.0f;
+    for (; c < body; c += LANES)
+        for (int k = 0; k < LANES; k++) p[k] = p[k] + w[c + k] * x[c + k];
+#endif
+    for (; c < cols; c++) p[c % LANES] = p[c % LANES] + w[c] * x[c];
+    return reduce(p);
+}
+
 typedef struct {
     const uint16_t *w; const float *x; float *y;
     int64_t r0, r1, rows, cols, t;
@@ -57,11 +79,19 @@ typedef struct {
 
 static void *run(void *arg) {
     const job *j = arg;
+    float *wide = j->t > 1 ? malloc(sizeof(float) * (size_t)j->cols) : NULL;
     for (int64_t r = j->r0; r < j->r1; r++) {
         const uint16_t *row = j->w + r * j->cols;
+        if (!wide) {
+            for (int64_t t = 0; t < j->t; t++)
+                j->y[t * j->rows + r] = dot(row, j->x + t * j->cols, (int)j->cols);
+            continue;
+        }
+        for (int64_t c = 0; c < j->cols; c++) wide[c] = bf16(row[c]);  /* once per row */
         for (int64_t t = 0; t < j->t; t++)
-            j->y[t * j->rows + r] = dot(row, j->x + t * j->cols, (int)j->cols);
+            j->y[t * j->rows + r] = dot_f32(wide, j->x + t * j->cols, (int)j->cols);
     }
+    free(wide);
     return NULL;
 }
 

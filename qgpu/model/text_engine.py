@@ -68,6 +68,22 @@ class TextEngine(ReferenceEngine):
     def _tensor(self, name: str):
         return self.weights[name]
 
+    def consume(self, state, tokens) -> None:
+        """Feed a prompt without the head (248,320 rows of a release: a third of a
+        token's work), the projections batched over the prompt, the delta rule token by
+        token (the recurrent path: numpy's chunked form costs ~1.7 s a layer at the 2B
+        shape, for the same values up to rounding)."""
+        ids = self._check_tokens(tokens)
+        if ids.size:
+            self._final(state, ids, "recurrent")
+
+    def prefill_last(self, state, tokens) -> np.ndarray:
+        """The logits after a prompt: every token but the last consumed, the last one
+        stepped (only its head row computed)."""
+        ids = [int(t) for t in tokens]
+        self.consume(state, ids[:-1])
+        return self.step(state, ids[-1])
+
     @classmethod
     def from_directory(cls, directory: str | Path) -> TextEngine:
         return cls(text_weights(directory))

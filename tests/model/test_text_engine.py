@@ -94,6 +94,8 @@ def test_bf16_products_are_the_same_bits_on_any_thread_count(monkeypatch):
     three = x @ m.T
     assert one.dtype == np.float32 and one.shape == (3, 300)
     np.testing.assert_array_equal(one, three)
+    # several inputs (a prompt: each row widened once) or one at a time: the same bits
+    np.testing.assert_array_equal(np.stack([row @ m.T for row in x]), one)
     exact = x.astype(np.float64) @ widen(bits).astype(np.float64).T
     np.testing.assert_allclose(one, exact, rtol=1e-4, atol=1e-3)
     assert load_lib() is not None or one is not None
@@ -102,3 +104,14 @@ def test_bf16_products_are_the_same_bits_on_any_thread_count(monkeypatch):
 def test_narrow_exact_refuses_a_value_that_is_not_bf16():
     assert narrow_exact(np.array([1.0, 0.5], np.float32)) is not None
     assert narrow_exact(np.array([1.0, 1.0 + 2 ** -20], np.float32)) is None
+
+
+def test_the_chats_prompt_path_gives_the_same_ids_on_merged_and_base(dirs):
+    from qgpu.chat.text import TextModel
+
+    base = TextModel(TextEngine.from_directory(dirs / "base"), None, 150, max_new_tokens=16)
+    merged = TextModel(TextEngine.from_directory(dirs / "merged"), None, 150,
+                       max_new_tokens=16)
+    want = base.generate_ids(PROMPT)
+    assert merged.generate_ids(PROMPT) == want and len(want) == 16
+    assert merged.stats["prompt_tokens"] == len(PROMPT) and merged.stats["tokens"] == 16
