@@ -39,10 +39,17 @@ from pathlib import Path
 
 import numpy as np
 
-from qgpu.cli.html import add_html_argument, check_html, launch, page_error
+from qgpu.cli.html import (
+    MAX_SOURCE_BYTES,
+    add_html_argument,
+    check_html,
+    launch,
+    page_error,
+)
 from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.launch_args import parse_args, pick_kernel
 from qgpu.errors import QgpuError
+from qgpu.files import read_text_limited
 from qgpu.isa import limits
 
 
@@ -116,7 +123,7 @@ def run(args) -> dict:
     path = Path(args.file)
     check_html(getattr(args, "html", None), args.file, getattr(args, "model", None))
     try:
-        source = path.read_text()
+        source = read_text_limited(path, MAX_SOURCE_BYTES, "CUDA source")
     except OSError as exc:
         raise RunError(f"cannot read {args.file}: {exc.strerror}") from None
     module = compile_cuda(source, filename=args.file)
