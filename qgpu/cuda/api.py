@@ -100,6 +100,26 @@ class LaunchResult:
         return iframe(self.html())
 
 
+def _launch_args(args):
+    """The launch's arguments as given (a dict by name, or a tuple): anything else, a
+    generator included (read once, it would be empty when the results are copied back),
+    is a LaunchError before the launch runs."""
+    if isinstance(args, dict):
+        return args
+    if isinstance(args, tuple | list):
+        return tuple(args)
+    raise LaunchError(f"args must be a tuple, a list or a dict by parameter name, not "
+                      f"{type(args).__name__}")
+
+
+def _budget(budget):
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int | np.integer) or budget < 1:
+        raise LaunchError(f"budget {budget!r}: give a number of blocks, at least 1")
+    return int(budget)
+
+
 def args_list(params, args) -> list:
     """Launch arguments in parameter order (a dict by name, or a sequence)."""
     if isinstance(args, dict):
@@ -260,6 +280,7 @@ class Kernel:
                               f"__launch_bounds__({self.signature.max_threads}); a block of "
                               f"{shape.threads} threads is refused, as a GPU refuses it")
         grid, block = shape.ctas, shape.threads
+        args, budget = _launch_args(args), _budget(budget)
         engine = engine or self.engine
         runner = ENGINES.get(engine)
         if runner is None:
@@ -327,6 +348,11 @@ class Module:
 
     def __init__(self, source: str | bytes, filename: str = "kernel.cu",
                  engine: str = "interp", include_dirs=()):
+        if not isinstance(source, str | bytes) or not isinstance(filename, str | bytes):
+            raise CompileError(f"qgpu.compile takes CUDA C source (text or bytes) and a file "
+                               f"name, not {type(source).__name__}")
+        if not isinstance(engine, str):
+            raise LaunchError(f"engine must be a name (a str), not {type(engine).__name__}")
         self.source = source if isinstance(source, str) else source.decode("utf-8", "replace")
         self.filename = os.fsdecode(filename)
         self.engine = engine
