@@ -55,8 +55,8 @@ def dim3(value, what: str) -> Dim3:
     items = list(value) if isinstance(value, tuple | list) else [value]
     if not 1 <= len(items) <= 3 or any(isinstance(v, bool) or not isinstance(
             v, int | np.integer) for v in items):
-        raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints (x, y, z), got "
-                          f"{value!r}")
+        raise LaunchError(f"{what} {value!r}: every dimension must be an int (give an int "
+                          "or a tuple of 1 to 3 ints (x, y, z))")
     items = [int(v) for v in items] + [1] * (3 - len(items))
     if any(v < 1 for v in items):
         raise LaunchError(f"{what} {tuple(items)}: every dimension must be at least 1")
