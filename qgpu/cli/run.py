@@ -39,10 +39,17 @@ from pathlib import Path
 
 import numpy as np
 
-from qgpu.cli.html import add_html_argument, launch
+from qgpu.cli.html import (
+    MAX_SOURCE_BYTES,
+    add_html_argument,
+    check_html,
+    launch,
+    page_error,
+)
 from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.launch_args import parse_args, pick_kernel
 from qgpu.errors import QgpuError
+from qgpu.files import read_text_limited
 from qgpu.isa import limits
 
 
@@ -114,8 +121,9 @@ def run(args) -> dict:
     engine = "model-forced" if forced else \
         "model-check" if args.engine != "interp" and args.check else args.engine
     path = Path(args.file)
+    check_html(getattr(args, "html", None), args.file, getattr(args, "model", None))
     try:
-        source = path.read_text()
+        source = read_text_limited(path, MAX_SOURCE_BYTES, "CUDA source")
     except OSError as exc:
         raise RunError(f"cannot read {args.file}: {exc.strerror}") from None
     module = compile_cuda(source, filename=args.file)
@@ -153,7 +161,7 @@ def run(args) -> dict:
             "scalars": {p.name: values[p.name] for p in kernel.params if not p.pointer},
             "tokens": result.tokens, "blocks_executed": result.blocks_executed,
             "seconds": result.seconds, "stats": kernel.template.stats,
-            "signature": str(kernel.signature)}
+            "signature": str(kernel.signature), "page_error": page_error(result)}
 
 
 def report(r: dict) -> str:
@@ -182,4 +190,6 @@ def main(args) -> int:
         sys.stdout.write("\n")
     else:
         print(report(r))
+    if r["page_error"] is not None:  # the results are out: now the page's error
+        raise r["page_error"]
     return 0

@@ -98,12 +98,34 @@ class LaunchResult:
 
 def _dim(value, what: str) -> int:
     if isinstance(value, tuple | list):
+        if any(isinstance(v, bool) or not isinstance(v, int | np.integer) for v in value):
+            raise LaunchError(f"{what} {tuple(value)!r}: every dimension must be an int")
         if not value or any(int(v) != 1 for v in value[1:]):
             raise LaunchError(f"{what} {tuple(value)}: qgpu launches are 1-D (x only)")
         value = value[0]
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise LaunchError(f"{what} must be an int or a 1-tuple, got {value!r}")
     return int(value)
+
+
+def _launch_args(args):
+    """The launch's arguments as given (a dict by name, or a tuple): anything else, a
+    generator included (read once, it would be empty when the results are copied back),
+    is a LaunchError before the launch runs."""
+    if isinstance(args, dict):
+        return args
+    if isinstance(args, tuple | list):
+        return tuple(args)
+    raise LaunchError(f"args must be a tuple, a list or a dict by parameter name, not "
+                      f"{type(args).__name__}")
+
+
+def _budget(budget):
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int | np.integer) or budget < 1:
+        raise LaunchError(f"budget {budget!r}: give a number of blocks, at least 1")
+    return int(budget)
 
 
 def args_list(params, args) -> list:
@@ -241,6 +263,7 @@ class Kernel:
     def __call__(self, grid, block, args, engine: str | None = None,
                  budget: int | None = None) -> LaunchResult:
         grid, block = _dim(grid, "grid"), _dim(block, "block")
+        args, budget = _launch_args(args), _budget(budget)
         engine = engine or self.engine
         runner = ENGINES.get(engine)
         if runner is None:
@@ -288,6 +311,11 @@ class Module:
     kernels launch on unless a call names another (qgpu.compile: the model)."""
 
     def __init__(self, source: str, filename: str = "kernel.cu", engine: str = "interp"):
+        if not isinstance(source, str) or not isinstance(filename, str):
+            raise CompileError(f"qgpu.compile takes CUDA C source text (a str) and a file "
+                               f"name, not {type(source).__name__}")
+        if not isinstance(engine, str):
+            raise LaunchError(f"engine must be a name (a str), not {type(engine).__name__}")
         self.source = source
         self.filename = filename
         self.engine = engine

@@ -37,7 +37,12 @@ def header_path() -> Path:
 
 
 def find_clang() -> str:
-    """clang-19, from $QGPU_CLANG, PATH or /usr/bin."""
+    """clang-19, from $QGPU_CLANG, PATH or /usr/bin. A QGPU_CLANG that names no program is
+    an error (not silently another clang)."""
+    named = os.environ.get("QGPU_CLANG")
+    if named and not (Path(named).is_file() and os.access(named, os.X_OK)):
+        raise CompileError(f"QGPU_CLANG={named}: no such program (unset it to use clang-19 "
+                           "from PATH)")
     for cand in (os.environ.get("QGPU_CLANG"), shutil.which("clang-19"), "/usr/bin/clang-19",
                  "/usr/lib/llvm-19/bin/clang"):
         if cand and Path(cand).exists():
