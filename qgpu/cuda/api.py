@@ -27,6 +27,7 @@ from qgpu.cuda.signature import KernelSignature, parse_kernels, ptx_base_name
 from qgpu.errors import CompileError, LaunchError
 from qgpu.interp import run_launch
 from qgpu.isa import Program, limits
+from qgpu.isa.program import Allocation
 from qgpu.protocol import expected_trace
 
 ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
@@ -198,6 +199,7 @@ class Kernel:
                 values[f"param:{k}"] = self._scalar(p, a)
         next_word = self._place_globals(memory, values, next_word)
         program = self.template.bind(values)
+        program.arrays = self._allocations(layout)
         return program, memory, layout, [a if p.pointer else None
                                          for p, a in zip(params, args, strict=True)]
 
@@ -219,6 +221,18 @@ class Kernel:
 
     def _words(self, params, args) -> int:
         return sum(np.asarray(a).size for p, a in zip(params, args, strict=True) if p.pointer)
+
+    def _allocations(self, layout: dict) -> tuple:
+        """Each array argument's range and the operands holding its base (interp.bounds:
+        the interpreter faults on an access derived from it that leaves it)."""
+        out = []
+        for k, p in enumerate(self.signature.params):
+            if p.pointer and p.name in layout:
+                base, words = layout[p.name]
+                sites = frozenset((r.block, r.stage, r.slot, r.src)
+                                  for r in self.template.relocs if r.sym == f"param:{k}")
+                out.append(Allocation(p.name, base, words, sites))
+        return tuple(out)
 
     def _place_globals(self, memory: list[int], values: dict, next_word: int) -> int:
         for var in self.template.stats.get("globals", []):
