@@ -29,6 +29,7 @@ from qgpu.cuda.signature import KernelSignature, find_kernel, kernels_from_ast
 from qgpu.errors import CompileError, LaunchError
 from qgpu.interp import run_launch
 from qgpu.isa import Program, limits
+from qgpu.isa.program import Allocation
 from qgpu.protocol import expected_trace
 
 # the numpy dtypes a pointer parameter takes, by its element's width: either signedness
@@ -203,7 +204,9 @@ class Kernel:
             else:
                 values[f"param:{k}"] = self._scalar(p, a)
         next_word = self._place_globals(memory, values, next_word)
-        program = self.template_for(shape).bind(values)
+        template = self.template_for(shape)
+        program = template.bind(values)
+        program.arrays = self._allocations(layout, template)
         return program, memory, layout, [a if p.pointer else None
                                          for p, a in zip(params, args, strict=True)]
 
@@ -226,6 +229,18 @@ class Kernel:
     def _words(self, params, args) -> int:
         return sum(_words(np.asarray(a)) for p, a in zip(params, args, strict=True)
                    if p.pointer)
+
+    def _allocations(self, layout: dict, template: KernelTemplate) -> tuple:
+        """Each array argument's range and the operands holding its base (interp.bounds:
+        the interpreter faults on an access derived from it that leaves it)."""
+        out = []
+        for k, p in enumerate(self.signature.params):
+            if p.pointer and p.name in layout:
+                base, words = layout[p.name]
+                sites = frozenset((r.block, r.stage, r.slot, r.src)
+                                  for r in template.relocs if r.sym == f"param:{k}")
+                out.append(Allocation(p.name, base, words, sites))
+        return tuple(out)
 
     def _place_globals(self, memory: list[int], values: dict, next_word: int) -> int:
         for var in self.template.stats.get("globals", []):
