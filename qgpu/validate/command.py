@@ -47,6 +47,21 @@ def _need_cupy() -> None:
                         "half and --reference FILE runs the GPU half elsewhere")
 
 
+def _check_choices(args, names: set[str] | None) -> None:
+    """--kernels and --engine name things that exist (a typo ran 0 cases, exit 0)."""
+    from qgpu.cuda.api import ENGINES
+
+    if args.engine not in ENGINES:
+        raise QgpuError(f"--engine {args.engine}: no such engine (one of "
+                        f"{', '.join(sorted(e for e in ENGINES if ':' not in e))})")
+    if names is not None and not args.reference and not args.rebuild:
+        known = {s.name for s in load_suite()}
+        unknown = sorted(n for n in names - known if n) or ([] if names - {""} else ['""'])
+        if unknown:
+            raise QgpuError(f"--kernels: no suite kernel named {', '.join(unknown)} "
+                            f"(the suite has {len(known)}: {', '.join(sorted(known)[:5])}, ...)")
+
+
 def _read(load, path: str, what: str):
     try:
         return load(path)
@@ -60,7 +75,8 @@ def _read(load, path: str, what: str):
 def main(args) -> int:
     import qgpu.runtime  # noqa: F401 - registers the model's engines (not at import: ~0.4 s)
 
-    names = set(args.kernels.split(",")) if args.kernels else None
+    names = set(args.kernels.split(",")) if args.kernels is not None else None
+    _check_choices(args, names)
     if not args.rebuild and not args.prepare:
         _need_cupy()
     if args.rebuild:
