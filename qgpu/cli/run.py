@@ -1,6 +1,6 @@
 """qgpu run: compile a CUDA file and launch one kernel.
 
-    qgpu run FILE.cu --grid G --block B [--kernel NAME]
+    qgpu run FILE.cu --grid X[,Y[,Z]] --block X[,Y[,Z]] [--kernel NAME] [-I DIR]
              [--engine model|interp|llama.cpp|transformers] [--check] [--forced]
              [--model DIR] [--device cpu|cuda|mps] [--json] --arg NAME=VALUE ...
 
@@ -24,9 +24,13 @@ vocabulary, results read from its recurrent state (qgpu.runtime.checkpoint).
 greedy generate() write the launch, results read from its cache
 (qgpu.runtime.transformers_engine); --check compares with the interpreter.
 
+`qgpu run FILE.cu --list` lists the file's kernels (C++ names, parameters, file:line) and
+whether each runs or why not. --kernel takes a C++ name (k, ns::k, reduce<int>, k(int *)).
+
 NAME is a parameter's name in the kernel's source; every parameter needs one --arg. A
-pointer parameter takes comma-separated integers (the array's initial contents) or
-zeros:N; an integer parameter takes one integer (cuda.launch_args reads them). --json
+pointer parameter takes comma-separated values of its element type (the array's initial
+contents) or zeros:N, with an optional type prefix (u8:1,2,3); an integer parameter takes
+one integer (cuda.launch_args reads them). --json
 prints one JSON object: {"kernel", "engine", "args": {NAME: final contents (pointer
 parameters)}, "tokens"}.
 """

@@ -405,7 +405,7 @@ class Module:
                 for i in reversed(range(len(sig.params))):   # PTX's parameter names
                     text = text.replace(f"parameter {ptx_name}_param_{i}",
                                         f"parameter '{sig.params[i]}'")
-                if sig.where not in text or sig.name not in text:
+                if sig.where not in text or f"kernel {sig.name}" not in text:
                     text = f"kernel {sig.name} ({sig.where}): {text}"
                 raise CompileError(text) from None
             template.stats["globals"] = [v for v in self.ptx_module.variables

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -73,7 +74,12 @@ def _diagnostic(stderr: str, code: int) -> str:
     """clang's first error (with a count of the others); clang's whole message when it
     crashed or printed no error line."""
     lines = stderr.splitlines()
-    errors = [ln for ln in lines if ": error:" in ln or ": fatal error:" in ln]
+    errors = [ln for ln in lines if re.search(r"(^|: )(fatal )?error:", ln)
+              and "frontend command failed" not in ln]
+    if "unsupported characters" in stderr:    # a crash in PTX emission (clang-19)
+        return (f"clang crashed: {errors[0] if errors else 'no message'} (a kernel, "
+                "function or variable name with non-ASCII characters: PTX names are ASCII; "
+                "rename it)")
     if not errors:
         text = " | ".join(ln.strip() for ln in lines if ln.strip())[:600]
         return f"clang failed (exit code {code}): {text or 'no message'}"

@@ -116,13 +116,14 @@ def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | Non
     name = p.get("name") or f"arg{index}"
     text = _desugar(_type(p.get("type", {})), typedefs)
     shown = p.get("type", {}).get("qualType", text)
+    shown += "" if shown.endswith("*") else " "      # the declaration, as written: 'int *a'
     if "&" in text:
-        return None, f"parameter '{shown} {name}' is a reference; pass a pointer or a value"
+        return None, f"parameter '{shown}{name}' is a reference; pass a pointer or a value"
     if "(" in text or "[" in text:
-        return None, f"parameter '{shown} {name}' is not a value or a plain pointer"
+        return None, f"parameter '{shown}{name}' is not a value or a plain pointer"
     stars = text.count("*")
     if stars > 1:
-        return None, f"parameter '{shown} {name}' is a pointer to a pointer (not supported)"
+        return None, f"parameter '{shown}{name}' is a pointer to a pointer (not supported)"
     head = text.split("*")[0]
     const = bool(re.search(r"\bconst\b", head))
     base = " ".join(_QUALIFIERS.sub(" ", head).split())
@@ -130,7 +131,7 @@ def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | Non
             "short int": "short", "unsigned short int": "unsigned short",
             "_Bool": "bool"}.get(base, base)
     if base in _WIDE:
-        return None, (f"parameter '{shown} {name}' is 64 bits on a GPU ({base}); the "
+        return None, (f"parameter '{shown}{name}' is 64 bits on a GPU ({base}); the "
                       "machine computes in 32 bits: use int or unsigned")
     kind = "struct " + base if re.search(r"\b(struct|class|union)\b", head) or (
         base not in ELEMENTS and base != "void") else base
@@ -140,7 +141,7 @@ def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | Non
                      np.dtype(dtype).name if dtype else None), None
     if base not in ("int", "unsigned int", "float"):
         what = kind if base not in ELEMENTS else base
-        return None, (f"parameter '{shown} {name}': qgpu passes int, unsigned and pointers "
+        return None, (f"parameter '{shown}{name}': qgpu passes int, unsigned and pointers "
                       f"by value, not {what} (make it an int)")
     return Param(name, base, False, const, np.dtype(ELEMENTS[base]).name), None
 
