@@ -23,6 +23,11 @@ def add_html_argument(parser) -> None:
                              "step inspector, margins on the model)")
 
 
+BIG_PAGE = 20 * 2**20  # a page larger than this is announced before it is written
+MAX_SOURCE_BYTES = 8 * 2**20  # the most of a CUDA or assembly file a command reads
+MAX_STREAM_BYTES = 512 * 2**20  # the most of a token-stream file `qgpu trace` reads
+
+
 def check_html(path: str | None, *inputs) -> None:
     """OutputError, before any work, when the page could not be written at `path`."""
     if path:
@@ -30,11 +35,15 @@ def check_html(path: str | None, *inputs) -> None:
 
 
 def write_page(path: str, data: dict) -> None:
-    from qgpu.view import write_html
+    from qgpu.view import render_html
 
     try:
+        text = render_html(data).encode("utf-8")
+        if len(text) > BIG_PAGE:  # said before the write, which takes a while
+            print(f"qgpu: the page is {len(text) / 2**20:.0f} MB (a long launch): writing "
+                  f"{path}; a browser may be slow to open it", file=sys.stderr, flush=True)
         with atomic_write(path) as tmp:
-            size = write_html(tmp, data)
+            size = tmp.write_bytes(text)
     except OSError as err:
         raise OutputError(f"cannot write {path}: {err.strerror or err}") from None
     print(f"qgpu: wrote {path} ({size:,} bytes)", file=sys.stderr)

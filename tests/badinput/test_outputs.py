@@ -62,11 +62,11 @@ def test_html_path_checked_before_the_launch(kernel, capsys, where, match):
 
 def test_a_page_that_cannot_be_written_still_prints_the_results(kernel, capsys,
                                                                monkeypatch):
-    import qgpu.view
+    from pathlib import Path
 
-    def full_disk(path, data, title=None):
+    def full_disk(path, data):  # the disk fills while the page is written
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr(qgpu.view, "write_html", full_disk)
+    monkeypatch.setattr(Path, "write_bytes", full_disk)
     page = kernel.parent / "p.html"
     assert main(["run", str(kernel), *RUN, "--html", str(page)]) == 1
     captured = capsys.readouterr()
