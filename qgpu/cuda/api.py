@@ -275,11 +275,13 @@ class Kernel:
         return a
 
     def _scalar(self, p, a) -> int:
+        if p.dtype == "float32" and not isinstance(a, bool) \
+                and isinstance(a, int | float | np.integer | np.floating):
+            return int(np.array([a], np.float32).view(np.uint32)[0])   # its bit pattern
         if isinstance(a, bool) or not isinstance(a, int | np.integer):
-            raise LaunchError(f"{self.name}: argument {p.name} ({p}) must be an integer, got "
+            what = "a number" if p.dtype == "float32" else "an integer"
+            raise LaunchError(f"{self.name}: argument {p.name} ({p}) must be {what}, got "
                               f"{type(a).__name__}")
-        if p.dtype == "float32":
-            return int(np.array([a], np.float32).view(np.uint32)[0])
         v = int(a)
         lo, hi = (-(1 << 31), (1 << 31) - 1) if p.signed else (0, (1 << 32) - 1)
         if not lo <= v <= hi:
@@ -331,7 +333,8 @@ class Kernel:
             finals[p.name] = _from_words(memory[base:base + n], a)
             if base in may_write and a.flags.writeable:
                 a[...] = finals[p.name]
-        refused = [p.name for p, a in params if not np.array_equal(finals[p.name], a)]
+        # bit for bit: a float array's NaN is not equal to itself
+        refused = [p.name for p, a in params if finals[p.name].tobytes() != a.tobytes()]
         if refused:
             raise LaunchError(f"{self.name}: the kernel wrote to {', '.join(refused)}, passed "
                               f"as read-only (const parameter or non-writeable array); the "

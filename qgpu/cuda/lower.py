@@ -250,9 +250,10 @@ class Lowering:
             raise CompileError(f"kernel {self.kname}: uses local memory (an array indexed "
                                "at run time or a stack frame); not supported")
         for name, typ in self.pfn.params:
-            if typ not in _INT32:
+            if typ not in _INT32 and typ != "f32":   # a float scalar: its bit pattern
                 raise CompileError(f"kernel {self.kname}: parameter {name} has PTX type "
-                                   f".{typ}; only 32-bit integers and pointers are supported")
+                                   f".{typ}; only 32-bit integers, float and pointers are "
+                                   f"supported")
         self.allocate_shared()
         self.infer_spaces()
         entry = BasicBlock("entry")

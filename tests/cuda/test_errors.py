@@ -72,8 +72,8 @@ def test_shared_memory_overflow():
 
 
 def test_unsupported_parameter_types():
-    with pytest.raises(CompileError, match=r"kernel k \(kernel.cu:1\): parameter 'float x'"):
-        get("__global__ void k(int *a, float x) { a[0] = 1; }")
+    with pytest.raises(CompileError, match=r"kernel.cu:1: kernel k: parameter 'double x'"):
+        get("__global__ void k(int *a, double x) { a[0] = 1; }")
     with pytest.raises(CompileError, match="kernel.cu:1: kernel k: .* pointer to a pointer"):
         get("__global__ void k(int **a) { a[0][0] = 1; }")
     with pytest.raises(CompileError, match="kernel.cu:1: kernel k: .* not char"):

@@ -134,3 +134,17 @@ def test_inexact_forms_are_refused(body, match):
           f"__global__ void k(unsigned *o) {{ {body} }}\n"
     with pytest.raises(CompileError, match=match):
         qgpu.compile(src, engine="interp").get_function("k")
+
+
+def test_tutorial_saxpy_with_float_parameters():
+    src = """__global__ void saxpy(int n, float a, const float *x, float *y) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) y[i] = a * x[i] + y[i];
+    }"""
+    x, y = floats(16), floats(16)
+    out = y.copy()
+    kernel = qgpu.compile(src, engine="interp").get_function("saxpy")
+    kernel(4, 4, (16, np.float32(2.5), x, out))
+    assert out.dtype == np.float32
+    want = [f32.fma(0x40200000, int(a), int(b)) for a, b in zip(u(x), u(y), strict=True)]
+    assert u(out).tolist() == want

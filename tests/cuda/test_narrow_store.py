@@ -7,6 +7,7 @@ bytes of one word in the same instruction (no byte lost), lanes writing the same
 import numpy as np
 import pytest
 
+import qgpu
 from qgpu.errors import MachineError
 from tests.cuda.helpers import launch, u32
 
@@ -75,3 +76,20 @@ def test_a_16_bit_store_at_an_odd_address_faults():
     assert out.tolist() == [7 << 16, 0]
     with pytest.raises(MachineError, match="misaligned"):
         launch(src, "k", 1, 1, out, u32([3]))
+
+
+def test_char_bool_short_parameters_copy_back_with_their_dtype():
+    src = """__global__ void k(unsigned char *px, const int *in, bool *flag, short *h) {
+      int i = threadIdx.x;
+      px[i] = (unsigned char)(in[i] * 3 + 1);
+      flag[i] = in[i] > 2;
+      h[i] = (short)(-in[i] * 1000);
+    }"""
+    kernel = qgpu.compile(src, engine="interp").get_function("k")
+    inp = np.array([1, 2, 3, 4, 5, 6, 7, 300, -9], np.int32)
+    px, flag, h = np.zeros(9, np.uint8), np.ones(9, np.bool_), np.zeros(9, np.int16)
+    kernel(1, 9, (px, inp, flag, h))
+    i = inp.astype(np.int64)
+    assert px.dtype == np.uint8 and px.tolist() == ((i * 3 + 1) & 255).tolist()
+    assert flag.dtype == np.bool_ and flag.tolist() == (i > 2).tolist()
+    assert h.dtype == np.int16 and h.tolist() == (-i * 1000).astype(np.int16).tolist()
