@@ -18,7 +18,7 @@ __global__ void bfsLevel(const int *rowPtr, const int *colIdx, bool *frontier,
   }
 }
 
-// the same level with int flags (what runs today, while byte stores are refused)
+// the same level with int flags
 __global__ void bfsLevelInt(const int *rowPtr, const int *colIdx, int *frontier,
                             int *updating, const bool *visited, int *cost, int numNodes) {
   int tid = blockIdx.x * blockDim.x + threadIdx.x;

@@ -1,5 +1,5 @@
-// A file as people keep them: helpers, several kernels, one of them (scale_float) using
-// floating point, which qgpu does not run; the others run.
+// A file as people keep them: helpers, several kernels, one of them (scale_float) in
+// floating point (bit-exact float32 on the interpreter), one with an assert (refused).
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <assert.h>

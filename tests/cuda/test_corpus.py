@@ -65,6 +65,23 @@ def _bfs():
                  5: np.array([0, 1, 1, 2, 2], np.int32)}
 
 
+def _bfs_bool():
+    # the same graph with the file's bool masks (byte stores: issue 27)
+    row, col = np.array([0, 2, 3, 5, 5, 5], np.int32), np.array([1, 2, 3, 3, 4], np.int32)
+    frontier, updating = np.array([1, 0, 1, 0, 0], np.bool_), np.zeros(5, np.bool_)
+    visited = np.array([1, 0, 1, 1, 0], np.bool_)
+    cost = np.array([0, -1, 1, 2, -1], np.int32)
+    return "bfs.cu", "bfsLevel", 2, 4, [row, col, frontier, updating, visited, cost, 5], \
+        lambda: {2: np.zeros(5, np.bool_), 3: np.array([0, 1, 0, 0, 1], np.bool_),
+                 5: np.array([0, 1, 1, 2, 2], np.int32)}
+
+
+def _scale_float():
+    x = (RNG.standard_normal(4) * 100).astype(np.float32)
+    s = np.float32(-1.7)
+    return "several.cu", "scale_float", 1, 4, [x, s], lambda: {0: x * s}
+
+
 def _apply(kernel, oracle):
     x = RNG.integers(-20, 20, 4, dtype=np.int32)
     return "several.cu", kernel, 1, 4, [x, -5, 5], lambda: {0: oracle(x)}
@@ -76,7 +93,7 @@ CASES = {
     "transpose_naive": lambda: _transpose("transposeNaive", (2, 1), (2, 2), 2, 4),
     "reduce_int": lambda: _reduce("reduceSum<int>", np.int32),
     "reduce_unsigned": lambda: _reduce("reduceSum<unsigned>", np.uint32),
-    "bfs_int_flags": _bfs,
+    "bfs_int_flags": _bfs, "bfs_bool_flags": _bfs_bool, "scale_float": _scale_float,
     "namespace_ops": lambda: _apply("ops::apply", lambda x: np.clip(x, -5, 5)),
     "namespace_alt": lambda: _apply("alt::apply", lambda x: 0 - x),
 }
@@ -102,10 +119,7 @@ def test_corpus_sample_on_the_model_checked(case):
 
 
 @pytest.mark.parametrize("file,kernel,where,reason", [
-    ("several.cu", "scale_float", "several.cu:16", "f32"),
     ("several.cu", "checked", "several.cu:19", "assert in a kernel is not supported"),
-    # flips to a run when 8-bit stores reach the machine (issue 27)
-    ("bfs.cu", "bfsLevel", "bfs.cu:10", "8/16-bit memory writes"),
 ])
 def test_unsupported_kernels_are_refused_alone(file, kernel, where, reason):
     mod = module(file)
