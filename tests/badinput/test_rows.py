@@ -44,7 +44,7 @@ def files(tmp_path):
     for name, text in (("oob.cu", OOB), ("mis.cu", MISALIGNED), ("loop.cu", LOOP),
                        ("dyn.cu", DYNAMIC), ("copy.cu", COPY), ("k.s", ASM),
                        ("bad.cu", "__global__ void k(int *o) { o[0] = ; }\n"),
-                       ("float.cu", "__global__ void k(float *o) { o[0] = 1.5f; }\n")):
+                       ("float.cu", "__global__ void k(float *o) { o[0] = o[1] * 1.5; }\n")):
         (tmp_path / name).write_text(text)
     return tmp_path
 
@@ -57,7 +57,7 @@ def files(tmp_path):
     ("loop.cu", ["--arg", "o=zeros:4", "--budget", "500"], "budget exceeded"),
     ("dyn.cu", ["--arg", "o=zeros:4"], "dynamic shared array"),
     ("bad.cu", ["--arg", "o=zeros:4"], "bad.cu:1"),
-    ("float.cu", ["--arg", "o=zeros:4"], "float"),
+    ("float.cu", ["--arg", "o=zeros:4"], "double"),
     ("copy.cu", ["--arg", "a=1,2", "--arg", "o=zeros:4", "--check"], "needs --engine model"),
     ("copy.cu", ["--arg", "a=x", "--arg", "o=zeros:4"], "not an integer"),
     ("copy.cu", ["--arg", "a=99999999999", "--arg", "o=zeros:4"], "does not fit"),
