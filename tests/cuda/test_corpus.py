@@ -79,6 +79,9 @@ CASES = {
     "bfs_int_flags": _bfs,
     "namespace_ops": lambda: _apply("ops::apply", lambda x: np.clip(x, -5, 5)),
     "namespace_alt": lambda: _apply("alt::apply", lambda x: 0 - x),
+    # clang's closed form of the loop (mul.wide.u32, shr.u64) on register pairs
+    "sum_to_n": lambda: ("several.cu", "sum_to_n", 1, 4, [np.zeros(4, np.int32), 5000],
+                         lambda: {0: np.full(4, sum(range(5000)), np.int32)}),
 }
 
 
