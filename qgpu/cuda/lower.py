@@ -238,15 +238,10 @@ class Lowering:
         variables = list(self.pfn.variables) + [
             v for v in self.module.variables if v.space == "shared" and v.name in used]
         offset = 0
+        dynamic = [v for v in variables if v.space == "shared" and v.dynamic]
         for v in variables:
-            if v.space != "shared":
+            if v.space != "shared" or v.dynamic:
                 continue
-            if v.dynamic:
-                raise CompileError(
-                    f"PTX line {v.line}: kernel {self.kname} uses '{v.name}', a dynamic "
-                    f"shared array (extern __shared__ {v.name}[], sized at launch): qgpu "
-                    f"launches take no shared-memory size; declare it with a fixed size, "
-                    f"e.g. __shared__ int {v.name}[{limits.SHARED_WORDS}]")
             offset = -(-offset // max(v.align, 4)) * max(v.align, 4)
             self.shared[v.name] = offset
             offset += v.size
@@ -255,6 +250,14 @@ class Lowering:
             raise CompileError(f"kernel {self.kname}: __shared__ data needs {offset} bytes; "
                                f"shared memory holds {limit} bytes ({limits.SHARED_WORDS} "
                                "words) per CTA")
+        if dynamic:
+            # every extern __shared__ array starts where the static ones end (as in CUDA:
+            # they alias); the launch gives their size (shared_mem=, --shared-bytes)
+            align = max(max(v.align, 4) for v in dynamic)
+            offset = -(-offset // align) * align
+            for v in dynamic:
+                self.shared[v.name] = offset
+            self.fn.dynamic_shared = True
         self.fn.shared_bytes = offset
 
     def run(self) -> Function:

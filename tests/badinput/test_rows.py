@@ -55,7 +55,7 @@ def files(tmp_path):
     ("oob.cu", ["--arg", "a=1,2", "--arg", "o=zeros:4"], "out-of-bounds global access"),
     ("mis.cu", ["--arg", "a=1,2", "--arg", "o=zeros:4"], "misaligned global access"),
     ("loop.cu", ["--arg", "o=zeros:4", "--budget", "500"], "budget exceeded"),
-    ("dyn.cu", ["--arg", "o=zeros:4"], "dynamic shared array"),
+    ("dyn.cu", ["--arg", "o=zeros:4"], "extern __shared__ array sized at launch"),
     ("bad.cu", ["--arg", "o=zeros:4"], "bad.cu:1"),
     ("float.cu", ["--arg", "o=zeros:4"], "float"),
     ("copy.cu", ["--arg", "a=1,2", "--arg", "o=zeros:4", "--check"], "needs --engine model"),
@@ -266,9 +266,16 @@ def test_zero_length_and_overlapping_arrays(copy_kernel):
     assert buf[:4].tolist() == [1, 2, 3, 4]
 
 
-def test_dynamic_shared_memory_is_refused():
-    with pytest.raises(CompileError, match="dynamic shared array"):
-        qgpu.compile(DYNAMIC, engine="interp").get_function("k")
+def test_dynamic_shared_memory_is_sized_at_launch():
+    k = qgpu.compile(DYNAMIC, engine="interp").get_function("k")
+    with pytest.raises(LaunchError, match=r"kernel.cu:2: kernel k uses an extern __shared__ "
+                                          r"array sized at launch: give its size"):
+        k(1, 4, [np.zeros(4, np.int32)])
+    with pytest.raises(LaunchError, match="0 bytes of static __shared__ data \\+ 132 dynamic"):
+        k(1, 4, [np.zeros(4, np.int32)], shared_mem=132)
+    o = np.zeros(4, np.int32)
+    k(1, 4, [o], shared_mem=16)
+    assert o.tolist() == [1, 1, 1, 1]
 
 
 def test_a_token_outside_the_vocabulary_from_a_model_is_a_protocol_error():
