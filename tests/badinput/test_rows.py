@@ -16,7 +16,7 @@ import pytest
 
 import qgpu
 from qgpu.cli import main
-from qgpu.errors import CompileError, LaunchError, ProtocolError
+from qgpu.errors import LaunchError, ProtocolError
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import VOCAB_SIZE, encode_prompt, expected_trace, tok
