@@ -68,7 +68,8 @@ def _bfs():
 def _scan():
     x = RNG.integers(-50, 50, 7, dtype=np.int32)
     out = np.zeros(7, np.int32)
-    return "scan_dynamic.cu", "scanBlock", 1, 8, [x, out, 7], lambda: {1: np.cumsum(x).astype(np.int32)}
+    return "scan_dynamic.cu", "scanBlock", 1, 8, [x, out, 7], lambda: {
+        1: np.cumsum(x).astype(np.int32)}
 
 
 SHARED = {"scan_dynamic_shared": 32}   # bytes of extern __shared__ (the <<<, , N>>>)
