@@ -111,7 +111,7 @@ def test_corpus_on_the_interpreter(case):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["histogram", "transpose_naive"])
+@pytest.mark.parametrize("case", ["transpose_naive", "namespace_ops"])
 def test_corpus_sample_on_the_model_checked(case):
     _run(case, "model-check")
 
