@@ -71,8 +71,8 @@ def test_any_launch_arguments_run_or_raise_a_qgpu_error(call):
         if before is not None and before.dtype != object:
             assert np.array_equal(o, before, equal_nan=True)  # nothing written
         return
-    n = res.block  # every CTA writes o[0..block)
-    RAN.append(n)
+    n = int(block[0] if isinstance(block, tuple | list) else block)  # o[0..blockDim.x)
+    RAN.append(res)
     want = (np.asarray(a).reshape(-1)[:n].astype(np.int64) + int(x)) & 0xFFFFFFFF
     got = o.reshape(-1)[:n].astype(np.int64) & 0xFFFFFFFF
     assert np.array_equal(got, want)
