@@ -74,7 +74,7 @@ def test_any_launch_arguments_run_or_raise_a_qgpu_error(call):
         return
     n = launch_shape(grid, block).block[0]  # every thread writes o[threadIdx.x]: 0..block.x
     assert res.block == launch_shape(grid, block).threads
-    RAN.append(n)
+    RAN.append(res)
     want = (np.asarray(a).reshape(-1)[:n].astype(np.int64) + int(x)) & 0xFFFFFFFF
     got = o.reshape(-1)[:n].astype(np.int64) & 0xFFFFFFFF
     assert np.array_equal(got, want)
