@@ -197,12 +197,17 @@ def check_output(path: str | Path | None, inputs: tuple = (), folder: bool = Fal
         raise OutputError(f"cannot write {path}: {problem}")
 
 
-def read_text_limited(path: str | Path, limit: int, what: str = "file") -> str:
-    """The text of `path`, read at most `limit` + 1 bytes: InputTooLarge beyond the limit
+def read_bytes_limited(path: str | Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of `path`, read at most `limit` + 1 bytes: InputTooLarge beyond the limit
     (a device such as /dev/zero included)."""
     with open(path, "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise InputTooLarge(f"{path}: this {what} is larger than {limit / 2**20:.0f} MiB, "
                             "the most qgpu reads (is it the right file?)")
-    return data.decode("utf-8", errors="replace")
+    return data
+
+
+def read_text_limited(path: str | Path, limit: int, what: str = "file") -> str:
+    """read_bytes_limited as text (UTF-8, undecodable bytes replaced)."""
+    return read_bytes_limited(path, limit, what).decode("utf-8", errors="replace")

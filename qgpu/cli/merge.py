@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 from qgpu.files import check_output, new_output, read_text_limited
@@ -92,6 +93,15 @@ def main(args) -> int:
                                   shard_bytes=max(1, int(args.shard_gb * 2**30)),
                                   progress=not args.quiet, norm_mode=args.norm_mode,
                                   neutralise=not args.no_neutralise)
+    if args.circuit == "machine":
+        # the launch plan (the circuit layers and GPU rows, sparse) stored now, once the
+        # checkpoint is in place, so that the first `qgpu run --model` maps it instead of
+        # reading the circuit layers' dense tensors from the checkpoint
+        from qgpu.runtime.checkpoint import load_machine_checkpoint
+
+        if not args.quiet:
+            print("qgpu merge: storing the launch plan", file=sys.stderr, flush=True)
+        load_machine_checkpoint(args.out)
     print(f"{args.out}: hidden {layout.hidden} ({layout.shared} shared by the "
           f"{layout.base_hidden} base and {layout.circuit_hidden} circuit dims + "
           f"{layout.hidden - layout.shared} flags), {layout.circuit_layers} + "

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from qgpu.errors import QgpuError
+from qgpu.files import check_output
 from qgpu.progress import progress
 from qgpu.suite import load_suite
 from qgpu.validate.gpu import CupyBackend
@@ -77,6 +78,7 @@ def main(args) -> int:
 
     names = set(args.kernels.split(",")) if args.kernels is not None else None
     _check_choices(args, names)
+    check_output(args.prepare, (args.reference, args.rebuild))  # before the reference runs
     if not args.rebuild and not args.prepare:
         _need_cupy()
     if args.rebuild:

@@ -62,9 +62,9 @@ def test_a_generator_does_not_run_the_kernel():
     assert not out.any()  # refused before the launch ran
 
 
-@pytest.mark.parametrize("source", [None, 3, b"__global__ void k() {}"])
-def test_compile_takes_text(source):
-    with pytest.raises(CompileError, match="source text"):
+@pytest.mark.parametrize("source", [None, 3, ["__global__ void k() {}"]])
+def test_compile_takes_text_or_bytes(source):
+    with pytest.raises(CompileError, match="CUDA C source \\(text or bytes\\)"):
         qgpu.compile(source)
 
 
@@ -154,3 +154,27 @@ def test_every_api_mistake_is_a_qgpu_error():
     for bad in ((1, 4, "ab"), (1, 4, 7), ("1", 4, ())):
         with pytest.raises(QgpuError):
             k(*bad)
+
+
+def test_neighbour_overwrite_is_a_fault_on_the_interpreter(tmp_path, capsys):
+    src = tmp_path / "oob.cu"
+    src.write_text("__global__ void k(int *out, int *nb) { out[threadIdx.x] = 7; }\n")
+    err = one_error(capsys, "run", ["run", str(src), "--grid", "1", "--block", "4",
+                                    "--engine", "interp", "--arg", "out=0",
+                                    "--arg", "nb=zeros:4"])
+    assert "index 1 of array out, which has 1 word" in err
+
+
+@pytest.mark.slow
+def test_neighbour_overwrite_is_a_check_mismatch_on_the_model(tmp_path, capsys):
+    """The model's fault detector sees the 128 words, not the arrays: --check says so."""
+    from qgpu.runtime.compiled import load_machine
+
+    load_machine()  # compiled or mapped first: its progress lines are not the error
+    capsys.readouterr()
+    src = tmp_path / "oob.cu"
+    src.write_text("__global__ void k(int *out, int *nb) { out[threadIdx.x] = 7; }\n")
+    err = one_error(capsys, "run", ["run", str(src), "--grid", "1", "--block", "4",
+                                    "--check", "--arg", "out=0", "--arg", "nb=zeros:4"])
+    assert "--check" in err and "TRAP(out-of-bounds-global" in err
+    assert "index 1 of array out" in err and "not the arrays" in err
