@@ -10,7 +10,7 @@ generate_launch and runtime.model_engines do the same on qgpu's engine:
 tests/runtime/test_faults_model.py); a clean launch still runs to HALT, exact, despite the
 hostile file.
 
-`solo`: the merged machine is held dense in float32 by transformers (hidden 1,960, 30
+`solo`: the merged machine is held dense in float32 by transformers (hidden ~1,960, 30
 layers: merge.size predicts 7.4 GiB; measured peak RSS 10.0 GiB) and mapped whole by
 llama.cpp (peak RSS 8.8 GiB); 27 min on 2 shared cores."""
 
