@@ -72,6 +72,13 @@ def _scan():
         1: np.cumsum(x).astype(np.int32)}
 
 
+def _cg_sum():
+    x = RNG.integers(-50, 50, 13, dtype=np.int32)
+    total = np.array([7], np.int32)
+    return "cg_reduce.cu", "blockSum", 2, 8, [x, total, 13], lambda: {
+        1: np.array([7 + x.sum()], np.int32)}
+
+
 SHARED = {"scan_dynamic_shared": 32}   # bytes of extern __shared__ (the <<<, , N>>>)
 
 
@@ -90,6 +97,7 @@ CASES = {
     "namespace_ops": lambda: _apply("ops::apply", lambda x: np.clip(x, -5, 5)),
     "namespace_alt": lambda: _apply("alt::apply", lambda x: 0 - x),
     "scan_dynamic_shared": lambda: _scan(),
+    "cooperative_groups_sum": lambda: _cg_sum(),
     # clang's closed form of the loop (mul.wide.u32, shr.u64) on register pairs
     "sum_to_n": lambda: ("several.cu", "sum_to_n", 1, 4, [np.zeros(4, np.int32), 5000],
                          lambda: {0: np.full(4, sum(range(5000)), np.int32)}),
