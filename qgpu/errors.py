@@ -1,5 +1,20 @@
 """errors: the exception hierarchy. Every error a user can cause is a QgpuError with a
-message that names what is wrong (file:line, PTX line, the limit exceeded)."""
+message that names what is wrong (file:line, PTX line, the limit exceeded). Also
+`setting_ignored`: the one line said (once per process) for an environment variable
+whose value is not one qgpu takes."""
+
+import sys
+
+_said: set[str] = set()
+
+
+def setting_ignored(name: str, value: str, expected: str, using: str) -> None:
+    """One line on stderr, once per process and variable: `name`=`value` is not
+    `expected`, so `using` applies."""
+    if name not in _said:
+        _said.add(name)
+        print(f"qgpu: {name}={value!r} is not {expected}: ignored, {using}", file=sys.stderr,
+              flush=True)
 
 
 class QgpuError(Exception):

@@ -22,6 +22,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from qgpu.errors import setting_ignored
+
 __all__ = ["progress", "progress_callback", "progress_enabled"]
 
 
@@ -35,6 +37,9 @@ def progress_enabled(enabled: bool = True) -> bool | None:
         return False
     if env in ("1", "true", "yes", "on"):
         return True
+    if env:
+        setting_ignored("QGPU_PROGRESS", os.environ["QGPU_PROGRESS"], "0 or 1",
+                        "bars drawn when stderr is a terminal")
     return None
 
 

@@ -6,6 +6,7 @@ text positions and are never generated here."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from qgpu.errors import QgpuError
@@ -26,6 +27,7 @@ class TextModel:
         self.text_vocab = int(text_vocab)
         self.stop_ids = set(int(i) for i in stop_ids)
         self.max_new_tokens = max_new_tokens
+        self.stats: dict = {}
 
     @classmethod
     def from_directory(cls, directory: str | Path, engine, text_vocab: int,
@@ -49,7 +51,21 @@ class TextModel:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
 
     def generate_ids(self, ids: list[int]) -> list[int]:
-        out = self.engine.generate(ids, self.max_new_tokens, stop=sorted(self.stop_ids))
+        """Greedy ids after the prompt `ids` (the engine's own generate loop, timed:
+        `stats` holds the prompt's tokens, the time to the first token and the tokens
+        per second after it)."""
+        start = time.perf_counter()
+        state = self.engine.new_state()
+        last = getattr(self.engine, "prefill_last", None)   # TextEngine: no head per token
+        logits = last(state, ids) if last else self.engine.prefill(state, ids)[-1]
+        out = [self.engine.greedy(logits)]
+        first = time.perf_counter()
+        while out[-1] not in self.stop_ids and len(out) < self.max_new_tokens:
+            out.append(self.engine.greedy(self.engine.step(state, out[-1])))
+        rest = time.perf_counter() - first
+        self.stats = {"prompt_tokens": len(ids), "tokens": len(out),
+                      "first_token_s": first - start,
+                      "tokens_per_s": (len(out) - 1) / rest if len(out) > 1 and rest else None}
         for token in out:
             if token >= self.text_vocab:
                 raise TextModelError(f"the model wrote GPU token {token} at a text position")

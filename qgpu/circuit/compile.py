@@ -21,6 +21,7 @@ from qgpu.circuit import cache as disk
 from qgpu.circuit.emit import emit
 from qgpu.circuit.ir import Circuit
 from qgpu.circuit.schedule import LayerShape, Plan, schedule
+from qgpu.errors import QgpuError
 from qgpu.model.weights import QwenWeights
 from qgpu.primitives import Threshold
 
@@ -57,9 +58,17 @@ def compile_circuit(circuit: Circuit, shape: LayerShape, *, reuse_dims: bool = T
             print(f"qgpu compile {circuit.name}: {plan.n_layers} layers from the cache",
                   file=sys.stderr, flush=True)
     else:
+        problem = disk.problem_before_compile(directory) if cache is not False else None
+        if problem:  # said before the compile, not after it: the result is still given
+            print(f"qgpu compile: the cache folder cannot take this compile ({problem}): "
+                  "compiling without saving it", file=sys.stderr, flush=True)
         emitted = emit(plan, progress=progress)
         weights, thresholds = emitted.weights, emitted.thresholds
-        if cache is not False:
-            disk.save(key, weights, thresholds, directory)
+        if cache is not False and not problem:
+            try:
+                disk.save(key, weights, thresholds, directory)
+            except (OSError, QgpuError) as err:  # the compile's result is still used
+                print(f"qgpu compile: not saved in the cache ({err})", file=sys.stderr,
+                      flush=True)
     return Compiled(circuit, shape, plan, weights, thresholds, key, hit is not None,
                     time.perf_counter() - start)

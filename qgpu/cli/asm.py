@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from qgpu.cli.html import MAX_SOURCE_BYTES
 from qgpu.errors import LaunchError
+from qgpu.files import read_text_limited
 from qgpu.interp import run_launch
 from qgpu.isa import limits
 from qgpu.isa.asm import assemble, disassemble
@@ -37,7 +39,8 @@ def add_arguments(parser) -> None:
 
 
 def main(args) -> int:
-    prog = assemble(Path(args.file).read_text(), Path(args.file).stem)
+    prog = assemble(read_text_limited(args.file, MAX_SOURCE_BYTES, "assembly file"),
+                    Path(args.file).stem)
     if not args.run:
         print(disassemble(prog), end="")
         return 0

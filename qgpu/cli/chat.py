@@ -72,3 +72,10 @@ def main(args) -> int:
             continue
         reply = session.handle(line)
         print(reply.text, flush=True)
+        stats = getattr(session.language, "stats", None)
+        if reply.kind == "text" and stats:
+            rate = stats["tokens_per_s"]
+            print(f"[{stats['tokens']} tokens; first after {stats['first_token_s']:.2f} s "
+                  f"({stats['prompt_tokens']} prompt tokens)"
+                  + (f", then {rate:.2f} tokens/s]" if rate else "]"),
+                  file=sys.stderr, flush=True)

@@ -29,6 +29,7 @@ def add_arguments(parser) -> None:
 def main(args) -> int:
     if args.engine != "interp":
         import qgpu.runtime  # noqa: F401 - registers the model's engines (not at import: ~0.4 s)
+    html.check_html(args.html)
     source = demo_kernel_source()
     kernel = compile_cuda(source, filename="dot.cu").get_function("dot")
     a = np.array([1, 2, 3], np.int32)
@@ -46,4 +47,6 @@ def main(args) -> int:
         for rec in decode_trace(launch, res.trace):
             print("  " + str(rec))
     print(f"result: {int(out[0])}")
+    if html.page_error(res) is not None:
+        raise html.page_error(res)
     return 0

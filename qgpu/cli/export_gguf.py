@@ -17,14 +17,17 @@ def add_arguments(parser) -> None:
 
 
 def main(args) -> int:
+    from qgpu.files import check_output, new_output
     from qgpu.progress import progress
     from qgpu.runtime.gguf_export import export_gguf, machine_gguf
 
-    if args.model is None:
-        r = machine_gguf(args.out, progress=not args.quiet)
-    else:
-        with progress(desc="export-gguf", unit="tensor", enabled=not args.quiet) as bar:
-            r = export_gguf(args.model, args.out, progress=lambda _name: bar.update(1))
-    print(f"{r['out']}: {r['bytes'] / 2**30:.2f} GiB, {r['layers']} layers, hidden "
+    check_output(args.out, (args.model,))
+    with new_output(args.out, folder=False) as tmp:  # renamed into place when complete
+        if args.model is None:
+            r = machine_gguf(tmp, progress=not args.quiet)
+        else:
+            with progress(desc="export-gguf", unit="tensor", enabled=not args.quiet) as bar:
+                r = export_gguf(args.model, tmp, progress=lambda _name: bar.update(1))
+    print(f"{args.out}: {r['bytes'] / 2**30:.2f} GiB, {r['layers']} layers, hidden "
           f"{r['hidden']}, vocabulary {r['vocab']} (GPU tokens from {r['gpu_token_offset']})")
     return 0

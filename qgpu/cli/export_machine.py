@@ -6,6 +6,7 @@ as a Qwen3.5 checkpoint (qgpu.model.checkpoint.save_checkpoint, float32) plus
 from __future__ import annotations
 
 from qgpu.circuit.schedule import LayerShape
+from qgpu.files import new_output
 
 
 def add_arguments(parser) -> None:
@@ -16,7 +17,8 @@ def add_arguments(parser) -> None:
 def main(args) -> int:
     from qgpu.runtime.checkpoint import export_machine
 
-    info = export_machine(args.out, LayerShape.qwen35_2b(), progress=not args.quiet)
+    with new_output(args.out, folder=True) as tmp:  # renamed into place when complete
+        info = export_machine(tmp, LayerShape.qwen35_2b(), progress=not args.quiet)
     print(f"{args.out}: the machine, {info['circuit_layers']} layers, hidden "
           f"{info['hidden']}, {info['gpu_tokens']} tokens")
     return 0

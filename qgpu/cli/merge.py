@@ -5,6 +5,12 @@ tokenizer. Progress goes to stderr."""
 
 from __future__ import annotations
 
+import json
+import math
+import sys
+from pathlib import Path
+
+from qgpu.files import check_output, new_output, read_text_limited
 from qgpu.merge import merge_checkpoint
 from qgpu.merge.circuits import CIRCUITS, compile_named
 from qgpu.merge.layout import NORM_MODES, MergeError, layer_shape_of
@@ -35,7 +41,38 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
+def _check_base(base: Path) -> None:
+    """Refusals before the compile and before any weight is written: a base that is not
+    Qwen3.5 (named by its own config), a tokenizer.json that does not parse."""
+    config = base / "config.json"
+    if config.is_file():
+        try:
+            body = json.loads(read_text_limited(config, 1 << 22, "config.json"))
+        except ValueError as err:
+            raise MergeError(f"{config} is not JSON ({err})") from None
+        kind = body.get("model_type") if isinstance(body, dict) else None
+        if isinstance(kind, str) and not kind.startswith("qwen3_5"):
+            archs = body.get("architectures") or []
+            named = f" ({', '.join(map(str, archs))})" if isinstance(archs, list) and archs \
+                else ""
+            raise MergeError(f"{base} is a {kind} model{named}, not Qwen3.5: qgpu merges "
+                             "into Qwen3.5 checkpoints (model_type qwen3_5)")
+    tokenizer = base / "tokenizer.json"
+    if tokenizer.is_file():
+        try:
+            body = json.loads(read_text_limited(tokenizer, 1 << 30, "tokenizer.json"))
+        except ValueError as err:
+            raise MergeError(f"{tokenizer} is broken: not JSON ({err})") from None
+        if not isinstance(body, dict) or not isinstance(body.get("model"), dict):
+            raise MergeError(f"{tokenizer} is broken: not a tokenizers JSON object "
+                             "(no \"model\")")
+
+
 def main(args) -> int:
+    if not math.isfinite(args.shard_gb) or args.shard_gb <= 0:
+        raise MergeError(f"--shard-gb {args.shard_gb}: give a positive number of GiB")
+    check_output(args.out, (args.base,), folder=True)
+    _check_base(Path(args.base))
     base = CheckpointSource(args.base).config
     spec = None
     if args.ops or args.detect_faults:
@@ -51,9 +88,20 @@ def main(args) -> int:
             raise MergeError(f"--ops: {err}") from None
     part = compile_named(args.circuit, layer_shape_of(base), progress=not args.quiet,
                          spec=spec)
-    layout = merge_checkpoint(args.base, part, args.out, shard_bytes=int(args.shard_gb * 2**30),
-                              progress=not args.quiet, norm_mode=args.norm_mode,
-                              neutralise=not args.no_neutralise)
+    with new_output(args.out, folder=True) as tmp:  # renamed into place when complete
+        layout = merge_checkpoint(args.base, part, tmp,
+                                  shard_bytes=max(1, int(args.shard_gb * 2**30)),
+                                  progress=not args.quiet, norm_mode=args.norm_mode,
+                                  neutralise=not args.no_neutralise)
+    if args.circuit == "machine":
+        # the launch plan (the circuit layers and GPU rows, sparse) stored now, once the
+        # checkpoint is in place, so that the first `qgpu run --model` maps it instead of
+        # reading the circuit layers' dense tensors from the checkpoint
+        from qgpu.runtime.checkpoint import load_machine_checkpoint
+
+        if not args.quiet:
+            print("qgpu merge: storing the launch plan", file=sys.stderr, flush=True)
+        load_machine_checkpoint(args.out)
     print(f"{args.out}: hidden {layout.hidden} ({layout.shared} shared by the "
           f"{layout.base_hidden} base and {layout.circuit_hidden} circuit dims + "
           f"{layout.hidden - layout.shared} flags), {layout.circuit_layers} + "

@@ -1,6 +1,6 @@
 """qgpu run: compile a CUDA file and launch one kernel.
 
-    qgpu run FILE.cu --grid G --block B [--kernel NAME]
+    qgpu run FILE.cu --grid X[,Y[,Z]] --block X[,Y[,Z]] [--kernel NAME] [-I DIR]
              [--engine model|interp|llama.cpp|transformers] [--check] [--forced]
              [--model DIR] [--device cpu|cuda|mps] [--json] --arg NAME=VALUE ...
 
@@ -24,9 +24,13 @@ vocabulary, results read from its recurrent state (qgpu.runtime.checkpoint).
 greedy generate() write the launch, results read from its cache
 (qgpu.runtime.transformers_engine); --check compares with the interpreter.
 
+`qgpu run FILE.cu --list` lists the file's kernels (C++ names, parameters, file:line) and
+whether each runs or why not. --kernel takes a C++ name (k, ns::k, reduce<int>, k(int *)).
+
 NAME is a parameter's name in the kernel's source; every parameter needs one --arg. A
-pointer parameter takes comma-separated integers (the array's initial contents) or
-zeros:N; an integer parameter takes one integer (cuda.launch_args reads them). --json
+pointer parameter takes comma-separated values of its element type (the array's initial
+contents) or zeros:N, with an optional type prefix (u8:1,2,3); an integer parameter takes
+one integer (cuda.launch_args reads them). --json
 prints one JSON object: {"kernel", "engine", "args": {NAME: final contents (pointer
 parameters)}, "tokens"}.
 """
@@ -39,10 +43,18 @@ from pathlib import Path
 
 import numpy as np
 
-from qgpu.cli.html import add_html_argument, launch
+from qgpu.cli.html import (
+    MAX_SOURCE_BYTES,
+    add_html_argument,
+    check_html,
+    launch,
+    page_error,
+)
 from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.launch_args import parse_args, pick_kernel
+from qgpu.cuda.shape import parse_dims
 from qgpu.errors import QgpuError
+from qgpu.files import read_bytes_limited
 from qgpu.isa import limits
 
 
@@ -52,9 +64,15 @@ class RunError(QgpuError):
 
 def add_arguments(p) -> None:
     p.add_argument("file", metavar="FILE.cu", help="CUDA source file")
-    p.add_argument("--grid", type=int, required=True, help="CTAs in the launch (gridDim.x)")
-    p.add_argument("--block", type=int, required=True, help="threads per CTA (blockDim.x)")
-    p.add_argument("--kernel", help="the __global__ function (when the file has several)")
+    p.add_argument("--grid", help="CTAs in the launch: gridDim, x[,y[,z]] (e.g. 4 or 2,2)")
+    p.add_argument("--block", help="threads per CTA: blockDim, x[,y[,z]] (e.g. 8 or 4,2)")
+    p.add_argument("--kernel", help="the __global__ function when the file has several: its "
+                                    "C++ name (k, ns::k, reduce<int>, or k(int *) for an "
+                                    "overload)")
+    p.add_argument("--list", action="store_true",
+                   help="list the file's kernels, their parameters, and whether each can run")
+    p.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
+                   help="a folder searched for #include files (besides the source's own)")
     p.add_argument("--engine", choices=("model", "interp", "llama.cpp", "transformers"),
                    default="model",
                    help="run on the compiled model (default), the reference interpreter, "
@@ -77,12 +95,32 @@ def add_arguments(p) -> None:
                         "runtime.generate.DEFAULT_MODEL_BUDGET on the model)")
     add_html_argument(p)
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
-                   help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers, "
-                        "NAME=INT for integers")
+                   help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers (the "
+                        "element type's values; a prefix u8: i16: u32: f32: ... names "
+                        "another), NAME=INT for integers")
 
 
-def _values(a: np.ndarray) -> list[int]:
-    return [int(x) for x in a]
+def _values(a: np.ndarray) -> list:
+    return [float(x) if a.dtype.kind == "f" else int(x) for x in a.reshape(-1)]
+
+
+def _dims(text, what: str):
+    if text is None:
+        raise RunError(f"--{what} is required (e.g. --{what} 4 or --{what} 2,2)")
+    return parse_dims(str(text), what)
+
+
+def listing(module) -> str:
+    """`qgpu run FILE --list`: every kernel with its parameters, and why one cannot run."""
+    lines = []
+    for sig in module.signatures:
+        try:
+            module.get_function(sig.overload)
+            state = "runs"
+        except QgpuError as exc:
+            state = f"cannot run: {exc}"
+        lines.append(f"{sig}  [{sig.where}]\n  {state}")
+    return "\n".join(lines) or f"{module.filename}: no __global__ functions"
 
 
 def run(args) -> dict:
@@ -114,11 +152,16 @@ def run(args) -> dict:
     engine = "model-forced" if forced else \
         "model-check" if args.engine != "interp" and args.check else args.engine
     path = Path(args.file)
+    check_html(getattr(args, "html", None), args.file, getattr(args, "model", None))
     try:
-        source = path.read_text()
+        source = read_bytes_limited(path, MAX_SOURCE_BYTES, "CUDA source")   # as clang reads
     except OSError as exc:
         raise RunError(f"cannot read {args.file}: {exc.strerror}") from None
-    module = compile_cuda(source, filename=args.file)
+    module = compile_cuda(source, filename=args.file,
+                          include_dirs=tuple(getattr(args, "include", []) or ()))
+    if getattr(args, "list", False):
+        return {"listing": listing(module)}
+    grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
     kernel = pick_kernel(module, args.kernel)
     values = parse_args(kernel, args.arg)
     if args.engine != "interp":
@@ -145,15 +188,14 @@ def run(args) -> dict:
     budget = getattr(args, "budget", None)
     if budget is not None and budget < 1:
         raise RunError(f"--budget {budget}: give at least 1 block")
-    result = launch(kernel, args.grid, args.block, values, engine, getattr(args, "html", None),
-                    budget)
-    return {"kernel": kernel.name, "engine": args.engine, "grid": args.grid,
-            "block": args.block, "before": before,
+    result = launch(kernel, grid, block, values, engine, getattr(args, "html", None), budget)
+    return {"kernel": kernel.name, "engine": args.engine, "grid": _shown(grid),
+            "block": _shown(block), "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},
             "scalars": {p.name: values[p.name] for p in kernel.params if not p.pointer},
             "tokens": result.tokens, "blocks_executed": result.blocks_executed,
             "seconds": result.seconds, "stats": kernel.template.stats,
-            "signature": str(kernel.signature)}
+            "signature": str(kernel.signature), "page_error": page_error(result)}
 
 
 def report(r: dict) -> str:
@@ -173,8 +215,18 @@ def report(r: dict) -> str:
     return "\n".join(lines)
 
 
+def _shown(d: tuple) -> int | str:
+    """A dimension as the report shows it: 4, or 2,2 for a 2-D one."""
+    while len(d) > 1 and d[-1] == 1:
+        d = d[:-1]
+    return d[0] if len(d) == 1 else ",".join(map(str, d))
+
+
 def main(args) -> int:
     r = run(args)      # errors: qgpu.cli prints them as one line
+    if "listing" in r:
+        print(r["listing"])
+        return 0
     if args.json:
         out = {"kernel": r["kernel"], "engine": r["engine"], "args": r["args"],
                "tokens": r["tokens"]}
@@ -182,4 +234,6 @@ def main(args) -> int:
         sys.stdout.write("\n")
     else:
         print(report(r))
+    if r["page_error"] is not None:  # the results are out: now the page's error
+        raise r["page_error"]
     return 0

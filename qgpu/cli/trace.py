@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from qgpu.cli.html import add_html_argument, write_page
+from qgpu.cli.html import MAX_STREAM_BYTES, add_html_argument, check_html, write_page
 from qgpu.errors import ProtocolError
-from qgpu.protocol import VOCAB_SIZE, decode_prompt, decode_trace, name, tok
+from qgpu.files import read_text_limited
+from qgpu.protocol import VOCAB_SIZE, decode_prompt, iter_trace, name, tok
 
 
 def add_arguments(parser) -> None:
@@ -75,13 +76,15 @@ def _extra(data: dict) -> dict:
 
 
 def main(args) -> int:
-    prompt, trace, extra = load_stream(Path(args.file).read_bytes(), args.file)
+    check_html(args.html, args.file)
+    text = read_text_limited(args.file, MAX_STREAM_BYTES, "token stream")
+    prompt, trace, extra = load_stream(text, args.file)
     launch = decode_prompt(prompt)
     print(f"launch: grid {launch.grid}, block {launch.block}, "
           f"{len(launch.program.blocks)} blocks, prompt {len(prompt)} tokens")
     if args.raw:
         print(" ".join(name(t) for t in trace))
-    for rec in decode_trace(launch, trace):
+    for rec in iter_trace(launch, trace):  # each line as soon as it is decoded
         print(rec)
     if args.html:
         from qgpu.view import launch_data

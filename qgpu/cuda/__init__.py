@@ -1,8 +1,9 @@
 """cuda: the host's NVRTC-and-driver role. clang driver and bundled header, PTX parser,
 lowering to machine blocks (register allocation, block packing), and the launch API.
 
-    driver     CUDA -> PTX with clang-19, the bundled header (include/qgpu_cuda.h)
-    signature  kernel parameter names and C types from the source
+    driver     CUDA -> PTX and AST with clang-19, the shipped headers (include/)
+    signature  kernels, C++ names and parameter types from clang's AST
+    shape      dim3 launch shapes; threadIdx/blockIdx from the linear ids
     ptx        PTX text -> functions, instructions, operands
     lower      PTX -> IR: control flow, memory spaces, guards  (select: per instruction,
                divide: div/rem loops)

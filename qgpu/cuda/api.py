@@ -13,6 +13,7 @@ a runner: the interpreter here; qgpu.runtime registers the model's engines.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,15 +22,19 @@ import numpy as np
 
 from qgpu.cuda import ptx
 from qgpu.cuda.codegen import compile_kernel
-from qgpu.cuda.driver import compile_to_ptx
+from qgpu.cuda.driver import compile_to_ptx, kernel_ast
 from qgpu.cuda.link import KernelTemplate
-from qgpu.cuda.signature import KernelSignature, parse_kernels, ptx_base_name
+from qgpu.cuda.shape import Shape, launch_shape
+from qgpu.cuda.signature import KernelSignature, find_kernel, kernels_from_ast
 from qgpu.errors import CompileError, LaunchError
 from qgpu.interp import run_launch
 from qgpu.isa import Program, limits
+from qgpu.isa.program import Allocation
 from qgpu.protocol import expected_trace
 
-ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
+# the numpy dtypes a pointer parameter takes, by its element's width: either signedness
+# (an int* may receive uint32 data, as a cast on a GPU would)
+_WIDTH_DTYPES = {1: ("int8", "uint8", "bool"), 2: ("int16", "uint16"), 4: ("int32", "uint32")}
 
 
 @dataclass
@@ -96,14 +101,24 @@ class LaunchResult:
         return iframe(self.html())
 
 
-def _dim(value, what: str) -> int:
-    if isinstance(value, tuple | list):
-        if not value or any(int(v) != 1 for v in value[1:]):
-            raise LaunchError(f"{what} {tuple(value)}: qgpu launches are 1-D (x only)")
-        value = value[0]
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise LaunchError(f"{what} must be an int or a 1-tuple, got {value!r}")
-    return int(value)
+def _launch_args(args):
+    """The launch's arguments as given (a dict by name, or a tuple): anything else, a
+    generator included (read once, it would be empty when the results are copied back),
+    is a LaunchError before the launch runs."""
+    if isinstance(args, dict):
+        return args
+    if isinstance(args, tuple | list):
+        return tuple(args)
+    raise LaunchError(f"args must be a tuple, a list or a dict by parameter name, not "
+                      f"{type(args).__name__}")
+
+
+def _budget(budget):
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int | np.integer) or budget < 1:
+        raise LaunchError(f"budget {budget!r}: give a number of blocks, at least 1")
+    return int(budget)
 
 
 def args_list(params, args) -> list:
@@ -117,9 +132,11 @@ class Kernel:
     """A __global__ function of a Module; call it to launch."""
 
     def __init__(self, signature: KernelSignature, template: KernelTemplate,
-                 engine: str = "interp"):
+                 engine: str = "interp", shaped: Callable | None = None):
         self.signature = signature
-        self.template = template
+        self.template = template             # 1-D launches
+        self._shaped = shaped                # Shape -> the template of a 2-D/3-D launch
+        self._templates: dict[Shape, KernelTemplate] = {}
         self.engine = engine                 # the default of __call__ (the Module's)
         self.sources: dict | None = None   # set by Module: source, PTX, block origins
 
@@ -136,8 +153,19 @@ class Kernel:
         """The program template (parameters still placeholders)."""
         return self.template.program
 
-    def link(self, grid: int, block: int, args) -> tuple[Program, list[int], dict, list]:
+    def template_for(self, shape: Shape) -> KernelTemplate:
+        """The template of a launch shape: the 1-D one, or one lowered for the shape's
+        dimensions (threadIdx.y etc. computed from the machine's linear thread index)."""
+        if shape.linear or self._shaped is None:
+            return self.template
+        if shape not in self._templates:
+            self._templates[shape] = self._shaped(shape)
+        return self._templates[shape]
+
+    def link(self, grid, block, args) -> tuple[Program, list[int], dict, list]:
         """(program, initial global memory, layout, arrays in parameter order)."""
+        shape = launch_shape(grid, block)
+        grid, block = shape.ctas, shape.threads
         params = self.signature.params
         if isinstance(args, dict):
             unknown = set(args) - {p.name for p in params}
@@ -153,7 +181,7 @@ class Kernel:
             raise LaunchError(f"{self.name} takes {len(params)} arguments ({self.signature}), "
                               f"got {len(args)}")
         memory = [0] * limits.GLOBAL_WORDS
-        values: dict[str, int] = {"ntid": block, "nctaid": grid}
+        values: dict[str, int] = {"ntid": shape.block[0], "nctaid": shape.grid[0]}
         layout: dict[str, tuple[int, int]] = {}
         placed: list[tuple[np.ndarray, int]] = []
         next_word = 0
@@ -163,19 +191,22 @@ class Kernel:
                 base = self._alias(p, arr, placed, params, args)
                 if base is None:
                     base = next_word
-                    next_word += arr.size
+                    words = _words(arr)
+                    next_word += words
                     if next_word > limits.GLOBAL_WORDS:
                         raise LaunchError(
                             f"{self.name}: the arrays need {self._words(params, args)} words "
                             f"of global memory; the machine has {limits.GLOBAL_WORDS}")
-                    memory[base:base + arr.size] = [int(x) for x in arr.view(np.uint32)]
+                    memory[base:base + words] = _to_words(arr)
                     placed.append((arr, base))
-                layout[p.name] = (base, arr.size)
+                layout[p.name] = (base, _words(arr))
                 values[f"param:{k}"] = base * 4
             else:
                 values[f"param:{k}"] = self._scalar(p, a)
         next_word = self._place_globals(memory, values, next_word)
-        program = self.template.bind(values)
+        template = self.template_for(shape)
+        program = template.bind(values)
+        program.arrays = self._allocations(layout, template)
         return program, memory, layout, [a if p.pointer else None
                                          for p, a in zip(params, args, strict=True)]
 
@@ -196,7 +227,20 @@ class Kernel:
         return None
 
     def _words(self, params, args) -> int:
-        return sum(np.asarray(a).size for p, a in zip(params, args, strict=True) if p.pointer)
+        return sum(_words(np.asarray(a)) for p, a in zip(params, args, strict=True)
+                   if p.pointer)
+
+    def _allocations(self, layout: dict, template: KernelTemplate) -> tuple:
+        """Each array argument's range and the operands holding its base (interp.bounds:
+        the interpreter faults on an access derived from it that leaves it)."""
+        out = []
+        for k, p in enumerate(self.signature.params):
+            if p.pointer and p.name in layout:
+                base, words = layout[p.name]
+                sites = frozenset((r.block, r.stage, r.slot, r.src)
+                                  for r in template.relocs if r.sym == f"param:{k}")
+                out.append(Allocation(p.name, base, words, sites))
+        return tuple(out)
 
     def _place_globals(self, memory: list[int], values: dict, next_word: int) -> int:
         for var in self.template.stats.get("globals", []):
@@ -214,11 +258,13 @@ class Kernel:
         return next_word
 
     def _array(self, p, a) -> np.ndarray:
+        allowed = ("float32",) if p.dtype == "float32" else _WIDTH_DTYPES.get(p.bytes, ())
+        want = " or ".join(allowed) if p.dtype else "any numpy"
         if not isinstance(a, np.ndarray):
-            raise LaunchError(f"{self.name}: argument {p.name} ({p}) must be a numpy int32 or "
-                              f"uint32 array, got {type(a).__name__}")
-        if a.dtype not in ARRAY_DTYPES or a.ndim != 1:
-            raise LaunchError(f"{self.name}: argument {p.name} must be a 1-D int32 or uint32 "
+            raise LaunchError(f"{self.name}: argument {p.name} ({p}) must be a numpy {want} "
+                              f"array, got {type(a).__name__}")
+        if p.dtype and (a.dtype.name not in allowed or a.ndim != 1):
+            raise LaunchError(f"{self.name}: argument {p.name} ({p}) must be a 1-D {want} "
                               f"array, got {a.ndim}-D {a.dtype}")
         if not a.flags.c_contiguous:
             raise LaunchError(f"{self.name}: argument {p.name} must be contiguous")
@@ -232,6 +278,8 @@ class Kernel:
         if isinstance(a, bool) or not isinstance(a, int | np.integer):
             raise LaunchError(f"{self.name}: argument {p.name} ({p}) must be an integer, got "
                               f"{type(a).__name__}")
+        if p.dtype == "float32":
+            return int(np.array([a], np.float32).view(np.uint32)[0])
         v = int(a)
         lo, hi = (-(1 << 31), (1 << 31) - 1) if p.signed else (0, (1 << 32) - 1)
         if not lo <= v <= hi:
@@ -240,14 +288,21 @@ class Kernel:
 
     def __call__(self, grid, block, args, engine: str | None = None,
                  budget: int | None = None) -> LaunchResult:
-        grid, block = _dim(grid, "grid"), _dim(block, "block")
+        shape = launch_shape(grid, block)
+        if self.signature.max_threads is not None and shape.threads > \
+                self.signature.max_threads:
+            raise LaunchError(f"{self.signature.where}: kernel {self.name} has "
+                              f"__launch_bounds__({self.signature.max_threads}); a block of "
+                              f"{shape.threads} threads is refused, as a GPU refuses it")
+        grid, block = shape.ctas, shape.threads
+        args, budget = _launch_args(args), _budget(budget)
         engine = engine or self.engine
         runner = ENGINES.get(engine)
         if runner is None:
             raise LaunchError(f"unknown engine '{engine}' (registered: {sorted(ENGINES)}; the "
                               "model's engines register when qgpu.runtime is imported)")
         limits.check_launch_shape(grid, block)   # before linking: a clear error first
-        program, memory, layout, arrays = self.link(grid, block, args)
+        program, memory, layout, arrays = self.link(shape.grid, shape.block, args)
         initial = list(memory)
         t0 = time.perf_counter()
         run = runner(program, grid, block, memory, budget)
@@ -273,7 +328,7 @@ class Kernel:
         finals = {}
         for p, a in params:
             base, n = layout[p.name]
-            finals[p.name] = np.array(memory[base:base + n], dtype=np.uint32).view(a.dtype)
+            finals[p.name] = _from_words(memory[base:base + n], a)
             if base in may_write and a.flags.writeable:
                 a[...] = finals[p.name]
         refused = [p.name for p, a in params if not np.array_equal(finals[p.name], a)]
@@ -283,48 +338,88 @@ class Kernel:
                               f"other arrays hold their results")
 
 
+def _words(a: np.ndarray) -> int:
+    """Words of global memory an array takes (its bytes, rounded up to whole words)."""
+    return -(-a.nbytes // 4)
+
+
+def _to_words(a: np.ndarray) -> list[int]:
+    data = a.tobytes().ljust(4 * _words(a), b"\0")
+    return [int(x) for x in np.frombuffer(data, dtype="<u4")]
+
+
+def _from_words(words: list[int], a: np.ndarray) -> np.ndarray:
+    """An array like `a` from the words that hold it."""
+    data = np.array(words, dtype="<u4").tobytes()[:a.nbytes]
+    return np.frombuffer(data, dtype=a.dtype).reshape(a.shape).copy()
+
+
 class Module:
     """Compiled CUDA source: its kernels, lowered on first use. `engine` is the one its
-    kernels launch on unless a call names another (qgpu.compile: the model)."""
+    kernels launch on unless a call names another (qgpu.compile: the model). `source` is
+    text or bytes (any encoding: clang reads bytes); when `filename` is a file holding
+    exactly that source it is compiled in place, so its includes resolve beside it;
+    `include_dirs` are searched too (clang's -I)."""
 
-    def __init__(self, source: str, filename: str = "kernel.cu", engine: str = "interp"):
-        self.source = source
-        self.filename = filename
+    def __init__(self, source: str | bytes, filename: str = "kernel.cu",
+                 engine: str = "interp", include_dirs=()):
+        if not isinstance(source, str | bytes) or not isinstance(filename, str | bytes):
+            raise CompileError(f"qgpu.compile takes CUDA C source (text or bytes) and a file "
+                               f"name, not {type(source).__name__}")
+        if not isinstance(engine, str):
+            raise LaunchError(f"engine must be a name (a str), not {type(engine).__name__}")
+        self.source = source if isinstance(source, str) else source.decode("utf-8", "replace")
+        self.filename = os.fsdecode(filename)
         self.engine = engine
-        self.signatures = {s.name: s for s in parse_kernels(source, filename)}
-        self.ptx = compile_to_ptx(source, filename)
+        includes = tuple(os.fsdecode(d) for d in include_dirs)
+        self.signatures = kernels_from_ast(kernel_ast(source, filename, includes),
+                                           self.filename)
+        self.ptx = compile_to_ptx(source, filename, includes)
         self.ptx_module = ptx.parse(self.ptx)
-        self._entries = {ptx_base_name(n): n for n, f in self.ptx_module.functions.items()
-                         if f.is_entry}
         self._kernels: dict[str, Kernel] = {}
 
     @property
     def kernel_names(self) -> list[str]:
-        return list(self.signatures)
+        return [s.name for s in self.signatures]
 
     def get_function(self, name: str) -> Kernel:
-        if name in self._kernels:
-            return self._kernels[name]
-        if name not in self.signatures or name not in self._entries:
-            known = ", ".join(self.signatures) or "none"
-            raise CompileError(f"{self.filename}: no __global__ function named '{name}' "
-                               f"(kernels: {known})")
-        ptx_name = self._entries[name]
-        sig = self.signatures[name]
+        sig = find_kernel(self.signatures, name, self.filename)
+        if sig.name in self._kernels:
+            return self._kernels[sig.name]
+        if sig.problem:
+            raise CompileError(sig.problem)
+        ptx_name = sig.mangled
+        if ptx_name not in self.ptx_module.functions:
+            raise CompileError(f"{sig.where}: kernel {sig.name}: clang emitted no PTX entry "
+                               f"{ptx_name} for it (qgpu compiles pointers as 32-bit)")
         n_ptx = len(self.ptx_module.functions[ptx_name].params)
         if n_ptx != len(sig.params):
-            raise CompileError(f"{self.filename}:{sig.line}: {name} has {len(sig.params)} "
+            raise CompileError(f"{sig.where}: {sig.name} has {len(sig.params)} "
                                f"parameters in the source but {n_ptx} in PTX")
-        template = compile_kernel(self.ptx_module, ptx_name, name)
-        template.stats["globals"] = [v for v in self.ptx_module.variables
-                                     if v.space in ("global", "const")]
-        self._kernels[name] = Kernel(sig, template, self.engine)
-        self._kernels[name].sources = {"source": self.source, "filename": self.filename,
-                                       "ptx": self.ptx, "origins": template.stats["origins"]}
-        return self._kernels[name]
+
+        def build(shape: Shape | None = None) -> KernelTemplate:
+            try:
+                template = compile_kernel(self.ptx_module, ptx_name, sig.name, shape)
+            except CompileError as exc:
+                text = str(exc).removeprefix(f"kernel {sig.name}: ")
+                for i in reversed(range(len(sig.params))):   # PTX's parameter names
+                    text = text.replace(f"parameter {ptx_name}_param_{i}",
+                                        f"parameter '{sig.params[i]}'")
+                if sig.where not in text or f"kernel {sig.name}" not in text:
+                    text = f"kernel {sig.name} ({sig.where}): {text}"
+                raise CompileError(text) from None
+            template.stats["globals"] = [v for v in self.ptx_module.variables
+                                         if v.space in ("global", "const")]
+            return template
+
+        kernel = Kernel(sig, build(), self.engine, build)
+        kernel.sources = {"source": self.source, "filename": self.filename,
+                          "ptx": self.ptx, "origins": kernel.template.stats["origins"]}
+        self._kernels[sig.name] = kernel
+        return kernel
 
 
-def compile(source: str, filename: str = "kernel.cu",  # noqa: A001
-            engine: str = "interp") -> Module:
+def compile(source: str | bytes, filename: str = "kernel.cu",  # noqa: A001
+            engine: str = "interp", include_dirs=()) -> Module:
     """Compile CUDA C source (see Module)."""
-    return Module(source, filename, engine)
+    return Module(source, filename, engine, include_dirs)

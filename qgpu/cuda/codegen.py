@@ -17,12 +17,15 @@ from qgpu.cuda.lower import lower
 from qgpu.cuda.optimize import optimize
 from qgpu.cuda.regalloc import allocate
 from qgpu.cuda.schedule import MBlock, schedule
+from qgpu.cuda.shape import Shape
 from qgpu.errors import CompileError, ProgramError
 from qgpu.isa import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg, limits
 
 
-def compile_kernel(module: ptx.PModule, ptx_name: str, display_name: str) -> KernelTemplate:
-    fn, predicates = lower(module, ptx_name, display_name)
+def compile_kernel(module: ptx.PModule, ptx_name: str, display_name: str,
+                   shape: Shape | None = None) -> KernelTemplate:
+    """The kernel's template; `shape` (a 2-D/3-D launch) fixes its threadIdx/blockIdx."""
+    fn, predicates = lower(module, ptx_name, display_name, shape)
     optimize(fn, predicates)
     while if_convert(fn):
         optimize(fn, predicates)

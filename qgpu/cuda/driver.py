@@ -1,14 +1,21 @@
-"""cuda.driver: CUDA source to PTX with clang-19 (the host's NVRTC role).
+"""cuda.driver: CUDA source to PTX and to clang's AST with clang-19 (the host's NVRTC role).
 
-It owns the clang command line (docs/cuda.md explains each flag), the bundled header that
-clang includes by itself, finding clang, and turning clang's diagnostics into a
-CompileError that names the user's file:line. Results are cached per source text.
+It owns the clang command lines (docs/cuda.md explains each flag), the headers qgpu ships
+(qgpu/cuda/include: qgpu_cuda.h, included by itself, and the small cuda_runtime.h,
+stdio.h, stdint.h, ... set a whole .cu file's host code needs to parse), finding clang,
+where a source is compiled (in place when it is a file on disk, so its own includes
+resolve; a string is written to a temporary folder, its name's folder searched for
+includes), and turning clang's diagnostics into a CompileError that names the user's
+file:line. Sources are bytes as clang reads them (any encoding); file names are the OS's.
+Results are cached per source.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -19,25 +26,42 @@ from qgpu.errors import CompileError
 
 HEADER_NAME = "qgpu_cuda.h"
 
-# -m32: 32-bit pointers (no 64-bit address arithmetic); +ptx70: the *_sync builtins without
-# a CUDA installation; no runtime unrolling and no vectorised loads/stores (each costs
-# blocks or needs 64/128-bit accesses); line tables only, so errors can name source lines
-# (they do not change the generated code).
-CLANG_FLAGS = [
+# --cuda-device-only: host code is parsed (it must be valid C++ against the shipped
+# headers) but never compiled. +ptx70: the *_sync builtins without a CUDA installation; no
+# runtime unrolling and no vectorised loads/stores (each costs blocks or needs 64/128-bit
+# accesses); line tables only, so errors can name source lines (they do not change the
+# generated code); -nostdlibinc: the host's C/C++ headers are replaced by the shipped set
+# (clang's own builtin headers, stddef.h and stdarg.h, stay).
+_COMMON = [
     "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_75", "-nocudainc", "-nocudalib",
-    "--cuda-path=/nonexistent", "--cuda-feature=+ptx70", "-m32", "-O2",
-    "-mllvm", "-unroll-runtime=false", "-mllvm", "-disable-nvptx-load-store-vectorizer",
-    "-gline-tables-only", "-Wno-unknown-cuda-version",
+    "--cuda-path=/nonexistent", "--cuda-feature=+ptx70", "-nostdlibinc",
+    "-Wno-unknown-cuda-version", "-fno-crash-diagnostics",
 ]
+# -m32: 32-bit pointers (the machine's addresses; no 64-bit address arithmetic). long and
+# size_t would be 32-bit too, so the AST (below, compiled for a 64-bit GPU) refuses
+# kernels that compute with them rather than let them narrow silently.
+CLANG_FLAGS = [*_COMMON, "-m32", "-O2", "-mllvm", "-unroll-runtime=false", "-mllvm",
+               "-disable-nvptx-load-store-vectorizer", "-gline-tables-only"]
+AST_FLAGS = [*_COMMON, "-fsyntax-only", "-Xclang", "-ast-dump=json"]
+
+
+def include_dir() -> Path:
+    """The shipped headers (package data of qgpu.cuda)."""
+    return Path(str(resources.files("qgpu.cuda") / "include"))
 
 
 def header_path() -> Path:
-    """The bundled header (package data of qgpu.cuda)."""
-    return Path(str(resources.files("qgpu.cuda") / "include" / HEADER_NAME))
+    """The bundled header every kernel sees."""
+    return include_dir() / HEADER_NAME
 
 
 def find_clang() -> str:
-    """clang-19, from $QGPU_CLANG, PATH or /usr/bin."""
+    """clang-19, from $QGPU_CLANG, PATH or /usr/bin. A QGPU_CLANG that names no program is
+    an error (not silently another clang)."""
+    named = os.environ.get("QGPU_CLANG")
+    if named and not (Path(named).is_file() and os.access(named, os.X_OK)):
+        raise CompileError(f"QGPU_CLANG={named}: no such program (unset it to use clang-19 "
+                           "from PATH)")
     for cand in (os.environ.get("QGPU_CLANG"), shutil.which("clang-19"), "/usr/bin/clang-19",
                  "/usr/lib/llvm-19/bin/clang"):
         if cand and Path(cand).exists():
@@ -46,37 +70,90 @@ def find_clang() -> str:
                        "'sudo apt-get install clang-19', or set QGPU_CLANG")
 
 
-def _diagnostic(stderr: str, tmp_path: str, filename: str) -> str:
-    """clang's first error, with the temporary path replaced by the user's file name."""
-    lines = [ln.replace(tmp_path, filename) for ln in stderr.splitlines()]
-    errors = [ln for ln in lines if ": error:" in ln or ": fatal error:" in ln]
+def _diagnostic(stderr: str, code: int) -> str:
+    """clang's first error (with a count of the others); clang's whole message when it
+    crashed or printed no error line."""
+    lines = stderr.splitlines()
+    errors = [ln for ln in lines if re.search(r"(^|: )(fatal )?error:", ln)
+              and "frontend command failed" not in ln]
+    if "unsupported characters" in stderr:    # a crash in PTX emission (clang-19)
+        return (f"clang crashed: {errors[0] if errors else 'no message'} (a kernel, "
+                "function or variable name with non-ASCII characters: PTX names are ASCII; "
+                "rename it)")
     if not errors:
-        return (lines[0] if lines else "clang failed without a message")
+        text = " | ".join(ln.strip() for ln in lines if ln.strip())[:600]
+        return f"clang failed (exit code {code}): {text or 'no message'}"
     first = errors[0]
+    if "file not found" in first:
+        first += (" (qgpu compiles the device side only, against its own small headers: "
+                  f"{', '.join(shipped_headers())}; other host headers are not available)")
     extra = len(errors) - 1
     return first + (f" (and {extra} more error{'s' if extra > 1 else ''})" if extra else "")
 
 
-@functools.lru_cache(maxsize=64)
-def compile_to_ptx(source: str, filename: str = "kernel.cu") -> str:
-    """PTX text for CUDA source; CompileError with file:line: message when clang fails."""
+def shipped_headers() -> list[str]:
+    return sorted(p.name for p in include_dir().iterdir()
+                  if p.is_file() and not p.name.startswith(("qgpu", "__")))
+
+
+def _as_bytes(source: str | bytes) -> bytes:
+    return source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
+
+
+def _run(flags: list[str], source: bytes, filename: str, includes: tuple[str, ...],
+         out_name: str | None) -> tuple[bytes, str]:
+    """Run clang on `source`: the file `filename` itself when it holds exactly these bytes
+    (compiled in place), else a copy in a temporary folder with filename's folder searched
+    for quoted includes. Returns (output file's bytes or stdout, the display name)."""
     clang = find_clang()
-    name = Path(filename).name or "kernel.cu"
-    if not name.endswith(".cu"):
-        name += ".cu"
+    path = Path(os.fsdecode(filename))
+    shown = os.fsdecode(filename)
+    in_place = False
+    try:
+        in_place = path.is_file() and path.read_bytes() == source
+    except OSError:
+        pass
     with tempfile.TemporaryDirectory(prefix="qgpu-") as tmp:
-        src = Path(tmp) / name
-        out = Path(tmp) / "out.ptx"
-        src.write_text(source)
-        cmd = [clang, *CLANG_FLAGS, "-include", str(header_path()), "-S", str(src),
-               "-o", str(out)]
+        if in_place:
+            src = path.resolve()
+        else:
+            src = Path(tmp) / ("src" + (path.suffix if path.suffix == ".cu" else ".cu"))
+            src.write_bytes(source)
+        cmd = [clang, *flags]
+        if not in_place and path.parent.is_dir():
+            cmd += ["-iquote", str(path.parent)]
+        for d in includes:
+            cmd += ["-I", os.fsdecode(d)]
+        cmd += ["-isystem", str(include_dir()), "-include", str(header_path()), str(src)]
+        out = Path(tmp) / (out_name or "out")
+        if out_name:
+            cmd += ["-S", "-o", str(out)]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(cmd, capture_output=True, timeout=120, cwd=tmp)
         except subprocess.TimeoutExpired:
-            raise CompileError(f"{filename}: clang took more than 120 s") from None
+            raise CompileError(f"{shown}: clang took more than 120 s") from None
+        stderr = proc.stderr.decode("utf-8", "replace")
+        stderr = stderr.replace(str(src), shown)
         if proc.returncode != 0:
-            err = CompileError(_diagnostic(proc.stderr, str(src), filename))
-            err.diagnostics = proc.stderr.replace(str(src), filename)
+            err = CompileError(_diagnostic(stderr, proc.returncode))
+            err.diagnostics = stderr
             raise err
-        # the line table names the temporary file: make it name the user's
-        return out.read_text().replace(str(src), filename)
+        data = out.read_bytes() if out_name else proc.stdout
+        data = data.replace(os.fsencode(str(src)), os.fsencode(shown))
+        return data, shown
+
+
+@functools.lru_cache(maxsize=64)
+def compile_to_ptx(source: str | bytes, filename: str = "kernel.cu",
+                   includes: tuple[str, ...] = ()) -> str:
+    """PTX text for CUDA source; CompileError with file:line: message when clang fails."""
+    data, _ = _run(CLANG_FLAGS, _as_bytes(source), filename, includes, "out.ptx")
+    return data.decode("utf-8", "replace")
+
+
+@functools.lru_cache(maxsize=16)
+def kernel_ast(source: str | bytes, filename: str = "kernel.cu",
+               includes: tuple[str, ...] = ()) -> dict:
+    """clang's AST of the source as JSON (for a 64-bit GPU: the types a GPU gives)."""
+    data, _ = _run(AST_FLAGS, _as_bytes(source), filename, includes, None)
+    return json.loads(data.decode("utf-8", "replace"))

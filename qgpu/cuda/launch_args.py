@@ -2,8 +2,12 @@
 kernel to launch (`--kernel`, or the module's only kernel) and its arguments from
 NAME=VALUE strings (`qgpu run --arg`, chat's `/run` lines and `// launch:` comments).
 
-A pointer parameter takes comma-separated integers (the array's initial contents) or
-zeros:N; an integer parameter takes one integer (decimal, 0x.., 0o.., 0b..)."""
+A pointer parameter takes comma-separated values (the array's initial contents) or
+zeros:N, as an array of the parameter's element type (an `unsigned char *` takes uint8
+values, a `short *` int16, an `int *` int32); a type prefix names another one of the same
+width, or the element layout of a struct or void pointer: `u8:1,2,3`, `i16:zeros:4`,
+`u32:...` (i8 u8 i16 u16 i32 u32 f32 bool). An integer parameter takes one integer
+(decimal, 0x.., 0o.., 0b..)."""
 
 from __future__ import annotations
 
@@ -58,17 +62,35 @@ def _int(text: str, name: str) -> int:
         raise LaunchArgumentError(f"--arg {name}: '{text}' is not an integer") from None
 
 
+PREFIXES = {"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
+            "u32": "uint32", "f32": "float32", "bool": "bool"}
+
+
 def _array(param, text: str) -> np.ndarray:
-    dtype = np.int32 if param.signed else np.uint32
-    lo, hi = (-(1 << 31), (1 << 31) - 1) if param.signed else (0, (1 << 32) - 1)
+    head, colon, rest = text.partition(":")
+    if colon and head.strip() in PREFIXES:
+        dtype = np.dtype(PREFIXES[head.strip()])
+        text = rest
+    else:
+        dtype = np.dtype(param.dtype or "int32")   # struct/void pointers: words by default
     if text.startswith("zeros:"):
         n = _int(text[len("zeros:"):], param.name)
         if n < 0:
             raise LaunchArgumentError(f"--arg {param.name}: zeros:{n} is negative")
         return np.zeros(n, dtype=dtype)
     items = [t for t in text.split(",")] if text.strip() else []
+    if dtype.kind == "f":
+        try:
+            return np.array([float(t) for t in items], dtype=dtype)
+        except ValueError:
+            raise LaunchArgumentError(f"--arg {param.name}: '{text}' is not a list of "
+                                      "numbers") from None
     values = [_int(t, param.name) for t in items]
+    info = np.iinfo(np.uint8 if dtype.kind == "b" else dtype)
+    lo, hi = (0, 1) if dtype.kind == "b" else (info.min, info.max)
     for v in values:
         if not lo <= v <= hi:
-            raise LaunchArgumentError(f"--arg {param.name}: {v} does not fit {param.ctype}")
+            raise LaunchArgumentError(f"--arg {param.name}: {v} does not fit {dtype.name} "
+                                      f"({param.ctype} elements; a prefix such as u32: names "
+                                      "another element type)")
     return np.array(values, dtype=dtype)

@@ -13,6 +13,7 @@ from qgpu.cuda import ptx
 from qgpu.cuda.ir import Barrier, BasicBlock, CondBr, Function, Goto, Op, Ret, Sym, V
 from qgpu.cuda.ptx import fail
 from qgpu.cuda.select import select
+from qgpu.cuda.shape import Shape, special
 from qgpu.errors import CompileError
 from qgpu.isa import Imm, limits
 
@@ -75,8 +76,11 @@ def _check_types(ins: ptx.PInstr) -> None:
 class Lowering:
     """Lowers one PTX entry function to an ir.Function."""
 
-    def __init__(self, module: ptx.PModule, pfn: ptx.PFunction, display: str | None = None):
+    def __init__(self, module: ptx.PModule, pfn: ptx.PFunction, display: str | None = None,
+                 shape: Shape | None = None):
         self.module = module
+        # a 2-D/3-D launch: threadIdx.y etc. computed from the linear ids (cuda.shape)
+        self.shape = shape if shape is not None and not shape.linear else None
         self.pfn = pfn
         self.kname = display or pfn.name         # the source name, for messages
         self.fn = Function(self.kname, {}, "entry", n_params=len(pfn.params))
@@ -103,6 +107,10 @@ class Lowering:
             return Imm(o.value)
         if isinstance(o, ptx.PReg):
             n = o.name
+            if self.shape is not None:
+                v = special(n, self.shape, self.b.emit, self.b.tmp)
+                if v is not None:
+                    return v
             if n in _SREG_OPS:
                 t = self.b.tmp()
                 self.b.emit(_SREG_OPS[n], t)
@@ -349,16 +357,23 @@ class Lowering:
         self.b.start(after)
 
 
-def lower(module: ptx.PModule, name: str, display: str | None = None
-          ) -> tuple[Function, set[V]]:
+def lower(module: ptx.PModule, name: str, display: str | None = None,
+          shape: Shape | None = None) -> tuple[Function, set[V]]:
     """Lower the PTX entry function `name` of a parsed module; also returns the virtual
     registers that hold predicates (always 0 or 1)."""
     pfn = module.functions[name]
+    if pfn.error is not None:
+        raise pfn.error
     for ins in pfn.body:
         if isinstance(ins, ptx.PInstr) and ins.parts[0] == "call":
+            if "vprintf" in ins.text or "__assertfail" in ins.text:
+                what = "printf" if "vprintf" in ins.text else "assert"
+                raise fail(ins, f"{what} in a kernel is not supported (qgpu has no device "
+                                f"{what} buffer yet); remove it or guard it with "
+                                "#ifndef __QGPU__")
             raise fail(ins, "a call that clang did not inline (recursion, a __noinline__ or "
                             "external function); qgpu needs every device function inlined")
-    lw = Lowering(module, pfn, display)
+    lw = Lowering(module, pfn, display, shape)
     fn = lw.run()
     return fn, lw.predicates
 

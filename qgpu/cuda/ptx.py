@@ -103,6 +103,8 @@ class PFunction:
     variables: list[PVar] = field(default_factory=list)   # function-scope .shared
     line: int = 0
     locals_used: bool = False              # a .local declaration (a stack frame)
+    error: CompileError | None = None      # its first unparsable instruction (raised when
+    # this function is lowered, so one kernel's PTX does not stop its siblings)
 
 
 @dataclass
@@ -357,7 +359,10 @@ def parse(text: str) -> PModule:
             continue
         if body.startswith("."):
             continue            # other directives carry no code
-        cur.body.append(_parse_instr(body, line, loc))
+        try:
+            cur.body.append(_parse_instr(body, line, loc))
+        except CompileError as exc:
+            cur.error = cur.error or exc
     # resolve .loc file numbers now that every .file is known
     for fn in functions.values():
         for ins in fn.body:

@@ -1,10 +1,12 @@
-"""cuda.signature: kernel parameter names and C types, read from the CUDA source.
+"""cuda.signature: every kernel of a source, with its parameters' C types, from clang's AST.
 
-PTX keeps only parameter positions; the launch API and `qgpu run --arg NAME=...` need the
-names and whether each is an int, an unsigned, or a pointer to one. This is a small parser
-for __global__ function headers (not a C parser): it accepts int, unsigned [int],
-signed [int], int32_t, uint32_t, with const/volatile/__restrict__, pointers (`T *p`,
-`T p[]`), and reports anything else as a CompileError naming the file:line.
+PTX keeps only parameter positions and widths; the launch API and `qgpu run --arg
+NAME=...` need names, element types and constness, and the kernel's C++ name (namespaces,
+overloads, template arguments). clang itself supplies them after preprocessing and
+typedefs (driver.kernel_ast: `-ast-dump=json`, compiled for a 64-bit GPU so that `long`
+and `size_t` keep the widths a GPU gives them). Each kernel is judged alone: a kernel whose
+parameters or body qgpu cannot run exactly gets `problem` (file:line and what to change)
+instead of stopping its siblings.
 """
 
 from __future__ import annotations
@@ -12,23 +14,36 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from qgpu.errors import CompileError
 
-_SIGNED = {"int", "signed", "signed int", "int32_t", "long", "signed long", "long int"}
-_UNSIGNED = {"unsigned", "unsigned int", "uint32_t", "unsigned long", "unsigned long int"}
-_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "register"}
+# C element type -> (numpy dtype, the spelling messages use). char is signed on a GPU.
+ELEMENTS = {
+    "char": np.int8, "signed char": np.int8, "unsigned char": np.uint8, "bool": np.bool_,
+    "short": np.int16, "unsigned short": np.uint16, "int": np.int32, "unsigned int": np.uint32,
+    "float": np.float32,
+}
+_WIDE = {"long", "unsigned long", "long long", "unsigned long long", "double", "long double",
+         "__int128", "unsigned __int128"}
+_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict|restrict|struct|class|union)\b")
 
 
 @dataclass(frozen=True)
 class Param:
     name: str
-    ctype: str          # "int" or "unsigned" (the element type for pointers)
+    ctype: str            # the element type for pointers ("unsigned char", "struct P")
     pointer: bool
     const: bool = False
+    dtype: str | None = None   # numpy dtype of the element; None: raw bytes (structs, void)
 
     @property
     def signed(self) -> bool:
-        return self.ctype == "int"
+        return self.dtype is None or np.dtype(self.dtype).kind in "if"
+
+    @property
+    def bytes(self) -> int:
+        return np.dtype(self.dtype).itemsize if self.dtype else 1
 
     def __str__(self) -> str:
         c = "const " if self.const else ""
@@ -37,128 +52,256 @@ class Param:
 
 @dataclass(frozen=True)
 class KernelSignature:
-    name: str
+    name: str                  # the C++ name: "k", "ns::k", "reduce<int>"
     params: tuple[Param, ...]
     line: int
+    file: str = ""
+    mangled: str = ""          # the PTX entry's name
+    problem: str | None = None   # why qgpu cannot launch it (None: it can be tried)
+    max_threads: int | None = None   # __launch_bounds__' first argument
 
     def __str__(self) -> str:
         return f"{self.name}({', '.join(map(str, self.params))})"
 
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
 
-def _blank(text: str) -> str:
-    """Comments, string literals and preprocessor lines replaced by spaces (lines kept)."""
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j == -1 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j == -1 else j + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            out.append(c + " " * (min(j, n) - i - 1) + (c if j < n else ""))
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    lines = "".join(out).split("\n")
-    cont = False
-    for k, ln in enumerate(lines):
-        if cont or ln.lstrip().startswith("#"):
-            cont = ln.rstrip().endswith("\\")
-            lines[k] = ""
-    return "\n".join(lines)
+    @property
+    def overload(self) -> str:
+        """The name with its parameter types, k(int *, unsigned int): names an overload."""
+        return f"{self.name}({', '.join(_ptype(p) for p in self.params)})"
 
 
-def _param(text: str, index: int, kernel: str, where: str) -> Param:
-    t = text.strip()
-    t = re.sub(r"\b__attribute__\s*\(\(.*?\)\)", " ", t)
-    if "&" in t:
-        raise CompileError(f"{where}: parameter '{t}' of {kernel} is a reference; pass a "
-                           "pointer or a value")
-    array = bool(re.search(r"\[\s*\d*\s*\]\s*$", t))
-    t = re.sub(r"\[\s*\d*\s*\]\s*$", "", t)
-    stars = t.count("*") + (1 if array else 0)
-    words = re.findall(r"[A-Za-z_]\w*", t.replace("*", " "))
-    const = "const" in words
-    words = [w for w in words if w not in _QUALIFIERS]
-    name = f"arg{index}"
-    if len(words) >= 2 and " ".join(words) not in _SIGNED | _UNSIGNED:
-        name = words.pop()
-    base = " ".join(words)
-    if base in _SIGNED:
-        ctype = "int"
-    elif base in _UNSIGNED:
-        ctype = "unsigned"
-    else:
-        raise CompileError(f"{where}: parameter '{text.strip()}' of {kernel}: qgpu launches "
-                           "kernels whose parameters are int, unsigned (32-bit) or pointers to "
-                           f"them, not '{base or t}'")
+def _ptype(p: Param) -> str:
+    return f"{'const ' if p.const else ''}{p.ctype}{' *' if p.pointer else ''}"
+
+
+class _Locations:
+    """clang's JSON writes a location's file and line only when they change: replaying
+    every location in document order recovers them."""
+
+    def __init__(self):
+        self.file, self.line = "", 0
+
+    def visit(self, loc: dict) -> tuple[str, int]:
+        if "expansionLoc" in loc:
+            self.visit(loc.get("spellingLoc", {}))
+            return self.visit(loc["expansionLoc"])
+        self.file = loc.get("file", self.file)
+        self.line = loc.get("line", self.line)
+        return self.file, self.line
+
+
+def _type(t: dict) -> str:
+    return t.get("desugaredQualType", t.get("qualType", ""))
+
+
+def _desugar(text: str, typedefs: dict) -> str:
+    """A pointer's pointee through typedefs (clang's JSON desugars only the outer type)."""
+    for _ in range(16):
+        head, star, rest = text.partition("*")
+        words = head.split()
+        names = [w for w in words if w in typedefs]
+        if not names:
+            return text
+        inner = typedefs[names[0]]
+        head = " ".join(inner if w == names[0] else w for w in words)
+        text = head + (" " if star and not head.endswith("*") else "") + star + rest
+    return text
+
+
+def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | None]:
+    """(Param, None) or (None, why qgpu cannot pass it)."""
+    name = p.get("name") or f"arg{index}"
+    text = _desugar(_type(p.get("type", {})), typedefs)
+    shown = p.get("type", {}).get("qualType", text)
+    shown += "" if shown.endswith("*") else " "      # the declaration, as written: 'int *a'
+    if "&" in text:
+        return None, f"parameter '{shown}{name}' is a reference; pass a pointer or a value"
+    if "(" in text or "[" in text:
+        return None, f"parameter '{shown}{name}' is not a value or a plain pointer"
+    stars = text.count("*")
     if stars > 1:
-        raise CompileError(f"{where}: parameter '{text.strip()}' of {kernel}: pointers to "
-                           "pointers are not supported")
-    return Param(name, ctype, stars == 1, const)
+        return None, f"parameter '{shown}{name}' is a pointer to a pointer (not supported)"
+    head = text.split("*")[0]
+    const = bool(re.search(r"\bconst\b", head))
+    base = " ".join(_QUALIFIERS.sub(" ", head).split())
+    base = {"unsigned": "unsigned int", "signed": "int", "signed int": "int",
+            "short int": "short", "unsigned short int": "unsigned short",
+            "_Bool": "bool"}.get(base, base)
+    if base in _WIDE:
+        return None, (f"parameter '{shown}{name}' is 64 bits on a GPU ({base}); the "
+                      "machine computes in 32 bits: use int or unsigned")
+    kind = "struct " + base if re.search(r"\b(struct|class|union)\b", head) or (
+        base not in ELEMENTS and base != "void") else base
+    if stars == 1:
+        dtype = ELEMENTS.get(base)
+        return Param(name, kind if dtype is None and base != "void" else base, True, const,
+                     np.dtype(dtype).name if dtype else None), None
+    if base not in ("int", "unsigned int", "float"):
+        what = kind if base not in ELEMENTS else base
+        return None, (f"parameter '{shown}{name}': qgpu passes int, unsigned and pointers "
+                      f"by value, not {what} (make it an int)")
+    return Param(name, base, False, const, np.dtype(ELEMENTS[base]).name), None
 
 
-def parse_kernels(source: str, filename: str = "kernel.cu") -> list[KernelSignature]:
-    """Every __global__ function defined in source, in order."""
-    text = re.sub(r"\b__launch_bounds__\s*\([^)]*\)", lambda m: " " * len(m.group(0)),
-                  _blank(source))
-    kernels = []
-    for m in re.finditer(r"\b__global__\b", text):
-        line = text.count("\n", 0, m.start()) + 1
-        where = f"{filename}:{line}"
-        head_start = text.rfind(";", 0, m.start())
-        head_start = max(head_start, text.rfind("}", 0, m.start()))
-        prefix = text[head_start + 1:m.start()]
-        paren = text.find("(", m.end())
-        if paren == -1:
+# expressions computed in 64 bits on a GPU that -m32 would compute in 32: refused in device
+# code unless they are constants (sizeof(int) is 4 in either width)
+_WIDE_CODE = {"long", "unsigned long"}
+_ARITH = {"BinaryOperator", "CompoundAssignOperator", "UnaryOperator", "VarDecl"}
+_CONSTANT = {"IntegerLiteral", "UnaryExprOrTypeTraitExpr", "CharacterLiteral", "ParenExpr",
+             "ImplicitCastExpr", "CStyleCastExpr", "BinaryOperator", "ConstantExpr"}
+
+
+def _constant(node: dict) -> bool:
+    return node.get("kind") in _CONSTANT and all(_constant(c) for c in node.get("inner", []))
+
+
+def _wide_use(node, fns: dict, seen: set) -> tuple[str, int] | None:
+    """The first 64-bit long/size_t computation in a function body (following calls)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(reversed(n))
             continue
-        decl = text[m.end():paren]
-        if "template" in prefix or "<" in decl:
-            raise CompileError(f"{where}: template kernels are not supported")
-        nm = re.search(r"([A-Za-z_]\w*)\s*$", decl)
-        if not nm:
+        if not isinstance(n, dict):
             continue
-        depth, j = 0, paren
-        while j < len(text):
-            depth += {"(": 1, ")": -1}.get(text[j], 0)
-            if depth == 0:
-                break
-            j += 1
-        after = text[j + 1:j + 200].lstrip()
-        if after.startswith(";"):
-            continue                # a declaration; the definition comes elsewhere
-        plist = text[paren + 1:j]
-        parts = [p for p in plist.split(",")] if plist.strip() not in ("", "void") else []
-        params = tuple(_param(p, k, nm.group(1), where) for k, p in enumerate(parts))
+        kind = n.get("kind")
+        if kind in _ARITH and _type(n.get("type", {})).replace("const ", "") in _WIDE_CODE \
+                and not _constant(n) and not (kind == "VarDecl" and n.get("constexpr")):
+            return n.get("_where") or ("", 0), n.get("type", {}).get("qualType", "long")
+        ref = n.get("referencedDecl", {})
+        if ref.get("kind") == "FunctionDecl" and ref["id"] in fns and ref["id"] not in seen:
+            seen.add(ref["id"])
+            body = [c for c in fns[ref["id"]][0].get("inner", []) if c.get("kind") ==
+                    "CompoundStmt"]
+            stack.extend(body)
+        stack.extend(reversed(n.get("inner", [])))
+    return None
+
+
+def kernels_from_ast(ast: dict, filename: str) -> list[KernelSignature]:
+    """Every __global__ function clang defined (template instantiations included)."""
+    fns: dict = {}
+    locs = _Locations()
+    typedefs = _walk_marking(ast, locs, fns, ())
+    out = []
+    for node, file, line, ns in fns.values():
+        inner = node.get("inner", [])
+        kinds = {c.get("kind") for c in inner}
+        if "CUDAGlobalAttr" not in kinds or "CompoundStmt" not in kinds \
+                or not node.get("mangledName"):
+            continue
+        targs = [_type(c.get("type", {})) or str(c.get("value", "")) for c in inner
+                 if c.get("kind") == "TemplateArgument"]
+        name = "::".join(ns + (node["name"],))
+        if targs:
+            name += "<" + ", ".join(targs) + ">"
+        where = f"{file or filename}:{line}"
+        params, problem = [], None
+        for k, p in enumerate(c for c in inner if c.get("kind") == "ParmVarDecl"):
+            param, why = _param(p, k, typedefs)
+            if why and problem is None:
+                problem = f"{where}: kernel {name}: {why}"
+            if param:
+                params.append(param)
         names = [p.name for p in params]
-        if len(set(names)) != len(names):
-            raise CompileError(f"{where}: {nm.group(1)} has two parameters with one name")
-        kernels.append(KernelSignature(nm.group(1), params, line))
-    return kernels
+        if problem is None and len(set(names)) != len(names):
+            problem = f"{where}: kernel {name} has two parameters with one name"
+        if problem is None:
+            body = [c for c in inner if c.get("kind") == "CompoundStmt"]
+            wide = _wide_use(body, fns, {node["id"]})
+            if wide:
+                (wfile, wline), tname = wide
+                problem = (f"{wfile or file or filename}:{wline}: kernel {name}: '{tname}' is 64 "
+                           "bits on a GPU and qgpu computes in 32: use int or unsigned "
+                           "(or int64 values the machine refuses)")
+        bounds = next((c for c in inner if c.get("kind") == "CUDALaunchBoundsAttr"), None)
+        out.append(KernelSignature(name, tuple(params), line, file or filename,
+                                   node["mangledName"], problem, _bound(bounds)))
+    return out
 
 
-def ptx_base_name(ptx_name: str) -> str:
-    """The source name of a kernel from its PTX name: Itanium-mangled (_Z3dotPiS_i, or
-    _ZN2ns3dotEPi inside a namespace) or plain (extern "C")."""
-    if ptx_name.startswith("_ZN"):
-        pos, last = 3, ptx_name
-        while (m := re.match(r"\d+", ptx_name[pos:])) is not None:
-            n = int(m.group(0))
-            last = ptx_name[pos + m.end():pos + m.end() + n]
-            pos += m.end() + n
-        return last
-    m = re.match(r"^_Z(\d+)", ptx_name)
-    if m:
-        return ptx_name[m.end():m.end() + int(m.group(1))]
-    return ptx_name
+def _bound(attr: dict | None) -> int | None:
+    if not attr:
+        return None
+    for n in _iter(attr):
+        if n.get("kind") == "ConstantExpr" and "value" in n:
+            return int(n["value"])
+        if n.get("kind") == "IntegerLiteral":
+            return int(n["value"])
+    return None
+
+
+def _iter(node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            yield n
+            stack.extend(reversed(n.get("inner", [])))
+
+
+def _walk_marking(node, locs: _Locations, out: dict, ns: tuple) -> dict:
+    """Replays locations (each node's is stored as `_where`, for messages); records every
+    FunctionDecl by id with (node, file, line, namespaces); returns the typedefs."""
+    typedefs = {}
+    stack = [(node, ns)]
+    while stack:
+        n, cur_ns = stack.pop()
+        if isinstance(n, list):
+            stack.extend((x, cur_ns) for x in reversed(n))
+            continue
+        if not isinstance(n, dict):
+            continue
+        where = None
+        if isinstance(n.get("loc"), dict):
+            where = locs.visit(n["loc"])
+        rng = n.get("range")
+        if isinstance(rng, dict):
+            for end in ("begin", "end"):
+                if end in rng:
+                    w = locs.visit(rng[end])
+                    where = where or w
+        ref = n.get("referencedDecl")
+        if isinstance(ref, dict) and isinstance(ref.get("loc"), dict):
+            locs.visit(ref["loc"])
+        if where is not None:
+            n["_where"] = where
+        if n.get("kind") == "FunctionDecl" and where is not None:
+            out[n["id"]] = (n, where[0], where[1], cur_ns)
+        elif n.get("kind") in ("TypedefDecl", "TypeAliasDecl") and "name" in n:
+            typedefs[n["name"]] = _type(n.get("type", {}))
+        inner_ns = cur_ns + (n.get("name", ""),) if n.get("kind") == "NamespaceDecl" else cur_ns
+        stack.extend((x, inner_ns) for x in reversed(n.get("inner", [])))
+    return typedefs
+
+
+def parse_kernels(source: str | bytes, filename: str = "kernel.cu") -> list[KernelSignature]:
+    """Every kernel of a source (clang's AST; CompileError when clang refuses the file)."""
+    from qgpu.cuda.driver import kernel_ast
+    return kernels_from_ast(kernel_ast(source, filename), filename)
+
+
+def find_kernel(kernels: list[KernelSignature], name: str, filename: str) -> KernelSignature:
+    """The kernel `name` names: its C++ name ("ns::k", "reduce<int>"), its last part when
+    that is unique, or a C++ overload "k(int *)"; an ambiguous name is an error that lists
+    the candidates."""
+    def norm(s: str) -> str:
+        return re.sub(r"\s+", "", s).replace("unsignedint", "unsigned")
+    want = norm(name)
+    for test in (lambda k: norm(k.name) == want, lambda k: norm(k.overload) == want,
+                 lambda k: norm(k.mangled) == want,
+                 lambda k: norm(k.name.split("<")[0].split("::")[-1]) == want,
+                 lambda k: norm(k.name.split("::")[-1]) == want):
+        found = [k for k in kernels if test(k)]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise CompileError(f"{filename}: '{name}' names {len(found)} kernels: "
+                               f"{'; '.join(k.overload for k in found)}; give one of these "
+                               "with --kernel")
+    raise CompileError(f"{filename}: no __global__ function named '{name}' (kernels: "
+                       f"{', '.join(k.name for k in kernels) or 'none'})")

@@ -1,18 +1,19 @@
-"""python -m qgpu.docgen [isa] [circuit] [layers]: rewrite the generated parts of docs/."""
+"""python -m qgpu.docgen [isa] [circuit] [layers] [merge]: rewrite the generated parts of
+docs/."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from qgpu.docgen import circuit_doc, isa_doc, layers_doc
+from qgpu.docgen import circuit_doc, isa_doc, layers_doc, merge_doc
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m qgpu.docgen", description=__doc__)
-    ap.add_argument("parts", nargs="*", choices=("isa", "circuit", "layers"),
+    ap.add_argument("parts", nargs="*", choices=("isa", "circuit", "layers", "merge"),
                     help="which generated docs to rewrite (default: all)")
-    parts = ap.parse_args(argv).parts or ["isa", "circuit", "layers"]
+    parts = ap.parse_args(argv).parts or ["isa", "circuit", "layers", "merge"]
     if "isa" in parts:
         changed = isa_doc.rewrite()
         print(f"docs/isa.md, docs/protocol.md: {len(changed)} rewritten", file=sys.stderr)
@@ -22,6 +23,9 @@ def main(argv=None) -> int:
     if "layers" in parts:
         changed = layers_doc.rewrite()
         print(f"{layers_doc.DOC}: {'rewritten' if changed else 'up to date'}", file=sys.stderr)
+    if "merge" in parts:
+        changed = merge_doc.rewrite()
+        print(f"{merge_doc.DOC}: {'rewritten' if changed else 'up to date'}", file=sys.stderr)
     return 0
 
 

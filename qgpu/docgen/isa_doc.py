@@ -46,8 +46,10 @@ SECTIONS = {
 }
 
 
-def render(doc: str, text: str) -> str:
-    for section, fn in SECTIONS[doc].items():
+def render(doc: str, text: str, sections: dict | None = None) -> str:
+    """`text` (docs/`doc`) with its generated sections rewritten (sections: {doc:
+    {section: function}}, default this module's)."""
+    for section, fn in (sections or SECTIONS)[doc].items():
         pattern = re.compile(rf"(<!-- generated:{section} -->\n).*?(<!-- end:{section} -->)",
                              re.S)
         if not pattern.search(text):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from qgpu.errors import LaunchError, MachineError
+from qgpu.interp.bounds import Bounds
 from qgpu.isa import limits
 from qgpu.isa.faults import Fault, Trap, memory_kind
 from qgpu.isa.ops import ATOMIC_FNS
@@ -74,10 +75,11 @@ def budget_error(blocks: int) -> MachineError:
 class _MemoryTrap(Exception):
     """Inside a block: a memory operation faulted (run() turns it into a Fault)."""
 
-    def __init__(self, kind: str, address: int, lane: int, position: int, op: str):
+    def __init__(self, kind: str, address: int, lane: int, position: int, op: str,
+                 detail: str = ""):
         super().__init__(kind)
-        self.kind, self.address, self.lane, self.position, self.op = \
-            kind, address, lane, position, op
+        self.kind, self.address, self.lane, self.position, self.op, self.detail = \
+            kind, address, lane, position, op, detail
 
 
 class Machine:
@@ -102,6 +104,8 @@ class Machine:
         # barrier releases per CTA: every running lane has passed exactly this many
         # barriers (the protocol's EXEC carries it mod 4; docs/protocol.md)
         self.releases = [0] * grid
+        self.bounds = Bounds(prog.arrays) if prog.arrays else None  # per-array checks
+        self._pc = 0
 
     # -- scheduling -------------------------------------------------------------------
     def run(self) -> InterpRun:
@@ -117,7 +121,7 @@ class Machine:
                 event = self.execute(warp, pc, active)
             except _MemoryTrap as mt:
                 trap = Trap(mt.kind, mt.address, warp.index, mt.lane, pc, mt.position,
-                            warp.cta, mt.op)
+                            warp.cta, mt.op, mt.detail)
                 self.events.append(BlockEvent(warp.index, pc, active, [], [], None,
                                               self.releases[warp.cta], trap))
                 raise Fault(trap, self.events) from None
@@ -145,16 +149,25 @@ class Machine:
     def execute(self, warp: Warp, pc: int, active: tuple[int, ...]) -> BlockEvent:
         blk = self.prog.blocks[pc]
         saved = [list(warp.regs[lane]) for lane in range(limits.LANES)]
+        bounds, self._pc = self.bounds, pc
+        saved_tags = bounds.snapshot(warp.index, active) if bounds else None
         mem_writes: list[tuple[int, int]] = []
         for s, stage in enumerate(blk.stages):
             results: list[tuple[int, int, int]] = []   # (lane, reg, value)
+            tags = []
             for k, ins in enumerate(stage):
                 self.instructions += 1
                 self._position = s * limits.SLOTS + k
-                for lane, value in self._op(warp, ins, active, mem_writes).items():
+                out = self._op(warp, ins, active, mem_writes)
+                for lane, value in out.items():
                     results.append((lane, ins.dst, value))
+                    if bounds:
+                        tags.append((lane, ins.dst, bounds.result_tag(
+                            warp.index, lane, (pc, s, k), ins)))
             for lane, reg, value in results:
                 warp.regs[lane][reg] = value
+            for lane, reg, tag in tags:
+                bounds.set(warp.index, lane, reg, tag)
         writeback = []
         for reg in sorted(blk.writeback):
             writeback.append((reg, {lane: warp.regs[lane][reg] for lane in active}))
@@ -178,6 +191,8 @@ class Machine:
             for reg in blk.writeback:
                 regs[reg] = warp.regs[lane][reg]
             warp.regs[lane] = regs
+        if bounds:
+            bounds.restore(warp.index, active, saved_tags, blk.writeback)
         return BlockEvent(warp.index, pc, active, writeback, mem_writes, taken)
 
     def _value(self, warp: Warp, lane: int, o) -> int:
@@ -217,6 +232,13 @@ class Machine:
         touched: dict[int, None] = {}
         for lane in active:
             word = self._word(ins, spec.space, vals[lane][0], lane)
+            if self.bounds and spec.space == "global":
+                s, k = divmod(self._position, limits.SLOTS)
+                detail = self.bounds.outside(warp.index, lane, (self._pc, s, k), ins, word)
+                if detail:
+                    raise _MemoryTrap(memory_kind("global", False),
+                                      limits.u32(vals[lane][0] + ins.offset), lane,
+                                      self._position, ins.op, detail)
             if spec.kind == "load":
                 out[lane] = mem[word]
                 continue

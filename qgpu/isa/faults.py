@@ -18,7 +18,7 @@ operation in stage and slot order, its lowest active lane (the interpreter's ord
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from qgpu.errors import MachineError
 from qgpu.isa import limits
@@ -37,6 +37,9 @@ class Trap:
     position: int = 0  # instruction position p = stage * SLOTS + slot (memory faults)
     cta: int = 0
     op: str = ""       # the operation (memory faults), from the program
+    # the interpreter's allocation check (interp.bounds): the array and index left; not
+    # in the TRAP record (the model does not see allocations)
+    detail: str = field(default="", compare=False)
 
     @property
     def memory(self) -> bool:
@@ -59,7 +62,9 @@ def fault_message(trap: Trap) -> str:
     words = limits.GLOBAL_WORDS if space == "global" else limits.SHARED_WORDS
     text = (f"{what} {space} access at byte address {trap.address} ({trap.op}) by lane "
             f"{trap.lane} of warp {trap.warp} (CTA {trap.cta}), block {trap.block}")
-    if what == "out-of-bounds":
+    if trap.detail:
+        text += f": {trap.detail}"
+    elif what == "out-of-bounds":
         text += f"; {space} memory has {words} words"
     return text
 

@@ -116,10 +116,23 @@ class Block:
         return uses
 
 
+@dataclass(frozen=True)
+class Allocation:
+    """An array of a launch: `words` words of global memory from word `base`; `sites`
+    are the operands (block, stage, slot, operand index or "offset") that hold its base
+    address (interp.bounds checks accesses derived from them)."""
+    name: str
+    base: int
+    words: int
+    sites: frozenset = frozenset()
+
+
 @dataclass
 class Program:
     blocks: list[Block]
     name: str = "kernel"
+    # the launch's arrays (the CUDA API's link): not part of what the machine runs
+    arrays: tuple = field(default=(), compare=False)
 
     def __post_init__(self):
         validate(self)

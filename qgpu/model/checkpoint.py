@@ -230,3 +230,58 @@ def load_checkpoint(directory: str | Path) -> QwenWeights:
         raise CheckpointError(f"{src}: missing weights {missing[:5]}"
                               f"{' ...' if len(missing) > 5 else ''}")
     return QwenWeights(config, tensors)
+
+
+def read_rows(path: Path, entry: dict, data_start: int, start: int, stop: int):
+    """Rows [start, stop) of a 2-D tensor in QwenWeights' stored form, read block by block
+    from the mapping (a mostly-zero range becomes a SparseTensor without ever existing
+    densely in float32)."""
+    from qgpu.model.sparse_tensor import SparseTensor
+    from qgpu.model.weights import SPARSE_MAX_FILL
+
+    dtype = entry["dtype"]
+    if dtype not in _DTYPES:
+        raise CheckpointError(f"{path}: tensor dtype {dtype} is not supported")
+    width = int(entry["shape"][1])
+    item = np.dtype(_DTYPES[dtype]).newbyteorder("<")
+    begin = entry["data_offsets"][0] + start * width * item.itemsize
+    raw = np.memmap(path, dtype=item, mode="r", offset=data_start + begin,
+                    shape=(stop - start, width))
+    step = max(1, (WRITE_BLOCK_BYTES // 4) // max(width, 1))
+    flat, values, nonzeros = [], [], 0
+    for a in range(0, stop - start, step):
+        block = raw[a:a + step]
+        if dtype == "BF16":
+            block = (block.astype(np.uint32) << 16).view(np.float32)
+        block = np.ascontiguousarray(block, np.float32)
+        where = np.flatnonzero(block.view(np.uint32))
+        nonzeros += where.size
+        if nonzeros > SPARSE_MAX_FILL * (stop - start) * width:   # dense after all
+            return stored_form(read_tensor(path, entry, data_start)[start:stop])
+        flat.append(where + a * width)
+        values.append(block.reshape(-1)[where])
+    return SparseTensor.from_flat((stop - start, width), np.concatenate(flat or [[]]),
+                                  np.concatenate(values or [[]]))
+
+
+def read_text_tensors(directory: str | Path, keep, rows: dict | None = None) -> dict:
+    """The text-model tensors (Qwen3_5ForCausalLM names) of a checkpoint for which
+    keep(name) is true, in QwenWeights' stored form; rows[name] = (start, stop) reads only
+    those rows of that tensor. Nothing else of the files is read."""
+    rows = rows or {}
+    tensors = {}
+    for path in checkpoint_files(Path(directory)):
+        header, data_start = read_safetensors_header(path)
+        for name, entry in header.items():
+            target = None if name == "__metadata__" else text_name(name)
+            if target is None or not keep(target):
+                continue
+            if target in rows:
+                a, b = rows[target]
+                if len(entry["shape"]) != 2 or not 0 <= a <= b <= entry["shape"][0]:
+                    raise CheckpointError(f"{path.name}: {name} has shape {entry['shape']},"
+                                          f" no rows {a}..{b}")
+                tensors[target] = read_rows(path, entry, data_start, a, b)
+            else:
+                tensors[target] = stored_form(read_tensor(path, entry, data_start))
+    return tensors

@@ -2,8 +2,8 @@
 (`fast_kernel.c`), and declares its data layout as ctypes Structures.
 
 `load_kernel()` compiles the C source on first use with the system C compiler (`$CC`,
-else gcc, else cc) into a cache directory (`$QGPU_CACHE_DIR`, else
-`~/.cache/qgpu/native`), keyed by a hash of the source, the flags and the machine, and
+else gcc, else cc) into a cache directory (`_cache_dir`: `$QGPU_CACHE_DIR`,
+else `~/.cache/qgpu/native`), keyed by a hash of the source, the flags and the machine, and
 loads it with ctypes. It then checks on this machine that the kernel's float32 exp,
 log1p and pairwise sum of squares are bit-identical to numpy's (numpy uses its own SIMD
 exp on x86 with AVX2 or AVX512F and the C library's elsewhere; the kernel can do either
@@ -19,11 +19,13 @@ import os
 import platform
 import shutil
 import subprocess
-import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+from qgpu.errors import QgpuError, setting_ignored
+from qgpu.files import atomic_write, clean_leftovers
 
 SOURCE = Path(__file__).with_name("fast_kernel.c")
 INCLUDED = tuple(Path(__file__).with_name(name) for name in (  # #included by SOURCE
@@ -159,8 +161,22 @@ def _compiler() -> str | None:
 
 
 def _cache_dir() -> Path:
+    """$QGPU_CACHE_DIR, else $XDG_CACHE_HOME/qgpu/native, else ~/.cache/qgpu/native when
+    HOME names a folder, else .cache/qgpu/native in the checkout (HOME empty: not the
+    file system's root)."""
     root = os.environ.get("QGPU_CACHE_DIR")
-    return Path(root) if root else Path.home() / ".cache" / "qgpu" / "native"
+    if root:
+        return Path(root)
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "qgpu" / "native"
+    home = os.environ.get("HOME", "")
+    if home and os.path.isabs(home) and home != "/" and os.path.isdir(home):
+        return Path(home) / ".cache" / "qgpu" / "native"
+    return Path(__file__).resolve().parents[2] / ".cache" / "qgpu" / "native"
+
+
+class _BuildFailed(Exception):
+    """The compiler's complaint (its stderr)."""
 
 
 def _build(cc: str) -> Path:
@@ -173,15 +189,16 @@ def _build(cc: str) -> Path:
         if target.exists():
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
-        os.close(fd)
-        result = subprocess.run([cc, *flags, str(SOURCE), "-o", tmp, "-lm"],
-                                capture_output=True, text=True)
-        if result.returncode == 0:
-            os.replace(tmp, target)  # atomic: concurrent builders agree
+        clean_leftovers(target.parent)  # killed builders' partial .so files
+        try:  # a temporary name renamed when the build succeeds: concurrent builders agree
+            with atomic_write(target) as tmp:
+                result = subprocess.run([cc, *flags, str(SOURCE), "-o", str(tmp), "-lm"],
+                                        capture_output=True, text=True)
+                if result.returncode != 0:
+                    raise _BuildFailed(result.stderr.strip())
             return target
-        os.unlink(tmp)
-        error = result.stderr.strip()
+        except _BuildFailed as err:
+            error = str(err)
     raise OSError(f"{cc} failed: {error[:2000]}")
 
 
@@ -288,8 +305,11 @@ def _check_against_numpy(lib: ctypes.CDLL) -> None:
 
 
 def threads() -> int:
-    """Threads the kernel splits a layer's work over: $QGPU_THREADS (1 or 2), else 1."""
+    """Threads the kernel splits a layer's work over: $QGPU_THREADS (1 or 2), else 1 (with
+    one line saying so for any other value)."""
     value = os.environ.get("QGPU_THREADS", "1")
+    if value.strip() not in ("1", "2"):
+        setting_ignored("QGPU_THREADS", value, "1 or 2", "1 thread")
     return 2 if value.strip() == "2" else 1
 
 
@@ -308,7 +328,7 @@ def load_kernel() -> ctypes.CDLL | None:
         return None
     try:
         lib = ctypes.CDLL(str(_build(cc)))
-    except OSError as err:
+    except (OSError, QgpuError) as err:
         warnings.warn(f"could not build the native kernel ({err}): the fast engine runs on "
                       "numpy, much slower", RuntimeWarning, stacklevel=2)
         return None

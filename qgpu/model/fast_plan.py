@@ -16,8 +16,9 @@ embedding, which the kernel reads by row, is):
   of 1,024 rows, which let the greedy argmax skip every block that provably cannot hold
   the maximum (exact: a skipped block's bound, widened by the worst float32 rounding of a
   row sum, is below a value actually computed).
-The plan keeps references to every array it hands to C. One plan runs one token at a
-time (its scratch buffers are shared): not thread-safe.
+The plan keeps references to every array it hands to C. Threads may run one plan at
+once, each on its own state: the weights' arrays are only read, and every call takes a
+`Model` struct with scratch buffers of its own from a pool (one per concurrent call).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import ctypes
 import operator
 import threading
 import weakref
+from contextlib import contextmanager
+from functools import partial
 
 import numpy as np
 
@@ -282,6 +285,13 @@ class PlanBuilder:
                      block_l1=_block_max(l1, BLOCK_ROWS), group_l1=_block_max(l1, group_rows))
 
 
+def _forget(bindings: dict, key: int, ref: weakref.ref) -> None:
+    """A state is gone: drop its binding (unless the key is a newer state's already)."""
+    entry = bindings.get(key)
+    if entry is not None and entry[0] is ref:
+        bindings.pop(key, None)
+
+
 class NativePlan:
     """The kernel's `Model` struct over a plan's fields (`PlanBuilder(weights).fields`,
     or the same read back from a plan file: model.plan_file), with its scratch."""
@@ -290,6 +300,9 @@ class NativePlan:
         self.lib, self.config, self.fields = lib, config, fields
         self._keep: list[np.ndarray] = []
         self._bindings: dict[int, tuple] = {}
+        self._scratch_sizes: dict[str, int] = {}
+        self._free: list[tuple] = []  # (Model, its byref, its scratch arrays), not in use
+        self._pool_lock = threading.Lock()
         self._batch = None
         self._batch_lock = threading.Lock()
         self.live: dict[int, LiveHeads] = {}
@@ -306,26 +319,32 @@ class NativePlan:
         for path, value in fields.items():
             if not path.startswith(("live.", "sizes.")):
                 self._set(path, value)
-        self._scratch({k[6:]: int(v) for k, v in fields.items() if k.startswith("sizes.")})
-        self._model_ref = ctypes.byref(m)
+        self._scratch_sizes = {k[6:]: int(v) for k, v in fields.items()
+                               if k.startswith("sizes.")}
+        self._free.append(self._with_scratch(m))
 
     @classmethod
     def from_weights(cls, lib: ctypes.CDLL, weights: QwenWeights) -> NativePlan:
         return cls(lib, PlanBuilder(weights).fields, weights.config)
 
-    def _set(self, path: str, value) -> None:
-        obj, name = field_owner(self.model, self._layers, path)
+    def _set(self, path: str, value, model: Model | None = None,
+             keep: list | None = None) -> None:
+        obj, name = field_owner(self.model if model is None else model, self._layers, path)
         kind = dict(type(obj)._fields_)[name]
         dtype = POINTER_DTYPES.get(kind)
         if dtype is None:
             setattr(obj, name, value)
             return
         a = np.ascontiguousarray(value, dtype)
-        self._keep.append(a)
+        (self._keep if keep is None else keep).append(a)
         setattr(obj, name, a.ctypes.data_as(kind))
 
-    def _scratch(self, sizes: dict) -> None:
-        m, h, dk = self.model, self.config.hidden_size, self.config.linear_key_head_dim
+    def _with_scratch(self, m: Model) -> tuple:
+        """(m, a reference to it for C, its scratch arrays) with m's scratch fields set to
+        arrays of its own: the kernel writes a token's intermediates there."""
+        keep: list[np.ndarray] = []
+        sizes = self._scratch_sizes
+        h, dk = self.config.hidden_size, self.config.linear_key_head_dim
         dv = self.config.linear_value_head_dim
         for name, n in (("h", h), ("x", h), ("mixed", h), ("head_x", h),
                         ("slots", sizes["slots"]), ("qkv", sizes["channels"]),
@@ -333,7 +352,7 @@ class NativePlan:
                         ("y", sizes["heads"] * dv), ("units", sizes["units"]),
                         ("forms", sizes["units"]), ("conv_out", sizes["channels"]),
                         ("acts", sizes["units"] + 8), ("x2", h)):
-            self._set(name, np.zeros(n, F32))
+            self._set(name, np.zeros(n, F32), m, keep)
         for name, n in (("nzq", sizes["key"] * dk), ("nzk", sizes["key"] * dk),
                         ("nq", sizes["key"]), ("nk", sizes["key"]),
                         ("nzch", sizes["channels"]), ("newc", sizes["channels"]),
@@ -342,8 +361,24 @@ class NativePlan:
                         ("unit_bits", 2 * (sizes["units"] // 32 + 1)), ("n_visited", 2),
                         ("n_list", 1),
                         ("group_order", max(m.head.n_groups, 1))):
-            self._set(name, np.zeros(n, np.int32))
-        self._set("group_ub", np.zeros(max(m.head.n_groups, 1), np.float64))
+            self._set(name, np.zeros(n, np.int32), m, keep)
+        self._set("group_ub", np.zeros(max(m.head.n_groups, 1), np.float64), m, keep)
+        return m, ctypes.byref(m), keep
+
+    @contextmanager
+    def _scratch(self):
+        """A reference to a `Model` whose scratch no other call is using: the weights'
+        pointers are the plan's (read only by the kernel), the scratch this call's. A new
+        one is made when all are taken (threads); it is kept for later calls."""
+        with self._pool_lock:
+            item = self._free.pop() if self._free else None
+        if item is None:
+            item = self._with_scratch(Model.from_buffer_copy(self.model))
+        try:
+            yield item[1]
+        finally:
+            with self._pool_lock:
+                self._free.append(item)
 
     # -- running --
     def _binding(self, state: ModelState):
@@ -358,8 +393,6 @@ class NativePlan:
         if cached is not None and cached[0]() is state and cached[-1][0] == state.position \
                 and all(map(operator.is_, cached[1], arrays)):
             return cached
-        if len(self._bindings) > 64:  # forget states that are gone
-            self._bindings = {k: v for k, v in self._bindings.items() if v[0]() is not None}
         n = self.config.num_hidden_layers
         ptrs = (ctypes.c_void_p * (3 * n))()
         for k, a in enumerate(arrays):
@@ -380,7 +413,9 @@ class NativePlan:
         base = ctypes.cast(ptrs, ctypes.c_void_p).value
         size = n * ctypes.sizeof(ctypes.c_void_p)
         tables = (base, base + size, base + 2 * size, counts.ctypes.data)
-        entry = (weakref.ref(state), arrays, *tables, ptrs, counts, windows, [state.position])
+        # dropped when the state is: a finished launch's arrays are not kept alive here
+        ref = weakref.ref(state, partial(_forget, self._bindings, id(state)))
+        entry = (ref, arrays, *tables, ptrs, counts, windows, [state.position])
         self._bindings[id(state)] = entry
         return entry
 
@@ -390,16 +425,17 @@ class NativePlan:
         Returns the greedy token when want_argmax, else 0."""
         entry = self._binding(state)
         states, convs, windows, counts = entry[2:6]
-        out = self.lib.qgpu_forward(self._model_ref, states, convs, windows, counts, token,
-                                    None if logits is None else logits.ctypes.data,
-                                    int(want_argmax))
-        entry[-1][0] = state.position + 1  # the engine counts the token
-        if logits is not None and want_argmax:
-            return int(np.argmax(logits))
-        if out < 0:  # the head's input is not finite: numpy's argmax rules
-            full = np.zeros(self.config.vocab_size, F32)
-            self.lib.qgpu_head_logits(self._model_ref, full.ctypes.data)
-            return int(np.argmax(full))
+        with self._scratch() as model:
+            out = self.lib.qgpu_forward(model, states, convs, windows, counts, token,
+                                        None if logits is None else logits.ctypes.data,
+                                        int(want_argmax))
+            entry[-1][0] = state.position + 1  # the engine counts the token
+            if logits is not None and want_argmax:
+                return int(np.argmax(logits))
+            if out < 0:  # the head's input is not finite: numpy's argmax rules
+                full = np.zeros(self.config.vocab_size, F32)
+                self.lib.qgpu_head_logits(model, full.ctypes.data)
+                return int(np.argmax(full))
         return int(out)
 
     def _batch_layers(self) -> BatchTables:
@@ -432,18 +468,19 @@ class NativePlan:
             raise ValueError("hidden must be a C-contiguous float32 [n, hidden_size] array")
         done = False
         tables = self._batch_layers() if batched else None
-        if tables is not None and tables.finite:
-            done = self.lib.qgpu_forward_batch(
-                self._model_ref, states, convs, windows, counts, tokens.ctypes.data, n,
-                hs.ctypes.data, int(hidden is not None), greedy.ctypes.data,
-                tables.table) == 0
-        if not done:  # not batched, or its scratch could not be allocated
-            self.lib.qgpu_forward_forced(self._model_ref, states, convs, windows, counts,
-                                         tokens.ctypes.data, n, hs.ctypes.data,
-                                         greedy.ctypes.data)
-        entry[-1][0] = state.position + n  # the engine counts the tokens
-        for t in np.flatnonzero(greedy < 0).tolist():  # not finite: numpy's argmax rules
-            full = np.zeros(self.config.vocab_size, F32)
-            self.lib.qgpu_head_logits_of(self._model_ref, hs[t].ctypes.data, full.ctypes.data)
-            greedy[t] = int(np.argmax(full))
+        with self._scratch() as model:
+            if tables is not None and tables.finite:
+                done = self.lib.qgpu_forward_batch(
+                    model, states, convs, windows, counts, tokens.ctypes.data, n,
+                    hs.ctypes.data, int(hidden is not None), greedy.ctypes.data,
+                    tables.table) == 0
+            if not done:  # not batched, or its scratch could not be allocated
+                self.lib.qgpu_forward_forced(model, states, convs, windows, counts,
+                                             tokens.ctypes.data, n, hs.ctypes.data,
+                                             greedy.ctypes.data)
+            entry[-1][0] = state.position + n  # the engine counts the tokens
+            for t in np.flatnonzero(greedy < 0).tolist():  # not finite: numpy's argmax
+                full = np.zeros(self.config.vocab_size, F32)
+                self.lib.qgpu_head_logits_of(model, hs[t].ctypes.data, full.ctypes.data)
+                greedy[t] = int(np.argmax(full))
         return greedy

@@ -58,6 +58,10 @@ class ReferenceEngine(Engine):
             self.observer(layer, site, value)
 
     def _forward(self, state: ModelState, ids: np.ndarray, mode: str) -> np.ndarray:
+        return self._final(state, ids, mode) @ self._tensor(self.weights.head_name).T
+
+    def _final(self, state: ModelState, ids: np.ndarray, mode: str) -> np.ndarray:
+        """The final norm's output [T, hidden] (what the head reads)."""
         c, w = self.config, self.weights
         h = w[EMBED][ids]
         positions = np.arange(state.position, state.position + ids.size)
@@ -81,8 +85,7 @@ class ReferenceEngine(Engine):
             self._see(i, "mlp_out", out)
             h = h + out
         state.position += ids.size
-        final = layers.rms_norm(h, self._tensor(FINAL_NORM), c.rms_norm_eps)
-        return final @ self._tensor(w.head_name).T
+        return layers.rms_norm(h, self._tensor(FINAL_NORM), c.rms_norm_eps)
 
     def gdn_mixer(self, i: int, x: np.ndarray, state: ModelState, mode: str) -> np.ndarray:
         c = self.config

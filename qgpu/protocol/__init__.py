@@ -9,10 +9,10 @@ decoder that prints any token stream as readable records.
 Owns: tokens. May import: interp (events), isa, errors.
 """
 
-from qgpu.protocol.decode import Launch, Record, decode_prompt, decode_trace
+from qgpu.protocol.decode import Launch, Record, decode_prompt, decode_trace, iter_trace
 from qgpu.protocol.prompt import encode_prompt
 from qgpu.protocol.trace import expected_trace
 from qgpu.protocol.vocab import PROTOCOL_VERSION, VOCAB_SIZE, kind_of, name, tok
 
-__all__ = ["Launch", "Record", "decode_prompt", "decode_trace", "encode_prompt",
+__all__ = ["Launch", "Record", "decode_prompt", "decode_trace", "iter_trace", "encode_prompt",
            "expected_trace", "PROTOCOL_VERSION", "VOCAB_SIZE", "kind_of", "name", "tok"]

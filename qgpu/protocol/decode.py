@@ -6,6 +6,7 @@ stream that breaks the protocol is a ProtocolError naming the position."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -227,10 +228,15 @@ def _lanes_of(mask: int) -> tuple[int, ...]:
 
 def decode_trace(launch: Launch, tokens: list[int]) -> list[Record]:
     """Records of a trace; checks each EXEC against the machine's schedule."""
+    return list(iter_trace(launch, tokens))
+
+
+def iter_trace(launch: Launch, tokens: list[int]) -> Iterator[Record]:
+    """decode_trace's records one at a time, as they are decoded (`qgpu trace` prints
+    each before the next is read: a long trace's first lines come at once)."""
     prog = launch.program
     lanes = _Lanes(launch)
     r = _Reader(tokens, "trace")
-    out: list[Record] = []
     while True:
         start = r.pos
         want = lanes.next_exec()
@@ -239,10 +245,10 @@ def decode_trace(launch: Launch, tokens: list[int]) -> list[Record]:
                 raise ProtocolError(f"trace: position {start}: HALT while warp {want[1]} "
                                     f"can still run block {want[0]}")
             r.take("HALT")
-            out.append(Record(start, "halt"))
             if r.pos != len(r.toks):
                 raise ProtocolError(f"trace: tokens after HALT at position {r.pos}")
-            return out
+            yield Record(start, "halt")
+            return
         b, w, m, e = r.take("EXEC")
         if want is None or (b, w, _lanes_of(m), e) != want:
             raise ProtocolError(f"trace: position {start}: {name(tokens[start])}, but the "
@@ -253,8 +259,8 @@ def decode_trace(launch: Launch, tokens: list[int]) -> list[Record]:
         active = want[2]
         blk = prog.blocks[b]
         if r.peek() == "TRAP":
-            out.append(_memory_trap(r, launch, lanes, b, w, active))
-            return out
+            yield _memory_trap(r, launch, lanes, b, w, active)
+            return
         rec = Record(start, "exec", b, w, active)
         for reg in sorted(blk.writeback):
             got = r.take("R")[0]
@@ -271,10 +277,10 @@ def decode_trace(launch: Launch, tokens: list[int]) -> list[Record]:
             raise ProtocolError(f"trace: position {r.pos - 1}: END names lanes that did "
                                 f"not take a branch")
         lanes.finish(w, active, blk.terminator, rec.taken)
-        out.append(rec)
+        yield rec
         if lanes.diverged is not None:
-            out.append(_barrier_trap(r, lanes, b, w))
-            return out
+            yield _barrier_trap(r, lanes, b, w)
+            return
 
 
 def _trap_fields(r: _Reader) -> tuple[int, str, int, int, int]:

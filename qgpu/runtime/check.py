@@ -93,10 +93,15 @@ def check_trace(program: Program, grid: int, block: int, memory, prompt: list[in
         b = trace[i] if i < len(trace) else None
         if a != b:
             got_rec = _tokens_of_record(trace, i)
+            trap = events[-1].trap if events else None
+            bounds = f" (the interpreter's array bounds check: {trap.detail}; the model's " \
+                "fault detector sees the 128 words, not the arrays)" \
+                if trap is not None and trap.detail else ""
             raise _with_traces(CheckMismatch(
                 f"--check: token {i} of the trace differs: interpreter "
                 f"{_name(a)}, model {_name(b)}; expected record: "
-                f"{_record_at(launch, want, i)}; model's record: {got_rec}"), want, trace)
+                f"{_record_at(launch, want, i)}{bounds}; model's record: {got_rec}"), want,
+                trace)
     if model_memory is not None and interp_memory is not None:
         check_memory(interp_memory, list(model_memory))
     return want

@@ -20,6 +20,7 @@ computed here.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import weakref
 from collections.abc import Sequence
@@ -114,7 +115,7 @@ class CheckpointMachine(LaunchMachine):
     merge over `launch_weights` only); inner: the whole merged model (text), built on
     first use when it is not the launch engine's."""
 
-    weights: QwenWeights
+    weights: QwenWeights | None  # None: a checkpoint's launch part only (directory)
     info: dict  # qgpu_merge.json
     engine: OffsetEngine
     spec: MachineSpec
@@ -125,9 +126,17 @@ class CheckpointMachine(LaunchMachine):
 
     @property
     def inner(self) -> Engine:
+        """The text engine: a merged checkpoint's text half (model.text_engine: the base's
+        layers, bf16 weights memory-mapped), else the whole model."""
         if self._text is None:
-            whole = self.engine.inner.weights is self.weights
-            self._text = self.engine.inner if whole else FastEngine(self.weights, self.backend)
+            if self.weights is None:
+                from qgpu.model.text_engine import TextEngine
+
+                self._text = TextEngine.from_directory(self.directory)
+            else:
+                whole = self.engine.inner.weights is self.weights
+                self._text = self.engine.inner if whole else FastEngine(self.weights,
+                                                                        self.backend)
         return self._text
 
     @property
@@ -238,12 +247,84 @@ def read_info(directory: str | Path) -> dict:
 
 def load_machine_checkpoint(directory: str | Path, backend: str = "auto"
                             ) -> CheckpointMachine:
-    """The machine of a merged or exported checkpoint directory on the fast engine."""
+    """The machine of a merged or exported checkpoint directory on the fast engine. A
+    shared-dims merge loads only what a launch needs: its stored launch plan (memory-
+    mapped, like the demo machine's), or else the circuit layers, the final norm and the
+    GPU rows read from the files (then stored as a plan for the next process)."""
     info = read_info(directory)
     if info.get("circuit") != "machine":
         raise CheckpointMachineError(f"{directory}: its circuit is {info.get('circuit')!r}, "
                                      f"not the machine")
-    return machine_from_weights(load_checkpoint(directory), info, backend, Path(directory))
+    if info.get("layout") != "shared" or not info.get("base_layers"):
+        return machine_from_weights(load_checkpoint(directory), info, backend, Path(directory))
+    spec, ops = spec_of(info, directory)
+    engine = _launch_engine(Path(directory), info, backend)
+    return CheckpointMachine(None, info, OffsetEngine(engine, 0, info["gpu_tokens"]), spec,
+                             ops, Path(directory), backend)
+
+
+def _fingerprint(directory: Path) -> str:
+    """What a stored launch plan was built from: the checkpoint's files (names, sizes,
+    modification times), its config and layout, and qgpu's sources."""
+    from qgpu.model.checkpoint import checkpoint_files
+    from qgpu.runtime.compiled import _SOURCES_DIGEST
+
+    h = hashlib.sha256(str(directory.resolve()).encode() + _SOURCES_DIGEST.encode())
+    for path in checkpoint_files(directory):
+        st = path.stat()
+        h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    for name in ("config.json", LAYOUT_FILE):
+        h.update((directory / name).read_bytes())
+    return h.hexdigest()
+
+
+def launch_plan_path(directory: Path) -> Path:
+    """Where the launch plan of a merged checkpoint is stored (the compile cache)."""
+    from qgpu.circuit.cache import cache_dir
+
+    return cache_dir() / f"launch-{_fingerprint(directory)[:24]}.qplan"
+
+
+def _launch_engine(directory: Path, info: dict, backend: str) -> Engine:
+    from qgpu.model.config import QwenConfig
+    from qgpu.model.plan_file import load_plan, save_plan
+
+    path = launch_plan_path(directory)
+    if backend != "numpy" and path.is_file():
+        try:
+            fields, meta = load_plan(path)
+            return FastEngine.from_plan(QwenConfig.from_hf_dict(meta["config"]), fields)
+        except (OSError, ValueError, KeyError, RuntimeError):
+            pass   # unreadable, or no kernel here: read the checkpoint instead
+    engine = FastEngine(launch_checkpoint_weights(directory, info), backend)
+    if engine.backend == "native":
+        try:
+            save_plan(path, engine.plan.fields, {"config": engine.config.to_hf_dict()})
+        except OSError:
+            pass   # a read-only cache: the next process reads the checkpoint again
+    return engine
+
+
+def launch_checkpoint_weights(directory: Path, info: dict) -> QwenWeights:
+    """launch_weights read from a checkpoint directory: only the circuit layers, the final
+    norm and the GPU tokens' rows of the embedding and head are read."""
+    from qgpu.model.checkpoint import read_config, read_text_tensors
+
+    config = read_config(directory)[0]
+    lc, first, count = info["circuit_layers"], info["gpu_token_offset"], info["gpu_tokens"]
+    if config.tie_word_embeddings or config.num_hidden_layers < lc:
+        raise CheckpointMachineError(f"{directory}: config.json does not match "
+                                     f"{LAYOUT_FILE} (tied head or fewer layers)")
+
+    def keep(name: str) -> bool:
+        return name in (FINAL_NORM, EMBED, LM_HEAD) or (
+            name.startswith("model.layers.") and int(name.split(".")[2]) < lc)
+
+    tensors = read_text_tensors(directory, keep, {EMBED: (first, first + count),
+                                                  LM_HEAD: (first, first + count)})
+    launch = replace(config, num_hidden_layers=lc, layer_types=list(config.layer_types[:lc]),
+                     vocab_size=count)
+    return QwenWeights(launch, tensors)
 
 
 def standalone_info(config, circuit_info: dict) -> dict:

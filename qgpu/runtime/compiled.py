@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.memory import decode_memory_rows, memory_location
 from qgpu.circuit.machine.spec import MachineSpec, check_launch
 from qgpu.circuit.schedule import LayerShape
+from qgpu.files import OutputError, StoredFileError, clean_leftovers
 from qgpu.isa import limits
 from qgpu.isa.program import Program
 from qgpu.model.config import QwenConfig
@@ -88,6 +91,7 @@ class ModelMachine(LaunchMachine):
 
 
 _loaded: dict[tuple, ModelMachine] = {}
+_loading = threading.Lock()  # threads launching at once compile or load a machine once
 
 
 def _key(shape: LayerShape | None = None, spec: MachineSpec | None = None,
@@ -130,6 +134,11 @@ def _from_store(shape: LayerShape, spec: MachineSpec) -> ModelMachine | None:
     try:
         fields, meta = load_plan(path)
         engine = FastEngine.from_plan(QwenConfig.from_hf_dict(meta["config"]), fields)
+    except StoredFileError as err:  # never run: named, deleted, built again
+        print(f"qgpu: {err}: deleted, building the machine again", file=sys.stderr,
+              flush=True)
+        path.unlink(missing_ok=True)
+        return None
     except (OSError, ValueError, KeyError, RuntimeError):
         return None  # unreadable or no kernel here: compile instead
     return ModelMachine(None, spec, engine, tuple(meta["memory_at"]), shape)
@@ -141,11 +150,13 @@ def _store(machine: ModelMachine, shape: LayerShape) -> None:
             or os.environ.get("QGPU_PLAN_STORE", "1") == "0":
         return
     meta = {"config": engine.config.to_hf_dict(), "memory_at": list(machine.memory_at)}
+    target = plan_path(shape, machine.spec)
+    clean_leftovers(target.parent)  # killed writers' temporaries
     try:
-        path = save_plan(plan_path(shape, machine.spec), engine.plan.fields, meta)
+        path = save_plan(target, engine.plan.fields, meta)
         _forget_old_plans(path)
-    except OSError:
-        pass  # a read-only cache: the next process compiles again
+    except (OSError, OutputError) as err:  # a read-only or full cache: compiled again later
+        print(f"qgpu: the engine plan was not stored ({err})", file=sys.stderr, flush=True)
 
 
 def load_machine(shape: LayerShape | None = None, spec: MachineSpec | None = None, *,
@@ -154,8 +165,16 @@ def load_machine(shape: LayerShape | None = None, spec: MachineSpec | None = Non
     from the plan store when it holds this machine (and the backend may be native), else
     compiled (and stored)."""
     key = _key(shape, spec, backend)
+    machine = _loaded.get(key)
+    if machine is not None:
+        return machine
+    with _loading:
+        return _load(key, progress)
+
+
+def _load(key: tuple, progress: bool) -> ModelMachine:
     if key not in _loaded:
-        shape, spec, _ = key
+        shape, spec, backend = key
         machine = _from_store(shape, spec) if backend != "numpy" else None
         if machine is None:
             compiled = compile_machine(shape, spec, progress=progress)

@@ -18,10 +18,30 @@ the cache `generate()` returns: the memory table's rows in the recurrent state o
 layer and value head qgpu_merge.json records. A block budget (a StoppingCriteria that
 counts EXEC tokens) stops a runaway loop; a text token written at a GPU position is an
 error. `--check` replays the launch on the interpreter and compares (runtime.check).
+
+Exactly greedy, whatever the checkpoint says: `generate()` fills every field a
+GenerationConfig leaves unset (None) from the model's own `generation_config`, which
+from_pretrained reads from the checkpoint's generation_config.json (`qgpu merge` copies
+the base's: Qwen ships do_sample, temperature, top_p, top_k; a base may also set
+repetition_penalty, no_repeat_ngram_size, suppress_tokens, ...: any of them changes the
+tokens the machine writes). So `load_model` replaces the model's generation_config with
+transformers' empty one, `greedy_config` sets every field that selects a decoding mode
+or adds a logits processor to its neutral value, and `greedy_processors` asks transformers
+itself which processors and which mode generate() would use for it (its own
+`_prepare_generation_config` and `_get_logits_processor`, private methods of transformers
+5: a version that renames them fails here loudly, not silently): the launch refuses to
+run unless that is plain greedy search with no processor.
+
+Ends like generate_launch (qgpu's engine): at HALT (generate()'s end-of-sequence
+token), at the model's TRAP record (`TRAP(kind, lane, p) V(lo) V(hi)`: LaunchStop stops
+two tokens after TRAP and the runner raises the fault the record names, the interpreter's
+error word for word), after the block budget (the interpreter's budget error), or after
+max_tokens (LaunchError).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 import weakref
 from dataclasses import dataclass
@@ -31,7 +51,9 @@ import numpy as np
 
 from qgpu.circuit.machine.memory import decode_memory_rows
 from qgpu.cuda.api import ENGINES, EngineRun
-from qgpu.errors import LaunchError, MachineError, QgpuError
+from qgpu.errors import LaunchError, QgpuError
+from qgpu.interp.simt import budget_error
+from qgpu.isa.faults import Fault
 from qgpu.protocol import Launch, decode_trace, encode_prompt, kind_of, tok
 from qgpu.protocol.vocab import VOCAB_SIZE
 from qgpu.runtime.check import check_trace
@@ -41,16 +63,31 @@ from qgpu.runtime.generate import DEFAULT_MODEL_BUDGET
 HALT = tok("HALT")
 DEVICES = ("cpu", "cuda", "mps")
 DEFAULT_MAX_TOKENS = 200_000
+TRAP_TAIL = 2  # the two V tokens (the fault's 32-bit value) after TRAP end the launch
+# Every GenerationConfig field that selects a decoding mode other than greedy search or
+# adds a logits processor in greedy search, at its neutral value. The sampling warpers
+# (temperature, top_k, top_p, min_p, typical_p, epsilon/eta cutoffs) apply only when
+# do_sample is on (setting them draws transformers' "flags ignored" warning); the fields
+# whose neutral value is None (suppress_tokens, begin_suppress_tokens, bad_words_ids,
+# sequence_bias, forced_bos/eos_token_id, exponential_decay_length_penalty, min_new_tokens,
+# watermarking_config, guidance_scale, penalty_alpha, dola_layers, ...) stay None, and
+# generate() would fill them from the model's generation_config: load_model empties it,
+# and check_greedy verifies the outcome with transformers' own preparation.
+NEUTRAL = {"do_sample": False, "num_beams": 1, "use_mtp": False, "repetition_penalty": 1.0,
+           "encoder_repetition_penalty": 1.0, "no_repeat_ngram_size": 0,
+           "encoder_no_repeat_ngram_size": 0, "min_length": 0, "renormalize_logits": False,
+           "remove_invalid_values": False, "num_return_sequences": 1}
 
 
 class TransformersEngineError(QgpuError):
-    """transformers missing, or a device it cannot use."""
+    """transformers missing, a device it cannot use, or a generate() that would not be
+    plain greedy search."""
 
 
 @dataclass
 class TransformersRun:
     prompt: list[int]  # protocol tokens
-    trace: list[int]  # protocol tokens the model wrote, first EXEC .. HALT
+    trace: list[int]  # protocol tokens the model wrote: first EXEC .. HALT, or its TRAP record
     memory: list[int]  # global memory read from transformers' cache
     seconds: float  # generate() alone
     cache: object  # the cache generate() returned (its recurrent states hold the results)
@@ -83,26 +120,102 @@ def pick_device(device: str | None) -> str:
     return device
 
 
-def _exec_ids() -> np.ndarray:
-    return np.array([kind_of(t)[0] == "EXEC" for t in range(VOCAB_SIZE)])
+@functools.cache
+def _kinds() -> tuple[np.ndarray, np.ndarray]:
+    """(is EXEC, is TRAP) per protocol token."""
+    kinds = [kind_of(t)[0] for t in range(VOCAB_SIZE)]
+    return (np.array([k == "EXEC" for k in kinds]), np.array([k == "TRAP" for k in kinds]))
+
+
+def load_model(directory: str | Path, device: str = "cpu"):
+    """transformers' AutoModelForCausalLM.from_pretrained(directory) in float32 on
+    `device`, its generation_config (read from the checkpoint's generation_config.json)
+    replaced by transformers' empty one: nothing of that file reaches a launch."""
+    torch = _torch()
+    from transformers import AutoModelForCausalLM, GenerationConfig
+
+    model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32)
+    model = model.to(device).eval()
+    model.generation_config = GenerationConfig()
+    return model
+
+
+def greedy_config(eos_token_id: int, max_new_tokens: int):
+    """generate()'s GenerationConfig for a launch: greedy search, every processor field
+    neutral (NEUTRAL), `eos_token_id` ends it, the cache returned."""
+    from transformers import GenerationConfig
+
+    return GenerationConfig(**NEUTRAL, max_new_tokens=max_new_tokens,
+                            eos_token_id=eos_token_id, pad_token_id=eos_token_id,
+                            use_cache=True, return_dict_in_generate=True)
+
+
+def greedy_processors(model, config, input_ids) -> tuple[str, list[str]]:
+    """(the decoding mode, the logits processors) generate() would use for `config` on
+    this model: transformers' own preparation (the model's generation_config merged in,
+    then the processor list built as generate() builds it)."""
+    prepared, _ = model._prepare_generation_config(config)
+    model._prepare_special_tokens(prepared, True, device=input_ids.device)
+    processors = model._get_logits_processor(
+        generation_config=prepared, input_ids_seq_length=input_ids.shape[-1],
+        encoder_input_ids=input_ids, device=input_ids.device, model_kwargs={})
+    mode = prepared.get_generation_mode()
+    return str(getattr(mode, "value", mode)), [type(p).__name__ for p in processors]
+
+
+def check_greedy(model, config, input_ids) -> None:
+    """TransformersEngineError unless generate() would run plain greedy search."""
+    mode, processors = greedy_processors(model, config, input_ids)
+    if mode != "greedy_search" or processors:
+        raise TransformersEngineError(
+            f"generate() would not be plain greedy search here (mode {mode}, logits "
+            f"processors {processors or 'none'}): a launch must take the argmax of the "
+            f"model's own logits")
+
+
+def launch_stop(offset: int, max_blocks: int):
+    """A StoppingCriteria for one launch (batch 1): stops when the model starts block
+    max_blocks + 1 (`state["over"]`), and TRAP_TAIL tokens after the model's TRAP
+    (`state["trap"]`: its index among the generated tokens). HALT is generate()'s
+    end-of-sequence token."""
+    torch = _torch()
+    from transformers import StoppingCriteria
+
+    is_exec, is_trap = _kinds()
+
+    class LaunchStop(StoppingCriteria):
+        def __init__(self):
+            self.state = {"blocks": 0, "over": False, "trap": None, "written": 0}
+
+        def __call__(self, input_ids, scores, **kwargs):
+            st = self.state
+            local = int(input_ids[0, -1]) - offset
+            st["written"] += 1
+            if st["trap"] is None and 0 <= local < VOCAB_SIZE:
+                if is_exec[local]:
+                    st["blocks"] += 1
+                    st["over"] = st["blocks"] > max_blocks
+                elif is_trap[local]:
+                    st["trap"] = st["written"] - 1
+            done = st["over"] or (st["trap"] is not None
+                                  and st["written"] >= st["trap"] + 1 + TRAP_TAIL)
+            return torch.full((input_ids.shape[0],), done, dtype=torch.bool,
+                              device=input_ids.device)
+
+    return LaunchStop()
 
 
 class TransformersMachine:
     """A merged or exported machine checkpoint loaded by transformers' from_pretrained."""
 
     def __init__(self, directory: str | Path, device: str | None = None):
-        torch = _torch()
-        from transformers import AutoModelForCausalLM
-
         self.directory = Path(directory)
         self.info = read_info(self.directory)
         self.spec, self.ops = spec_of(self.info, self.directory)
         self.device = pick_device(device)
-        self.model = AutoModelForCausalLM.from_pretrained(
-            self.directory, dtype=torch.float32).to(self.device).eval()
+        self.model = load_model(self.directory, self.device)
         self.offset = int(self.info["gpu_token_offset"])
         self.tokens = int(self.info["gpu_tokens"])
-        self._is_exec = None
 
     def check(self, program, grid: int, block: int) -> None:
         check_program(self.spec, self.ops, program, grid, block)
@@ -116,33 +229,21 @@ class TransformersMachine:
 
     def generate(self, prompt: list[int], max_tokens: int = DEFAULT_MAX_TOKENS,
                  max_blocks: int = DEFAULT_MODEL_BUDGET):
-        """Greedy generate() after `prompt` (protocol tokens) until HALT: (trace as
-        protocol tokens, the cache, seconds)."""
+        """Greedy generate() after `prompt` (protocol tokens) until HALT or the model's
+        TRAP record: (trace as protocol tokens, the cache, seconds)."""
         torch = _torch()
-        from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
+        from transformers import StoppingCriteriaList
 
-        if self._is_exec is None:
-            self._is_exec = _exec_ids()
-        offset, is_exec, halt = self.offset, self._is_exec, self.offset + HALT
-        budget = {"blocks": 0, "over": False}
-
-        class BlockBudget(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs):
-                local = int(input_ids[0, -1]) - offset
-                if 0 <= local < is_exec.size and is_exec[local]:
-                    budget["blocks"] += 1
-                    budget["over"] = budget["blocks"] > max_blocks
-                return torch.tensor([budget["over"]], device=input_ids.device)
-
+        offset = self.offset
+        stop = launch_stop(offset, max_blocks)
         ids = torch.tensor([[offset + int(t) for t in prompt]], device=self.device)
-        config = GenerationConfig(do_sample=False, num_beams=1, max_new_tokens=max_tokens,
-                                  eos_token_id=halt, pad_token_id=halt, use_cache=True,
-                                  return_dict_in_generate=True)
+        config = greedy_config(offset + HALT, max_tokens)
+        check_greedy(self.model, config, ids)
         start = time.perf_counter()
         with torch.no_grad():
             out = self.model.generate(ids, attention_mask=torch.ones_like(ids),
                                       generation_config=config,
-                                      stopping_criteria=StoppingCriteriaList([BlockBudget()]))
+                                      stopping_criteria=StoppingCriteriaList([stop]))
         seconds = time.perf_counter() - start
         written = out.sequences[0, len(prompt):].tolist()
         trace = []
@@ -152,10 +253,10 @@ class TransformersMachine:
                 raise LaunchError(f"the model wrote token id {token} at a GPU position, "
                                   f"outside the GPU tokens [{offset}, {offset + self.tokens})")
             trace.append(local)
-        if budget["over"]:
-            raise MachineError(f"instruction budget exceeded: the model ran {max_blocks} "
-                               f"blocks without finishing (runaway loop?)")
-        if not trace or trace[-1] != HALT:
+        if stop.state["over"]:
+            raise budget_error(max_blocks)
+        trapped = stop.state["trap"] is not None and len(trace) == stop.state["trap"] + 3
+        if not trace or not (trace[-1] == HALT or trapped):
             raise LaunchError(f"the model wrote {len(trace)} tokens without HALT")
         return trace, out.past_key_values, seconds
 
@@ -177,6 +278,8 @@ def run_transformers(machine: TransformersMachine, program, grid: int, block: in
     if check:
         check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
+    if records and records[-1].kind == "trap":   # the model detected a fault: its error
+        raise Fault(records[-1].trap)
     return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace)
 
 

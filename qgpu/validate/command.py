@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from qgpu.errors import QgpuError
+from qgpu.files import check_output
 from qgpu.progress import progress
 from qgpu.suite import load_suite
 from qgpu.validate.gpu import CupyBackend
@@ -47,6 +48,21 @@ def _need_cupy() -> None:
                         "half and --reference FILE runs the GPU half elsewhere")
 
 
+def _check_choices(args, names: set[str] | None) -> None:
+    """--kernels and --engine name things that exist (a typo ran 0 cases, exit 0)."""
+    from qgpu.cuda.api import ENGINES
+
+    if args.engine not in ENGINES:
+        raise QgpuError(f"--engine {args.engine}: no such engine (one of "
+                        f"{', '.join(sorted(e for e in ENGINES if ':' not in e))})")
+    if names is not None and not args.reference and not args.rebuild:
+        known = {s.name for s in load_suite()}
+        unknown = sorted(n for n in names - known if n) or ([] if names - {""} else ['""'])
+        if unknown:
+            raise QgpuError(f"--kernels: no suite kernel named {', '.join(unknown)} "
+                            f"(the suite has {len(known)}: {', '.join(sorted(known)[:5])}, ...)")
+
+
 def _read(load, path: str, what: str):
     try:
         return load(path)
@@ -60,7 +76,9 @@ def _read(load, path: str, what: str):
 def main(args) -> int:
     import qgpu.runtime  # noqa: F401 - registers the model's engines (not at import: ~0.4 s)
 
-    names = set(args.kernels.split(",")) if args.kernels else None
+    names = set(args.kernels.split(",")) if args.kernels is not None else None
+    _check_choices(args, names)
+    check_output(args.prepare, (args.reference, args.rebuild))  # before the reference runs
     if not args.rebuild and not args.prepare:
         _need_cupy()
     if args.rebuild:

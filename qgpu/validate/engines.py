@@ -91,16 +91,16 @@ def run_transformers(model_dir: Path, launches, device: str) -> dict:
     import numpy as np
     import torch
     import transformers
-    from transformers import AutoModelForCausalLM
 
     from qgpu.circuit.machine.memory import decode_memory_rows
     from qgpu.interp import run_launch
     from qgpu.runtime.checkpoint import read_info
+    from qgpu.runtime.transformers_engine import check_greedy, greedy_config, load_model
 
     info = read_info(model_dir)
     off, where = info["gpu_token_offset"], info["circuit_info"]["memory"]
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    model = model.to(device).eval()
+    # plain greedy whatever the checkpoint's generation_config.json says
+    model = load_model(model_dir, device)
     rows, gen_tokens, gen_seconds = [], 0, 0.0
     for case, program, grid, block, memory in launches:
         prompt = encode_prompt(program, grid, block, memory)
@@ -112,12 +112,13 @@ def run_transformers(model_dir: Path, launches, device: str) -> dict:
         forced = [int(t) - off for t in logits.argmax(-1).tolist()]
         first = next((i for i, (a, b) in enumerate(zip(forced, want, strict=True))
                       if a != b), None)
+        ids = torch.tensor([[off + t for t in prompt]], device=device)
+        config = greedy_config(off + HALT, len(want) + 8)
+        check_greedy(model, config, ids)
         start = time.perf_counter()
         with torch.no_grad():
-            out = model.generate(torch.tensor([[off + t for t in prompt]], device=device),
-                                 max_new_tokens=len(want) + 8, do_sample=False,
-                                 eos_token_id=off + HALT, pad_token_id=off + HALT,
-                                 return_dict_in_generate=True)
+            out = model.generate(ids, attention_mask=torch.ones_like(ids),
+                                 generation_config=config)
         torch.cuda.synchronize() if device.startswith("cuda") else None
         seconds = time.perf_counter() - start
         trace = [int(t) - off for t in out.sequences[0, len(prompt):].tolist()]

@@ -37,8 +37,10 @@ def test_grid_and_block_as_tuples_and_args_as_dict(mod):
     a, b, c = i32([1, 2]), i32([3, 4]), np.zeros(2, np.int32)
     mod.get_function("vadd")((1,), (2, 1, 1), {"a": a, "b": b, "c": c, "n": 2})
     assert list(c) == [4, 6]
-    with pytest.raises(LaunchError, match="1-D"):
-        mod.get_function("vadd")((1, 2), 2, [a, b, c, 2])
+    with pytest.raises(LaunchError, match=r"grid \(2,3\) x block \(2\) \(6 CTAs"):
+        mod.get_function("vadd")((2, 3), 2, [a, b, c, 2])
+    with pytest.raises(LaunchError, match="tuple of 1 to 3 ints"):
+        mod.get_function("vadd")((1, 1, 1, 1), 2, [a, b, c, 2])
 
 
 def test_unsigned_arrays_and_scalars(mod):

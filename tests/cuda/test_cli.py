@@ -82,7 +82,7 @@ def test_readable_report(cu, capsys, machine):
       "--arg", "n=1"], "global memory"),
     (["--arg", "a=1"], "has 2 kernels"),
     (["--kernel", "nope"], "no __global__ function named 'nope'"),
-    (["--kernel", "negate", "--arg", "u=-1"], "does not fit unsigned"),
+    (["--kernel", "negate", "--arg", "u=-1"], "-1 does not fit uint32"),
     (["--kernel", "negate", "--engine", "model", "--grid", "2", "--block", "16",
       "--arg", "u=zeros:32"], "needs 8 warps"),
     (["--kernel", "negate", "--engine", "model", "--check", "--grid", "2", "--block", "16",

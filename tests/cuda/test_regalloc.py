@@ -33,8 +33,8 @@ def test_many_simultaneously_live_values_fit():
 
 
 def test_too_many_live_values_is_a_clear_error():
-    with pytest.raises(CompileError, match=r"kernel k: needs more than 15 registers \(\d+ "
-                                           r"values live"):
+    with pytest.raises(CompileError, match=r"kernel k \(kernel.cu:1\): needs more than 15 "
+                                           r"registers \(\d+ values live"):
         qgpu.compile(wide_kernel(17), engine="interp").get_function("k")
 
 

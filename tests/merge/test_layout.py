@@ -101,3 +101,35 @@ def test_merged_config_stacks_circuit_then_base():
     assert cfg.vocab_size == base.vocab_size + 50 + 1 and lay.gpu_token(7) == base.vocab_size + 7
     assert lay.pad_token == base.vocab_size + 50
     assert not cfg.tie_word_embeddings and cfg.hidden_size == lay.hidden
+
+
+@pytest.mark.parametrize("name", ["h64_tied", "h96_untied"])
+def test_the_layouts_promises_hold_on_merged_tensors(name):
+    """On a real merge (the adder demo into a small base, merge.merge_weights), not the
+    layout's own formulas: every GPU row of the embedding has mean square `mean` over the
+    whole merged stream, as the circuit's rows had over its own dims (its norms see what
+    they saw alone); and a text token's embedding through a base layer's input norm in the
+    merged model gives the base's normed values in the base's dims (float32 rounding)."""
+    from qgpu.merge import merge_weights
+    from qgpu.model.layers import rms_norm
+    from qgpu.model.weights import EMBED
+
+    from .helpers import demo_circuit, random_base
+
+    _, part = demo_circuit("adder")
+    base = random_base(name, seed=3)
+    merged, lay = merge_weights(base, part)
+    embed = np.asarray(merged[EMBED], np.float64)
+    circuit_rows = np.asarray(part.weights[EMBED], np.float64)
+    assert np.allclose((circuit_rows ** 2).mean(axis=1), lay.mean)
+    gpu = embed[lay.gpu_token_offset:lay.pad_token]   # the pad (last) row is the layout's own
+    assert len(gpu) == len(circuit_rows)
+    np.testing.assert_allclose((gpu ** 2).mean(axis=1), lay.mean, rtol=1e-6)
+    text = np.asarray(merged[EMBED][:lay.gpu_token_offset], np.float32)
+    hb = base.config.hidden_size
+    eps = base.config.rms_norm_eps
+    for i in range(base.config.num_hidden_layers):
+        key = "model.layers.{}.input_layernorm.weight"
+        want = rms_norm(np.asarray(base[EMBED], np.float32), base[key.format(i)], eps)
+        got = rms_norm(text, merged[key.format(lay.circuit_layers + i)], eps)
+        np.testing.assert_allclose(got[:, :hb], want, rtol=2e-5, atol=2e-6)

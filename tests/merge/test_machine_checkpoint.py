@@ -14,8 +14,7 @@ import pytest
 
 from qgpu.cli import main
 from qgpu.isa.asm import assemble
-from qgpu.model.checkpoint import load_checkpoint
-from qgpu.model.fast import FastEngine
+from qgpu.model.text_engine import TextEngine
 from qgpu.runtime.checkpoint import load_machine_checkpoint
 from qgpu.runtime.generate import generate_launch
 from tests.runtime.programs import MEMORY_PROGRAMS
@@ -68,6 +67,13 @@ def test_layout_file_records_the_machine(merged_dir):
                                                            for t in body["added_tokens"]}
 
 
+def test_merge_stores_the_launch_plan_and_a_launch_loads_only_it(merged_dir, machine):
+    from qgpu.runtime.checkpoint import launch_plan_path
+
+    assert launch_plan_path(merged_dir / "out").is_file()   # written by qgpu merge
+    assert machine.weights is None and machine.engine.inner.weights is None  # from the plan
+
+
 def test_launch_from_the_checkpoint(machine):
     from qgpu.interp import run_launch
     from qgpu.protocol import expected_trace
@@ -82,13 +88,15 @@ def test_launch_from_the_checkpoint(machine):
 def test_text_path_is_the_bases_greedy_text(merged_dir, machine):
     from qgpu.chat.text import TextModel
 
-    base = FastEngine(load_checkpoint(merged_dir / "base"))  # the bf16-rounded base
+    assert isinstance(machine.inner, TextEngine)   # the base's layers, bf16, mapped
+    # the same engine over the base alone
+    base = TextModel.from_directory(merged_dir / "out",
+                                    TextEngine.from_directory(merged_dir / "base"), 160,
+                                    max_new_tokens=12)
     text = TextModel.from_directory(merged_dir / "out", machine.inner, 160, max_new_tokens=12)
     ids = text.encode("<|im_start|>user w3 w7 w11<|im_end|>")
     assert ids[0] == text.tokenizer.token_to_id("<|im_start|>") and len(ids) == 6
-    want = base.generate(ids, 12, stop=sorted(text.stop_ids))
-    got = text.generate_ids(ids)
-    assert got == [t for t in want if t not in text.stop_ids][:len(got)]
+    assert text.generate_ids(ids) == base.generate_ids(ids)
     assert isinstance(text.generate("w1 w2"), str)
 
 

@@ -151,11 +151,31 @@ def test_offset_engine_refuses_a_text_token_at_a_gpu_position():
 
 
 def test_machine_size_report_of_a_2b_merge():
+    """merge.size's prediction counted independently: transformers' own Qwen3.5 text
+    model, built on the meta device from each config the report holds (the base, the
+    circuit alone, the merge), has exactly the parameters the report counts; the merged
+    vocabulary is the base's padded one, the protocol's GPU tokens and the pad."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from qgpu.protocol import VOCAB_SIZE
+
     report = machine_size()
-    assert report.layout.circuit_hidden == MACHINE_HIDDEN
-    assert report.layout.circuit_layers == MACHINE_LAYERS
+    for config, counted in ((report.base, report.base_parameters),
+                            (report.layout.circuit, report.circuit_parameters),
+                            (report.merged, report.merged_parameters)):
+        hf = config.to_hf_dict()
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(AutoConfig.for_model(
+                hf.pop("model_type"), **hf))
+        assert sum(p.numel() for p in model.parameters()) == counted, config
+    assert report.merged.vocab_size == 248_320 + VOCAB_SIZE + 1
     assert report.merged.num_hidden_layers == MACHINE_LAYERS + 24
-    assert report.merged_parameters > report.base_parameters + report.circuit_parameters
+    assert report.layout.circuit_hidden == MACHINE_HIDDEN < report.merged.hidden_size
+    # the base layers are stored bf16 (norms float32): at least 2 bytes a parameter
+    assert report.disk_bytes["base"] >= 2 * (report.base_parameters
+                                             - 248_320 * report.base.hidden_size)
     print(report.markdown())
 
 

@@ -160,13 +160,3 @@ block 1:
 
 MEMORY_PROGRAMS = {"memory": MEMORY, "same_word": SAME_WORD,
                    "negative_offset": NEGATIVE_OFFSET}
-
-TWO_SLOTS = """
-block 0:
-  tid r1 ; mov r2, 5
-  add r3, r1, r2 ; sub r4, r2, r1
-  ld.global r6, [r0+12] ; xor r5, r3, r4
-  st.global [r0+8], r3 ; selp r7, r3, r4, r1
-  .writeback r3, r4, r5, r6, r7
-  exit
-"""

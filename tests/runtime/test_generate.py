@@ -6,13 +6,12 @@ import pytest
 from qgpu.circuit.machine.spec import MachineSpec
 from qgpu.errors import CheckMismatch, LaunchError, ProgramError
 from qgpu.interp import run_launch
-from qgpu.isa import limits
 from qgpu.isa.asm import assemble
 from qgpu.protocol import expected_trace, tok
 from qgpu.runtime.check import check_trace
 from qgpu.runtime.compiled import load_machine
 from qgpu.runtime.generate import generate_launch
-from tests.runtime.programs import MEMORY_PROGRAMS, PROGRAMS, TWO_SLOTS
+from tests.runtime.programs import MEMORY_PROGRAMS, PROGRAMS
 
 pytestmark = pytest.mark.slow
 
@@ -56,19 +55,6 @@ def test_check_reports_the_first_mismatch(machine):
 def test_programs_outside_the_circuit_are_rejected(machine):
     with pytest.raises(LaunchError, match="needs 8"):
         generate_launch(machine, assemble("block 0:\n  exit\n"), 2, 16)
-
-
-def test_two_slots_per_stage():
-    """The circuit is parametric in the operations per stage: compiled for 2 slots it runs
-    blocks whose stages hold two operations (both forward, a store and a load)."""
-    if limits.SLOTS < 2:
-        pytest.skip("the ISA computes one operation per stage")
-    machine = load_machine(spec=MachineSpec(slots=2), progress=False)
-    prog = assemble(TWO_SLOTS)
-    memory = [0, 0, 0, 0x89ABCDEF]
-    res = run_launch(prog, 1, 4, memory=memory)
-    run = generate_launch(machine, prog, 1, 4, memory)
-    assert run.trace == expected_trace(res.events) and run.memory == res.memory
 
 
 def test_check_fails_when_one_compiled_weight_is_perturbed(machine):

@@ -47,7 +47,7 @@ def test_load_machine_maps_the_stored_plan(store, monkeypatch):
 
 
 def test_an_unreadable_plan_is_compiled_instead(store, monkeypatch):
-    rc.plan_path(SHAPE, SPEC).write_bytes(b"QGPUPLN1 truncated")
+    rc.plan_path(SHAPE, SPEC).write_bytes(b"QGPUPLN2 truncated")
     monkeypatch.setattr(rc, "compile_machine", lambda *a, **k: (_ for _ in ()).throw(
         RuntimeError("compiling")))
     with pytest.raises(RuntimeError, match="compiling"):

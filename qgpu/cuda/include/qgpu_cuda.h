@@ -12,6 +12,8 @@
 #ifndef QGPU_CUDA_H
 #define QGPU_CUDA_H
 
+#define __QGPU__ 1   /* device code compiled by qgpu (for #ifndef __QGPU__ guards) */
+
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
 #define __host__ __attribute__((host))
@@ -152,5 +154,8 @@ __QGPU_FN unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
 __QGPU_FN unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
 __QGPU_FN unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }
 __QGPU_FN int abs(int a) { return a < 0 ? -a : a; }
+
+/* nvcc includes cuda_runtime.h by itself: so does qgpu (dim3, int2, ...) */
+#include "cuda_runtime.h"
 
 #endif /* QGPU_CUDA_H */

@@ -1,0 +1,2 @@
+/* cuda_runtime_api.h (qgpu): everything is in cuda_runtime.h. */
+#include "cuda_runtime.h"

@@ -1,0 +1,2 @@
+/* device_launch_parameters.h (qgpu): everything is in cuda_runtime.h. */
+#include "cuda_runtime.h"

@@ -1,0 +1,213 @@
+"""files: writing and reading the files qgpu makes so that they cannot lie or lose work.
+
+- `atomic_write(target)`: a temporary name beside the target (`NAME.PID.tmp`, same
+  folder, so the rename is atomic) renamed into place only when the writer finished; an
+  exception or Ctrl-C deletes it: an interrupted run leaves nothing that looks like an
+  output and never blocks a rerun. A full disk is an `OutputError` naming the target.
+- `clean_leftovers(folder)`: deletes the temporaries of writers that were killed (their
+  process is gone), which `atomic_write` could not delete.
+- `folder_problem(folder, need)`: why a folder cannot take `need` more bytes (missing and
+  not creatable, a file, not writable, short of space), or None; checked before a long
+  compile so that its result is not lost at the end.
+- `crc32_of(path, start)`: the checksum stored files carry (plan files, compile-cache
+  entries), over the file from `start` on, read through a mapping in large pieces.
+- `output_problem(path, inputs)` / `check_output`: an output path that would overwrite
+  one of the inputs, or cannot be written (a folder, a missing folder), refused before the
+  work runs.
+- `read_text_limited(path, limit)`: a file's text, refusing one larger than `limit` (a
+  device such as /dev/zero is read up to the limit, never to the end of memory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import mmap
+import os
+import shutil
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from qgpu.errors import QgpuError
+
+TMP_SUFFIX = ".tmp"
+CHUNK = 1 << 24
+
+
+class OutputError(QgpuError):
+    """An output that cannot be written: the disk is full, the folder is missing or not
+    writable, the path is a folder or one of the inputs."""
+
+
+class StoredFileError(QgpuError, ValueError):
+    """A stored plan or cache entry that is not what was written (checksum mismatch, short,
+    not the format); the message names the file."""
+
+
+class InputTooLarge(QgpuError):
+    """An input file larger than the limit the command reads (/dev/zero, a wrong file)."""
+
+
+def tmp_name(target: Path) -> Path:
+    return target.with_name(f"{target.name}.{os.getpid()}{TMP_SUFFIX}")
+
+
+def _space_error(err: OSError, target: Path) -> OutputError:
+    return OutputError(f"no space left on the device writing {target}: nothing was "
+                       "written under that name" if err.errno == errno.ENOSPC else
+                       f"cannot write {target}: {err.strerror or err}")
+
+
+@contextlib.contextmanager
+def atomic_write(target: str | Path) -> Iterator[Path]:
+    """Yields the temporary path to write (a file or a folder); renamed to `target` when
+    the block ends normally, deleted when it raises (any exception, Ctrl-C included). An
+    OSError while writing (ENOSPC, EACCES) becomes an OutputError naming the target."""
+    target = Path(target)
+    tmp = tmp_name(target)
+    _remove(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, target)  # over a file or an empty folder; a full folder refuses
+    except OSError as err:
+        _remove(tmp)
+        raise _space_error(err, target) from err
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def new_output(out: str | Path, folder: bool) -> Iterator[Path]:
+    """`atomic_write` for a command's new output (a folder, or a file): refused when it
+    exists (a folder: unless empty), when its folder cannot take it; killed earlier
+    runs' temporaries beside it are deleted first (they never block a rerun)."""
+    out = Path(out)
+    if out.exists() and not (folder and out.is_dir() and not any(out.iterdir())):
+        raise OutputError(f"{out} exists" + (" and is not empty" if folder else ""))
+    parent = out.parent if str(out.parent) else Path(".")
+    problem = folder_problem(parent)
+    if problem:
+        raise OutputError(f"cannot write {out}: {problem}")
+    clean_leftovers(parent)
+    with atomic_write(out) as tmp:
+        yield tmp
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
+def clean_leftovers(folder: str | Path) -> list[Path]:
+    """Deletes `NAME.PID.tmp` entries in `folder` whose writer process is gone; returns
+    them."""
+    removed = []
+    folder = Path(folder)
+    if not folder.is_dir():
+        return removed
+    for path in folder.glob(f"*{TMP_SUFFIX}*"):
+        parts = path.name.split(".")
+        pids = [p for p in parts if p.isdigit()]
+        if pids and int(pids[-1]) != os.getpid() and not _alive(int(pids[-1])):
+            _remove(path)
+            removed.append(path)
+    return removed
+
+
+def folder_problem(folder: str | Path, need: int = 0) -> str | None:
+    """Why `folder` cannot take a new file of `need` bytes, or None (it is created when
+    missing)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        return f"cannot create {folder}: {err.strerror or err}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        return f"{folder} has {free / 2**20:.0f} MiB free, {need / 2**20:.0f} MiB needed"
+    return None
+
+
+def crc32_of(path: str | Path, start: int = 0, end: int | None = None) -> int:
+    """zlib's CRC-32 of the file's bytes from `start` to `end` (None: its end; negative:
+    counted from its end)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        size = size if end is None else (size + end if end < 0 else min(end, size))
+        if size <= start:
+            return zlib.crc32(b"")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            crc = 0
+            for a in range(start, size, CHUNK):
+                crc = zlib.crc32(view[a:min(a + CHUNK, size)], crc)
+            return crc
+
+
+def output_problem(path: str | Path, inputs: tuple = (), folder: bool = False) -> str | None:
+    """Why `path` cannot be an output (a file; a folder when `folder`) of a command that
+    reads `inputs`, or None."""
+    path = Path(path)
+    for item in inputs:
+        if item is None:
+            continue
+        try:
+            same = path.exists() and Path(item).exists() and os.path.samefile(path, item)
+        except OSError:
+            same = False
+        if same or path.resolve() == Path(item).resolve():
+            return f"{path} is one of the inputs: it would be overwritten"
+    if path.is_dir() and not folder:
+        return f"{path} is a folder"
+    parent = path.parent if str(path.parent) else Path(".")
+    if folder:
+        return None  # new_output creates the folders above it, then checks them
+    if not parent.is_dir():
+        return f"the folder {parent} does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists()
+                                                    and not os.access(path, os.W_OK)):
+        return f"{path} is not writable"
+    return None
+
+
+def check_output(path: str | Path | None, inputs: tuple = (), folder: bool = False) -> None:
+    """OutputError when `path` (None: no output) cannot be written (output_problem)."""
+    if path is None:
+        return
+    problem = output_problem(path, inputs, folder)
+    if problem:
+        raise OutputError(f"cannot write {path}: {problem}")
+
+
+def read_bytes_limited(path: str | Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of `path`, read at most `limit` + 1 bytes: InputTooLarge beyond the limit
+    (a device such as /dev/zero included)."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise InputTooLarge(f"{path}: this {what} is larger than {limit / 2**20:.0f} MiB, "
+                            "the most qgpu reads (is it the right file?)")
+    return data
+
+
+def read_text_limited(path: str | Path, limit: int, what: str = "file") -> str:
+    """read_bytes_limited as text (UTF-8, undecodable bytes replaced)."""
+    return read_bytes_limited(path, limit, what).decode("utf-8", errors="replace")

@@ -1,0 +1,111 @@
+/* bf16_matvec.c: y = x W^T for a bfloat16 matrix W (row-major bits, as a safetensors file
+   stores them: memory-mapped, never widened as a whole) and float32 inputs x [T, cols].
+   Each output is a float32 sum in one fixed order: column c goes to partial c % 32, the
+   32 partials are reduced in a fixed tree, so the result is the same bits with AVX2 or
+   without, on any number of threads (threads split the rows). Multiplies and adds are
+   separate (no fused multiply-add: -ffp-contract=off) for the same reason. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+#define LANES 32
+#define MAX_THREADS 16
+
+static inline float bf16(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static float reduce(const float *p) {
+    float q[8];
+    for (int l = 0; l < 8; l++) q[l] = ((p[l] + p[8 + l]) + p[16 + l]) + p[24 + l];
+    return ((q[0] + q[4]) + (q[2] + q[6])) + ((q[1] + q[5]) + (q[3] + q[7]));
+}
+
+static float dot(const uint16_t *w, const float *x, int cols) {
+    float p[LANES];
+    int c = 0, body = cols - cols % LANES;
+#ifdef __AVX2__
+    __m256 a[4];
+    for (int k = 0; k < 4; k++) a[k] = _mm256_setzero_ps();
+    for (; c < body; c += LANES) {
+        for (int k = 0; k < 4; k++) {
+            __m128i bits = _mm_loadu_si128((const __m128i *)(w + c + 8 * k));
+            __m256 wv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+            a[k] = _mm256_add_ps(a[k], _mm256_mul_ps(wv, _mm256_loadu_ps(x + c + 8 * k)));
+        }
+    }
+    for (int k = 0; k < 4; k++) _mm256_storeu_ps(p + 8 * k, a[k]);
+#else
+    for (int k = 0; k < LANES; k++) p[k] = 0.0f;
+    for (; c < body; c += LANES)
+        for (int k = 0; k < LANES; k++) p[k] = p[k] + bf16(w[c + k]) * x[c + k];
+#endif
+    for (; c < cols; c++) p[c % LANES] = p[c % LANES] + bf16(w[c]) * x[c];
+    return reduce(p);
+}
+
+/* the same sums over a row already widened to float32 (several inputs per row) */
+static float dot_f32(const float *w, const float *x, int cols) {
+    float p[LANES];
+    int c = 0, body = cols - cols % LANES;
+#ifdef __AVX2__
+    __m256 a[4];
+    for (int k = 0; k < 4; k++) a[k] = _mm256_setzero_ps();
+    for (; c < body; c += LANES)
+        for (int k = 0; k < 4; k++)
+            a[k] = _mm256_add_ps(a[k], _mm256_mul_ps(_mm256_loadu_ps(w + c + 8 * k),
+                                                     _mm256_loadu_ps(x + c + 8 * k)));
+    for (int k = 0; k < 4; k++) _mm256_storeu_ps(p + 8 * k, a[k]);
+#else
+    for (int k = 0; k < LANES; k++) p[k] = 0.0f;
+    for (; c < body; c += LANES)
+        for (int k = 0; k < LANES; k++) p[k] = p[k] + w[c + k] * x[c + k];
+#endif
+    for (; c < cols; c++) p[c % LANES] = p[c % LANES] + w[c] * x[c];
+    return reduce(p);
+}
+
+typedef struct {
+    const uint16_t *w; const float *x; float *y;
+    int64_t r0, r1, rows, cols, t;
+} job;
+
+static void *run(void *arg) {
+    const job *j = arg;
+    float *wide = j->t > 1 ? malloc(sizeof(float) * (size_t)j->cols) : NULL;
+    for (int64_t r = j->r0; r < j->r1; r++) {
+        const uint16_t *row = j->w + r * j->cols;
+        if (!wide) {
+            for (int64_t t = 0; t < j->t; t++)
+                j->y[t * j->rows + r] = dot(row, j->x + t * j->cols, (int)j->cols);
+            continue;
+        }
+        for (int64_t c = 0; c < j->cols; c++) wide[c] = bf16(row[c]);  /* once per row */
+        for (int64_t t = 0; t < j->t; t++)
+            j->y[t * j->rows + r] = dot_f32(wide, j->x + t * j->cols, (int)j->cols);
+    }
+    free(wide);
+    return NULL;
+}
+
+/* y [t, rows] = x [t, cols] W^T, W [rows, cols] bf16 bits; threads >= 1 */
+void qgpu_bf16_matmul(const uint16_t *w, int64_t rows, int64_t cols, const float *x,
+                      int64_t t, float *y, int threads) {
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads < 1 || rows * cols * t < (1 << 18)) threads = 1;
+    job jobs[MAX_THREADS];
+    pthread_t ids[MAX_THREADS];
+    for (int k = 0; k < threads; k++) {
+        jobs[k] = (job){w, x, y, rows * k / threads, rows * (k + 1) / threads, rows, cols, t};
+    }
+    for (int k = 1; k < threads; k++) pthread_create(&ids[k], NULL, run, &jobs[k]);
+    run(&jobs[0]);
+    for (int k = 1; k < threads; k++) pthread_join(ids[k], NULL);
+}

@@ -1,0 +1,107 @@
+"""cuda.driver: whole files compiled in place (includes beside them, -I), the shipped
+headers, sources as bytes in any encoding, file names as the OS gives them, and clang's
+own message when it fails or crashes."""
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+import qgpu
+from qgpu.cli import main as cli_main
+from qgpu.errors import CompileError
+
+KERNEL = b'#include "defs.cuh"\n__global__ void k(int *a) { a[threadIdx.x] = VALUE; }\n'
+
+
+def _run(m, name="k"):
+    a = np.zeros(2, np.int32)
+    m.get_function(name)(1, 2, [a])
+    return list(a)
+
+
+def test_an_include_beside_the_source_resolves(tmp_path):
+    (tmp_path / "defs.cuh").write_text("#define VALUE 7\n")
+    src = tmp_path / "k.cu"
+    src.write_bytes(KERNEL)
+    assert _run(qgpu.compile(src.read_bytes(), str(src), engine="interp")) == [7, 7]
+    # a string that is not the file's contents: compiled from a copy, the folder searched
+    text = KERNEL.replace(b"VALUE", b"VALUE + 1")
+    assert _run(qgpu.compile(text, str(src), engine="interp")) == [8, 8]
+
+
+def test_include_dirs_and_the_missing_header_message(tmp_path):
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "defs.cuh").write_text("#define VALUE 3\n")
+    with pytest.raises(CompileError, match=r"k.cu:1:10: fatal error: 'defs.cuh' file not found "
+                                           r"\(qgpu compiles the device side only.*cuda_runtime.h"):
+        qgpu.compile(KERNEL, str(tmp_path / "k.cu"), engine="interp")
+    m = qgpu.compile(KERNEL, str(tmp_path / "k.cu"), engine="interp", include_dirs=[str(inc)])
+    assert _run(m) == [3, 3]
+
+
+def test_host_code_and_shipped_headers():
+    src = b"""#include <cuda_runtime.h>
+#include <cstdio>
+#include <cstdint>
+#include <stdint.h>
+#include <assert.h>
+#include <iostream>
+#include <vector>
+#include "helper_cuda.h"
+__global__ void k(int *a) { int2 v = make_int2(1, 2); uchar4 c = make_uchar4(1, 2, 3, 4);
+  dim3 b = blockDim; a[threadIdx.x] = v.x + v.y + c.w + b.x + (int)sizeof(uint64_t); }
+int main() { std::vector<int> h(2); int *d; checkCudaErrors(cudaMalloc(&d, 8));
+  k<<<dim3(1), dim3(2)>>>(d); std::cout << h[0] << std::endl; printf("%d", h[1]); }
+"""
+    assert _run(qgpu.compile(src, "host.cu", engine="interp")) == [17, 17]
+
+
+def test_sources_in_any_encoding_are_bytes_to_clang():
+    latin1 = "// caf\xe9 \xb5\n__global__ void k(int *a) { a[threadIdx.x] = 5; }\n"
+    assert _run(qgpu.compile(latin1.encode("latin-1"), "l.cu", engine="interp")) == [5, 5]
+    utf16 = "__global__ void k(int *a) {}".encode("utf-16")
+    with pytest.raises(CompileError, match="UTF-16"):
+        qgpu.compile(utf16, "w.cu", engine="interp")
+
+
+def test_a_file_name_that_is_not_utf8(tmp_path, capsys):
+    name = tmp_path / os.fsdecode(b"k\xff.cu")
+    name.write_bytes(b"__global__ void k(int *a) { a[threadIdx.x] += 1; }\n")
+    rc = cli_main(["run", str(name), "--engine", "interp", "--grid", "1", "--block", "2",
+                   "--arg", "a=1,2", "--json"])
+    assert rc == 0 and '"a": [2, 3]' in capsys.readouterr().out
+
+
+def test_a_clang_crash_shows_clangs_message_and_leaves_no_files():
+    before = set(os.listdir(tempfile.gettempdir()))
+    with pytest.raises(CompileError, match="clang crashed: .*Symbol name with unsupported "
+                                           "characters.*non-ASCII"):
+        qgpu.compile("__global__ void k\u00e9(int *a) { a[0] = 1; }", "u.cu", engine="interp")
+    after = set(os.listdir(tempfile.gettempdir()))
+    # clang's crash reproducers would be named after the compiled copy, src-*.cu / .sh
+    assert not [f for f in after - before if f.startswith("src-")]
+
+
+def test_unsupported_siblings_do_not_stop_a_kernel():
+    src = """__global__ void f(float *x) { x[0] = 1.5f * x[1]; }
+__global__ void p(int *a) { printf("%d", a[0]); }
+__global__ void k(int *a) { a[threadIdx.x] = 4; }
+"""
+    m = qgpu.compile("#include <stdio.h>\n" + src, "s.cu", engine="interp")
+    assert _run(m) == [4, 4]
+    with pytest.raises(CompileError, match=r"kernel p \(s.cu:3\): .*\(from s.cu:3\): printf in "
+                                           "a kernel is not supported"):
+        m.get_function("p")
+
+
+def test_cli_lists_kernels(tmp_path, capsys):
+    src = tmp_path / "two.cu"
+    src.write_text("namespace a { __global__ void k(int *x) { x[0] = 1; } }\n"
+                   "__global__ void k(long *x) {}\n")
+    assert cli_main(["run", str(src), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "a::k(int *x)  [" in out and "runs" in out
+    assert "cannot run: " in out and "two.cu:2: kernel k: parameter 'long *x' is 64 bits" in out
