@@ -69,6 +69,9 @@ def add_arguments(p) -> None:
     p.add_argument("--kernel", help="the __global__ function when the file has several: its "
                                     "C++ name (k, ns::k, reduce<int>, or k(int *) for an "
                                     "overload)")
+    p.add_argument("--shared-bytes", type=int, default=0, metavar="N",
+                   help="bytes of dynamic shared memory (extern __shared__ arrays), as the "
+                        "third <<<...>>> argument")
     p.add_argument("--list", action="store_true",
                    help="list the file's kernels, their parameters, and whether each can run")
     p.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
@@ -188,7 +191,8 @@ def run(args) -> dict:
     budget = getattr(args, "budget", None)
     if budget is not None and budget < 1:
         raise RunError(f"--budget {budget}: give at least 1 block")
-    result = launch(kernel, grid, block, values, engine, getattr(args, "html", None), budget)
+    result = launch(kernel, grid, block, values, engine, getattr(args, "html", None), budget,
+                    getattr(args, "shared_bytes", 0))
     return {"kernel": kernel.name, "engine": args.engine, "grid": _shown(grid),
             "block": _shown(block), "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},

@@ -230,6 +230,23 @@ class Kernel:
         return sum(_words(np.asarray(a)) for p, a in zip(params, args, strict=True)
                    if p.pointer)
 
+    def _check_shared(self, shape: Shape, shared_mem) -> None:
+        """The launch's dynamic shared memory (CuPy's shared_mem=, bytes): the extern
+        __shared__ arrays' size, after the static ones, within the CTA's shared memory."""
+        if isinstance(shared_mem, bool) or not isinstance(shared_mem, int | np.integer) \
+                or shared_mem < 0:
+            raise LaunchError(f"shared_mem {shared_mem!r}: give a number of bytes (0 or more)")
+        template = self.template_for(shape)
+        limit = limits.SHARED_WORDS * 4
+        if template.stats.get("dynamic_shared") and shared_mem == 0:
+            raise LaunchError(f"{self.signature.where}: kernel {self.name} uses an extern "
+                              f"__shared__ array sized at launch: give its size in bytes "
+                              f"(shared_mem=N, qgpu run --shared-bytes N)")
+        if template.shared_bytes + shared_mem > limit:
+            raise LaunchError(f"kernel {self.name}: {template.shared_bytes} bytes of static "
+                              f"__shared__ data + {shared_mem} dynamic exceed the {limit} bytes "
+                              f"of shared memory per CTA")
+
     def _allocations(self, layout: dict, template: KernelTemplate) -> tuple:
         """Each array argument's range and the operands holding its base (interp.bounds:
         the interpreter faults on an access derived from it that leaves it)."""
@@ -287,8 +304,9 @@ class Kernel:
         return limits.u32(v)
 
     def __call__(self, grid, block, args, engine: str | None = None,
-                 budget: int | None = None) -> LaunchResult:
+                 budget: int | None = None, shared_mem: int = 0) -> LaunchResult:
         shape = launch_shape(grid, block)
+        self._check_shared(shape, shared_mem)
         if self.signature.max_threads is not None and shape.threads > \
                 self.signature.max_threads:
             raise LaunchError(f"{self.signature.where}: kernel {self.name} has "

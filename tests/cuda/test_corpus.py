@@ -65,6 +65,16 @@ def _bfs():
                  5: np.array([0, 1, 1, 2, 2], np.int32)}
 
 
+def _scan():
+    x = RNG.integers(-50, 50, 7, dtype=np.int32)
+    out = np.zeros(7, np.int32)
+    return "scan_dynamic.cu", "scanBlock", 1, 8, [x, out, 7], lambda: {
+        1: np.cumsum(x).astype(np.int32)}
+
+
+SHARED = {"scan_dynamic_shared": 32}   # bytes of extern __shared__ (the <<<, , N>>>)
+
+
 def _apply(kernel, oracle):
     x = RNG.integers(-20, 20, 4, dtype=np.int32)
     return "several.cu", kernel, 1, 4, [x, -5, 5], lambda: {0: oracle(x)}
@@ -79,13 +89,18 @@ CASES = {
     "bfs_int_flags": _bfs,
     "namespace_ops": lambda: _apply("ops::apply", lambda x: np.clip(x, -5, 5)),
     "namespace_alt": lambda: _apply("alt::apply", lambda x: 0 - x),
+    "scan_dynamic_shared": lambda: _scan(),
+    # clang's closed form of the loop (mul.wide.u32, shr.u64) on register pairs
+    "sum_to_n": lambda: ("several.cu", "sum_to_n", 1, 4, [np.zeros(4, np.int32), 5000],
+                         lambda: {0: np.full(4, sum(range(5000)), np.int32)}),
 }
 
 
 def _run(case: str, engine: str):
     file, kernel, grid, block, args, oracle = CASES[case]()
     want = oracle()
-    module(file, engine).get_function(kernel)(grid, block, args)
+    module(file, engine).get_function(kernel)(grid, block, args,
+                                              shared_mem=SHARED.get(case, 0))
     for k, expected in want.items():
         assert args[k].dtype == expected.dtype and list(args[k]) == list(expected), (case, k)
 
@@ -96,7 +111,7 @@ def test_corpus_on_the_interpreter(case):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["histogram", "transpose_naive"])
+@pytest.mark.parametrize("case", ["transpose_naive", "namespace_ops"])
 def test_corpus_sample_on_the_model_checked(case):
     _run(case, "model-check")
 
