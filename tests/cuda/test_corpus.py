@@ -79,6 +79,14 @@ def _cg_sum():
         1: np.array([7 + x.sum()], np.int32)}
 
 
+def _conv():
+    x = RNG.integers(-50, 50, 8, dtype=np.int32)
+    out = np.zeros(8, np.int32)
+    want = np.convolve(x, [1, -2, 3], mode="same").astype(np.int32)   # mask reversed: [3,-2,1]
+    return "conv_constant.cu", "convolve", 2, 4, [x, out, 8], lambda: {1: want}
+
+
+SYMBOLS = {"conv_constant_mask": ("mask", [3, -2, 1])}   # cudaMemcpyToSymbol's role
 SHARED = {"scan_dynamic_shared": 32}   # bytes of extern __shared__ (the <<<, , N>>>)
 
 
@@ -98,6 +106,7 @@ CASES = {
     "namespace_alt": lambda: _apply("alt::apply", lambda x: 0 - x),
     "scan_dynamic_shared": lambda: _scan(),
     "cooperative_groups_sum": lambda: _cg_sum(),
+    "conv_constant_mask": lambda: _conv(),
     # clang's closed form of the loop (mul.wide.u32, shr.u64) on register pairs
     "sum_to_n": lambda: ("several.cu", "sum_to_n", 1, 4, [np.zeros(4, np.int32), 5000],
                          lambda: {0: np.full(4, sum(range(5000)), np.int32)}),
@@ -107,8 +116,10 @@ CASES = {
 def _run(case: str, engine: str):
     file, kernel, grid, block, args, oracle = CASES[case]()
     want = oracle()
-    module(file, engine).get_function(kernel)(grid, block, args,
-                                              shared_mem=SHARED.get(case, 0))
+    mod = module(file, engine)
+    if case in SYMBOLS:
+        mod.set_symbol(*SYMBOLS[case])
+    mod.get_function(kernel)(grid, block, args, shared_mem=SHARED.get(case, 0))
     for k, expected in want.items():
         assert args[k].dtype == expected.dtype and list(args[k]) == list(expected), (case, k)
 
