@@ -35,7 +35,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--detect-faults", action="store_true",
                         help="compile the fault detector into the machine (the model writes "
                         "TRAP records for misaligned and out-of-bounds accesses, as "
-                        "`qgpu run`'s machine does): 45 layers and hidden 2,150, past the "
+                        "`qgpu run`'s machine does): 45 layers and hidden 2,133, past the "
                         "2,048 a Qwen3.5-2B base shares; without it a faulting launch on the "
                         "merged model is caught only by --check")
     parser.add_argument("--quiet", action="store_true", help="no progress output")

@@ -69,6 +69,12 @@ def add_arguments(p) -> None:
     p.add_argument("--kernel", help="the __global__ function when the file has several: its "
                                     "C++ name (k, ns::k, reduce<int>, or k(int *) for an "
                                     "overload)")
+    p.add_argument("--shared-bytes", type=int, default=0, metavar="N",
+                   help="bytes of dynamic shared memory (extern __shared__ arrays), as the "
+                        "third <<<...>>> argument")
+    p.add_argument("--symbol", action="append", default=[], metavar="NAME=VALUES",
+                   help="fill a __constant__/__device__ array before the launch (as "
+                        "cudaMemcpyToSymbol): NAME=1,2,3")
     p.add_argument("--list", action="store_true",
                    help="list the file's kernels, their parameters, and whether each can run")
     p.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
@@ -164,6 +170,15 @@ def run(args) -> dict:
     grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
     kernel = pick_kernel(module, args.kernel)
     values = parse_args(kernel, args.arg)
+    for pair in getattr(args, "symbol", []) or []:
+        name, eq, text = pair.partition("=")
+        if not eq:
+            raise RunError(f"--symbol '{pair}': expected NAME=VALUES")
+        try:
+            items = [int(t, 0) for t in text.split(",")] if text.strip() else []
+        except ValueError:
+            raise RunError(f"--symbol {name}: '{text}' is not a list of integers") from None
+        module.set_symbol(name.strip(), items)
     if args.engine != "interp":
         # imported here, not at module level: the engines cost every `qgpu` command ~0.4 s
         import qgpu.runtime  # noqa: F401 - registers the model's engines
@@ -188,7 +203,8 @@ def run(args) -> dict:
     budget = getattr(args, "budget", None)
     if budget is not None and budget < 1:
         raise RunError(f"--budget {budget}: give at least 1 block")
-    result = launch(kernel, grid, block, values, engine, getattr(args, "html", None), budget)
+    result = launch(kernel, grid, block, values, engine, getattr(args, "html", None), budget,
+                    getattr(args, "shared_bytes", 0))
     return {"kernel": kernel.name, "engine": args.engine, "grid": _shown(grid),
             "block": _shown(block), "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},

@@ -137,6 +137,7 @@ class Kernel:
         self.template = template             # 1-D launches
         self._shaped = shaped                # Shape -> the template of a 2-D/3-D launch
         self._templates: dict[Shape, KernelTemplate] = {}
+        self.symbols: dict[str, bytes] = {}   # the Module's set_symbol contents, by name
         self.engine = engine                 # the default of __call__ (the Module's)
         self.sources: dict | None = None   # set by Module: source, PTX, block origins
 
@@ -230,6 +231,23 @@ class Kernel:
         return sum(_words(np.asarray(a)) for p, a in zip(params, args, strict=True)
                    if p.pointer)
 
+    def _check_shared(self, shape: Shape, shared_mem) -> None:
+        """The launch's dynamic shared memory (CuPy's shared_mem=, bytes): the extern
+        __shared__ arrays' size, after the static ones, within the CTA's shared memory."""
+        if isinstance(shared_mem, bool) or not isinstance(shared_mem, int | np.integer) \
+                or shared_mem < 0:
+            raise LaunchError(f"shared_mem {shared_mem!r}: give a number of bytes (0 or more)")
+        template = self.template_for(shape)
+        limit = limits.SHARED_WORDS * 4
+        if template.stats.get("dynamic_shared") and shared_mem == 0:
+            raise LaunchError(f"{self.signature.where}: kernel {self.name} uses an extern "
+                              f"__shared__ array sized at launch: give its size in bytes "
+                              f"(shared_mem=N, qgpu run --shared-bytes N)")
+        if template.shared_bytes + shared_mem > limit:
+            raise LaunchError(f"kernel {self.name}: {template.shared_bytes} bytes of static "
+                              f"__shared__ data + {shared_mem} dynamic exceed the {limit} bytes "
+                              f"of shared memory per CTA")
+
     def _allocations(self, layout: dict, template: KernelTemplate) -> tuple:
         """Each array argument's range and the operands holding its base (interp.bounds:
         the interpreter faults on an access derived from it that leaves it)."""
@@ -248,8 +266,9 @@ class Kernel:
             if next_word + words > limits.GLOBAL_WORDS:
                 raise LaunchError(f"{self.name}: no global memory left for __device__ "
                                   f"variable {var.name}")
-            data = b"".join((v % (1 << (8 * var.elem_bytes))).to_bytes(var.elem_bytes, "little")
-                            for v in var.init or [])
+            data = self.symbols.get(var.name) or b"".join(
+                (v % (1 << (8 * var.elem_bytes))).to_bytes(var.elem_bytes, "little")
+                for v in var.init or [])
             for i in range(0, min(len(data), 4 * words), 4):
                 memory[next_word + i // 4] = int.from_bytes(data[i:i + 4].ljust(4, b"\0"),
                                                             "little")
@@ -289,8 +308,9 @@ class Kernel:
         return limits.u32(v)
 
     def __call__(self, grid, block, args, engine: str | None = None,
-                 budget: int | None = None) -> LaunchResult:
+                 budget: int | None = None, shared_mem: int = 0) -> LaunchResult:
         shape = launch_shape(grid, block)
+        self._check_shared(shape, shared_mem)
         if self.signature.max_threads is not None and shape.threads > \
                 self.signature.max_threads:
             raise LaunchError(f"{self.signature.where}: kernel {self.name} has "
@@ -380,6 +400,31 @@ class Module:
         self.ptx = compile_to_ptx(source, filename, includes)
         self.ptx_module = ptx.parse(self.ptx)
         self._kernels: dict[str, Kernel] = {}
+        self._symbols: dict[str, bytes] = {}
+
+    def set_symbol(self, name: str, values) -> None:
+        """Fill a __constant__ or __device__ variable before the next launches, as the
+        host's cudaMemcpyToSymbol does: `values` is a numpy array (its bytes) or a list of
+        32-bit ints; at most the variable's size."""
+        var = next((v for v in self.ptx_module.variables
+                    if v.name == name and v.space in ("global", "const")), None)
+        if var is None:
+            known = [v.name for v in self.ptx_module.variables if v.space in ("global", "const")]
+            raise LaunchError(f"{self.filename}: no __constant__ or __device__ variable "
+                              f"'{name}' (variables: {', '.join(known) or 'none'})")
+        if not isinstance(values, np.ndarray):
+            # PTX declares most arrays as bytes (.b8): a list fills 32-bit elements (int,
+            # unsigned); a numpy array gives any other element type its own width
+            try:
+                values = np.array([limits.u32(int(v)) for v in values], dtype="<u4")
+            except (OverflowError, ValueError, TypeError):
+                raise LaunchError(f"{name}: values must be a numpy array or a list of "
+                                  "32-bit integers") from None
+        data = values.tobytes()
+        if len(data) > var.size:
+            raise LaunchError(f"{name}: {len(data)} bytes given; the variable holds "
+                              f"{var.size}")
+        self._symbols[name] = data.ljust(var.size, b"\0")
 
     @property
     def kernel_names(self) -> list[str]:
@@ -416,6 +461,7 @@ class Module:
             return template
 
         kernel = Kernel(sig, build(), self.engine, build)
+        kernel.symbols = self._symbols
         kernel.sources = {"source": self.source, "filename": self.filename,
                           "ptx": self.ptx, "origins": kernel.template.stats["origins"]}
         self._kernels[sig.name] = kernel

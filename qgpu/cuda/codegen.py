@@ -39,7 +39,8 @@ def compile_kernel(module: ptx.PModule, ptx_name: str, display_name: str,
     regs, pressure, live = allocate(mblocks, display_name)
     program, relocs = emit(mblocks, regs, live, display_name)
     stats = {"blocks": len(program.blocks), "instructions": program.instruction_count(),
-             "pressure": pressure, "origins": block_origins(mblocks)}
+             "pressure": pressure, "origins": block_origins(mblocks),
+             "dynamic_shared": fn.dynamic_shared}
     return KernelTemplate(display_name, program, relocs, fn.n_params, fn.shared_bytes,
                           pressure, stats)
 

@@ -117,6 +117,7 @@ class Function:
     entry: str
     n_params: int = 0
     shared_bytes: int = 0
+    dynamic_shared: bool = False    # extern __shared__ arrays, from shared_bytes on
     next_vreg: int = 0
 
     def new_vreg(self) -> V:

@@ -14,6 +14,7 @@ from qgpu.cuda.ir import Barrier, BasicBlock, CondBr, Function, Goto, Op, Ret, S
 from qgpu.cuda.ptx import fail
 from qgpu.cuda.select import select
 from qgpu.cuda.shape import Shape, special
+from qgpu.cuda.wide import handles, lower_wide
 from qgpu.errors import CompileError
 from qgpu.isa import Imm, limits
 
@@ -56,11 +57,16 @@ class Builder:
 
 def _check_types(ins: ptx.PInstr) -> None:
     parts = set(ins.parts[1:])   # float forms: cuda.float32 maps or refuses them
+    if handles(ins):
+        return                  # a 64-bit form computed exactly on register pairs (cuda.wide)
     wide_product = "wide" in parts and ins.parts[-1] not in ("u16", "s16")   # 16x16 -> 32 is fine
     if parts & _WIDE_TYPES or wide_product or ins.parts[0] in ("addc", "subc") or "cc" in parts:
         raise fail(ins, "64-bit arithmetic is not supported (use 32-bit int/unsigned; "
                         "long long and 64-bit products do not fit the 32-bit machine)")
+    stored = ins.parts[0] == "st" and isinstance(ins.operands[-1], ptx.PReg)
     for o in ins.operands:
+        if stored and o is ins.operands[-1] and o.name.startswith("%rd"):
+            continue            # st.u32 of a 64-bit register stores its low word (cuda.wide)
         regs = [o] if isinstance(o, ptx.PReg) else (
             [o.first, o.second] if isinstance(o, ptx.PPair) else [])
         for r in regs:
@@ -115,6 +121,8 @@ class Lowering:
                 return Sym(_SREG_SYMS[n])
             if n in _SREG_CONST:
                 return Imm(_SREG_CONST[n])
+            if n.startswith("%rd"):      # a 32-bit use of a 64-bit pair: its low word
+                return self.reg(n + ":lo")
             if n.startswith("%lanemask_"):
                 return self.lanemask(n[len("%lanemask_"):], ins)
             if n.startswith("%") and "." in n or n in ("%clock", "%smid", "%gridid"):
@@ -226,15 +234,10 @@ class Lowering:
         variables = list(self.pfn.variables) + [
             v for v in self.module.variables if v.space == "shared" and v.name in used]
         offset = 0
+        dynamic = [v for v in variables if v.space == "shared" and v.dynamic]
         for v in variables:
-            if v.space != "shared":
+            if v.space != "shared" or v.dynamic:
                 continue
-            if v.dynamic:
-                raise CompileError(
-                    f"PTX line {v.line}: kernel {self.kname} uses '{v.name}', a dynamic "
-                    f"shared array (extern __shared__ {v.name}[], sized at launch): qgpu "
-                    f"launches take no shared-memory size; declare it with a fixed size, "
-                    f"e.g. __shared__ int {v.name}[{limits.SHARED_WORDS}]")
             offset = -(-offset // max(v.align, 4)) * max(v.align, 4)
             self.shared[v.name] = offset
             offset += v.size
@@ -243,6 +246,14 @@ class Lowering:
             raise CompileError(f"kernel {self.kname}: __shared__ data needs {offset} bytes; "
                                f"shared memory holds {limit} bytes ({limits.SHARED_WORDS} "
                                "words) per CTA")
+        if dynamic:
+            # every extern __shared__ array starts where the static ones end (as in CUDA:
+            # they alias); the launch gives their size (shared_mem=, --shared-bytes)
+            align = max(max(v.align, 4) for v in dynamic)
+            offset = -(-offset // align) * align
+            for v in dynamic:
+                self.shared[v.name] = offset
+            self.fn.dynamic_shared = True
         self.fn.shared_bytes = offset
 
     def run(self) -> Function:
@@ -320,10 +331,14 @@ class Lowering:
             self.b.finish(Barrier(nxt.name))
             self.b.start(nxt)
             return
-        select(self, ins)
+        self.select(ins)
 
     def select(self, ins: ptx.PInstr) -> None:
-        """Emit native operations for one unguarded PTX data instruction (cuda.select)."""
+        """Emit native operations for one unguarded PTX data instruction (cuda.select;
+        cuda.wide for the 64-bit forms)."""
+        if handles(ins):
+            lower_wide(self, ins)
+            return
         select(self, ins)
 
     def guarded(self, ins: ptx.PInstr) -> None:
@@ -332,7 +347,8 @@ class Lowering:
         cond = self.reg(ins.guard.name)
         op = ins.parts[0]
         pure = op not in ("ld", "st", "atom", "red", "shfl", "vote", "bar", "barrier", "ret",
-                          "exit", "div", "rem", "call", "activemask", "trap")
+                          "exit", "div", "rem", "call", "activemask", "trap") \
+            and not handles(ins)        # 64-bit results are register pairs: a short branch
         d = ins.operands[0] if ins.operands else None
         if pure and isinstance(d, ptx.PReg) and not isinstance(d, ptx.PPair):
             old = self.reg(d.name)

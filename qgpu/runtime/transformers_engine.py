@@ -27,8 +27,10 @@ repetition_penalty, no_repeat_ngram_size, suppress_tokens, ...: any of them chan
 tokens the machine writes). So `load_model` replaces the model's generation_config with
 transformers' empty one, `greedy_config` sets every field that selects a decoding mode
 or adds a logits processor to its neutral value, and `greedy_processors` asks transformers
-itself which processors and which mode generate() would use for it: the launch refuses
-to run unless that is plain greedy search with no processor.
+itself which processors and which mode generate() would use for it (its own
+`_prepare_generation_config` and `_get_logits_processor`, private methods of transformers
+5: a version that renames them fails here loudly, not silently): the launch refuses to
+run unless that is plain greedy search with no processor.
 
 Ends like generate_launch (qgpu's engine): at HALT (generate()'s end-of-sequence
 token), at the model's TRAP record (`TRAP(kind, lane, p) V(lo) V(hi)`: LaunchStop stops
@@ -39,6 +41,7 @@ max_tokens (LaunchError).
 
 from __future__ import annotations
 
+import functools
 import time
 import weakref
 from dataclasses import dataclass
@@ -117,6 +120,7 @@ def pick_device(device: str | None) -> str:
     return device
 
 
+@functools.cache
 def _kinds() -> tuple[np.ndarray, np.ndarray]:
     """(is EXEC, is TRAP) per protocol token."""
     kinds = [kind_of(t)[0] for t in range(VOCAB_SIZE)]

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qgpu.cuda import compile as compile_cuda
+from qgpu.cuda.shape import launch_shape
 from qgpu.errors import QgpuError
 
 KERNEL = compile_cuda("__global__ void k(const int *a, int *o, int x) "
@@ -71,8 +72,9 @@ def test_any_launch_arguments_run_or_raise_a_qgpu_error(call):
         if before is not None and before.dtype != object:
             assert np.array_equal(o, before, equal_nan=True)  # nothing written
         return
-    n = res.block  # every CTA writes o[0..block)
-    RAN.append(n)
+    n = launch_shape(grid, block).block[0]  # every thread writes o[threadIdx.x]: 0..block.x
+    assert res.block == launch_shape(grid, block).threads
+    RAN.append(res)
     want = (np.asarray(a).reshape(-1)[:n].astype(np.int64) + int(x)) & 0xFFFFFFFF
     got = o.reshape(-1)[:n].astype(np.int64) & 0xFFFFFFFF
     assert np.array_equal(got, want)

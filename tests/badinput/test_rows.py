@@ -16,7 +16,7 @@ import pytest
 
 import qgpu
 from qgpu.cli import main
-from qgpu.errors import CompileError, LaunchError, ProtocolError
+from qgpu.errors import LaunchError, ProtocolError
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble
 from qgpu.protocol import VOCAB_SIZE, encode_prompt, expected_trace, tok
@@ -55,7 +55,7 @@ def files(tmp_path):
     ("oob.cu", ["--arg", "a=1,2", "--arg", "o=zeros:4"], "out-of-bounds global access"),
     ("mis.cu", ["--arg", "a=1,2", "--arg", "o=zeros:4"], "misaligned global access"),
     ("loop.cu", ["--arg", "o=zeros:4", "--budget", "500"], "budget exceeded"),
-    ("dyn.cu", ["--arg", "o=zeros:4"], "dynamic shared array"),
+    ("dyn.cu", ["--arg", "o=zeros:4"], "extern __shared__ array sized at launch"),
     ("bad.cu", ["--arg", "o=zeros:4"], "bad.cu:1"),
     ("float.cu", ["--arg", "o=zeros:4"], "double"),
     ("copy.cu", ["--arg", "a=1,2", "--arg", "o=zeros:4", "--check"], "needs --engine model"),
@@ -70,7 +70,8 @@ def files(tmp_path):
     ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--kernel", "nope"], "no __global__"),
     ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--grid", "9"], "grid of 9"),
     ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--block", "99"], "block of 99"),
-    ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--block", "x"], "invalid int"),
+    ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--block", "x"],
+     "--block 'x': give 1 to 3 integers"),
     ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--engine", "gpu"], "invalid choice"),
     ("missing.cu", ["--arg", "o=zeros:4"], "cannot read"),
 ])
@@ -266,9 +267,16 @@ def test_zero_length_and_overlapping_arrays(copy_kernel):
     assert buf[:4].tolist() == [1, 2, 3, 4]
 
 
-def test_dynamic_shared_memory_is_refused():
-    with pytest.raises(CompileError, match="dynamic shared array"):
-        qgpu.compile(DYNAMIC, engine="interp").get_function("k")
+def test_dynamic_shared_memory_is_sized_at_launch():
+    k = qgpu.compile(DYNAMIC, engine="interp").get_function("k")
+    with pytest.raises(LaunchError, match=r"kernel.cu:2: kernel k uses an extern __shared__ "
+                                          r"array sized at launch: give its size"):
+        k(1, 4, [np.zeros(4, np.int32)])
+    with pytest.raises(LaunchError, match="0 bytes of static __shared__ data \\+ 132 dynamic"):
+        k(1, 4, [np.zeros(4, np.int32)], shared_mem=132)
+    o = np.zeros(4, np.int32)
+    k(1, 4, [o], shared_mem=16)
+    assert o.tolist() == [1, 1, 1, 1]
 
 
 def test_a_token_outside_the_vocabulary_from_a_model_is_a_protocol_error():
@@ -305,8 +313,12 @@ def test_a_token_outside_the_vocabulary_from_a_model_is_a_protocol_error():
 
 REFUSED = {
     "long": ("__global__ void k(int *o) { long long x = (long long)o[0] * o[1]; "
-             "o[2] = (int)(x >> 40); }", "64-bit arithmetic"),
-    "char_store": ("__global__ void k(char *o) { o[threadIdx.x] = 1; }", "not 'char'"),
+             "o[2] = (int)(x / o[3]); }", "64-bit"),
+    "long_param": ("__global__ void k(int *o, long n) { o[0] = n; }", "64 bits on a GPU"),
+    "size_t": ("__global__ void k(int *o) { size_t i = threadIdx.x; o[i] = 1; }",
+               "'size_t' is 64 bits on a GPU"),
+    "char_store": ("__global__ void k(char *o) { o[threadIdx.x] = 1; }",
+                   "8/16-bit memory writes"),
     "local": ("__global__ void k(int *o) { int t[8]; for (int i = 0; i < 8; i++) "
               "t[i] = o[i] * 3; o[0] = t[o[9] & 7]; }", "local memory"),
     "double": ("__global__ void k(int *o) { o[0] = (int)(o[1] * 1.5); }", "double"),
@@ -316,8 +328,8 @@ REFUSED = {
                  "__global__ void k(int *o) { o[0] = f(o[1]); }", "did not inline"),
     "shared_big": ("__global__ void k(int *o) { __shared__ int s[64]; s[threadIdx.x] = 1; "
                    "__syncthreads(); o[0] = s[o[1]]; }", "shared memory holds 128 bytes"),
-    "template": ("template <int N> __global__ void k(int *o) { o[0] = N; }\n"
-                 "template __global__ void k<3>(int *);", "template kernels"),
+    "printf": ("#include <cstdio>\n__global__ void k(int *o) { printf(\"%d\", o[0]); }",
+               "printf in a kernel is not supported"),
     "syntax": ("__global__ void k(int *o) { o[0] = }", "syntax.cu:1"),
     "no_kernel": ("__device__ int f(int x) { return x; }", "0 kernels"),
 }

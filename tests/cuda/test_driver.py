@@ -105,3 +105,19 @@ def test_cli_lists_kernels(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "a::k(int *x)  [" in out and "runs" in out
     assert "cannot run: " in out and "two.cu:2: kernel k: parameter 'long *x' is 64 bits" in out
+
+
+def test_scoped_atomics_are_the_plain_ones_on_one_device():
+    src = """__global__ void k(int *a, unsigned *u) {
+  __shared__ unsigned s;
+  if (threadIdx.x == 0) s = 0;
+  __syncthreads();
+  atomicAdd_block(&s, 2u);
+  atomicMax_system(a, (int)threadIdx.x * 3);
+  atomicCAS_system(a + 1, 0, 9);
+  __syncthreads();
+  if (threadIdx.x == 0) u[0] = atomicInc_block(u + 1, 100u) + s;
+}"""
+    a, u = np.zeros(2, np.int32), np.array([0, 5], np.uint32)
+    qgpu.compile(src, "atom.cu", engine="interp").get_function("k")(1, 4, [a, u])
+    assert a.tolist() == [9, 9] and u.tolist() == [5 + 8, 6]

@@ -67,6 +67,13 @@ def test_layout_file_records_the_machine(merged_dir):
                                                            for t in body["added_tokens"]}
 
 
+def test_merge_stores_the_launch_plan_and_a_launch_loads_only_it(merged_dir, machine):
+    from qgpu.runtime.checkpoint import launch_plan_path
+
+    assert launch_plan_path(merged_dir / "out").is_file()   # written by qgpu merge
+    assert machine.weights is None and machine.engine.inner.weights is None  # from the plan
+
+
 def test_launch_from_the_checkpoint(machine):
     from qgpu.interp import run_launch
     from qgpu.protocol import expected_trace

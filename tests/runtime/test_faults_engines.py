@@ -10,8 +10,9 @@ generate_launch and runtime.model_engines do the same on qgpu's engine:
 tests/runtime/test_faults_model.py); a clean launch still runs to HALT, exact, despite the
 hostile file.
 
-`solo`: the merged machine is held dense in float32 by transformers (hidden 1,959, 30
-layers: merge.size predicts 7.4 GiB) and mapped whole by llama.cpp."""
+`solo`: the merged machine is held dense in float32 by transformers (hidden ~1,960, 30
+layers: merge.size predicts 7.4 GiB; measured peak RSS 10.0 GiB) and mapped whole by
+llama.cpp (peak RSS 8.8 GiB); 27 min on 2 shared cores."""
 
 import gc
 import json
@@ -107,10 +108,9 @@ def test_transformers_ends_with_the_models_trap(merged):
                 run_transformers(machine, prog, grid, block, memory, check=True)
                 continue
             assert kind_of(run.trace[-3])[0] == "TRAP" and tok("HALT") not in run.trace
-            for check in (False, True):
-                with pytest.raises(Fault) as got:
-                    run_transformers(machine, prog, grid, block, memory, check=check)
-                assert str(got.value) == str(fault) and got.value.trap == fault.trap
+            with pytest.raises(Fault) as got:   # --check: the replay agrees, then the fault
+                run_transformers(machine, prog, grid, block, memory, check=True)
+            assert str(got.value) == str(fault) and got.value.trap == fault.trap
     print(f"transformers: peak RSS {peak.bytes / GIB:.2f} GiB, growth {peak.growth / GIB:.2f}")
     del machine
     gc.collect()
@@ -137,9 +137,8 @@ def test_llama_cpp_ends_with_the_models_trap(merged):
             if fault is None:
                 assert run.memory[:8] == final[:8]
                 continue
-            for check in (False, True):
-                with pytest.raises(Fault) as got:
-                    run_model(prog, grid, block, memory, check=check, machine=machine)
-                assert str(got.value) == str(fault) and got.value.trap == fault.trap
+            with pytest.raises(Fault) as got:
+                run_model(prog, grid, block, memory, check=True, machine=machine)
+            assert str(got.value) == str(fault) and got.value.trap == fault.trap
     print(f"llama.cpp: peak RSS {peak.bytes / GIB:.2f} GiB, growth {peak.growth / GIB:.2f}")
     path.unlink()

@@ -8,6 +8,7 @@ strict xfail into a failure, when the operation is added)."""
 import numpy as np
 import pytest
 
+import qgpu.runtime  # noqa: F401  (registers the model's engines: run alone, nothing else does)
 from qgpu import suite
 from qgpu.circuit.machine.spec import SUPPORTED_OPS
 from qgpu.errors import ProgramError

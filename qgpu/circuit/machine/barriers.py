@@ -17,7 +17,8 @@ has released E = the latched EXEC's epoch), after the END's rows are written:
   thermometer [count_t >= 1]) and the lowest ([count_t >= waiting]);
 - `barrier.trap`: D = R and highest > lowest; `trap` = D at END (the TRAP rule's
   condition; EXEC and HALT are off there); `value` = the lowest block at the TRAP token
-  and the highest at the V after it (the emission adds it to the value it writes when D).
+  and the highest at the V after it (the emission adds it to the value it writes when D,
+  in the records chain's first pick: `emission._records_pick`).
 At the TRAP and V tokens nothing the detector reads has changed since the END (rows are
 written at END only, the latches at EXEC), so D and the blocks are the same there.
 """
@@ -35,14 +36,14 @@ from qgpu.primitives import plus, scaled
 WARPS = limits.MAX_WARPS
 COUNT_UNIT = 2.0 ** -44  # a count of lanes in a RAW dim: count * COUNT_UNIT, exact (the
 # machine's RAW grid, as multiply.UNIT: analysis.suite_margins checks it)
-VALUE_BITS = 16
 
 
 @dataclass
 class BarrierDetector:
     trap: Signal  # +1 at an END after which the CTA's lanes wait at different barriers
     divergent: Signal  # D (also at the TRAP and V tokens after that END)
-    value: Signal  # 16 bits: the lowest waiting block at TRAP, the highest at the V after
+    value: Signal  # the block's bits (pc_bits; the value's higher bits are 0): the lowest
+    # waiting block at TRAP, the highest at the V after
 
 
 def _same_cta(c: Circuit, bk: Bookkeeping) -> Signal:
@@ -130,5 +131,5 @@ def detect(c: Circuit, bk: Bookkeeping, rows: list[Signal], alive: Signal, pc_bi
 
     at_end, div, value = unit(c, "barrier.trap", [hi, lo, release, bk.is_end, bk.is_v],
                               [("barrier.at_end", BITS, 1), ("barrier.divergent", BITS, 1),
-                               ("barrier.value", BITS, VALUE_BITS)], trap)
+                               ("barrier.value", BITS, pc_bits)], trap)
     return BarrierDetector(at_end, div, value)

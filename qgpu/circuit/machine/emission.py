@@ -203,7 +203,8 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
 
     x, nxt, has = next_register(c, bk, block)
     case, k = record_index(c, bk, has, value_done)
-    chosen = _records_chain(c, bk, latched, k, case, trapped if trap is not None else None)
+    chosen = _records_chain(c, bk, latched, k, case, trapped if trap is not None else None,
+                            barrier)
 
     def value(ctx, outs):
         v, addr = outs
@@ -212,13 +213,8 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
             ctx.step(ctx.v01(chosen, b), 1, true_bit(v[b]))
         for b in range(WORD_BITS):
             ctx.step(ctx.v01(chosen, 16 + b), 1, true_bit(addr[b]))
-        if barrier is not None:  # nothing else writes a value there
-            for b in range(16):
-                ctx.step(plus(ctx.v01(barrier.value, b), ctx.v01(barrier.divergent)), 2,
-                         true_bit(v[b]))
 
-    bar = [barrier.value, barrier.divergent] if barrier is not None else []
-    v, addr = unit(c, "emit.value", [picked, chosen, *bar],
+    v, addr = unit(c, "emit.value", [picked, chosen],
                    [("emit.value", BITS, 16), ("emit.addr", BITS, WORD_BITS)], value)
     has_k = chosen[16 + WORD_BITS]
 
@@ -254,7 +250,7 @@ def emission(c: Circuit, bk: Bookkeeping, ins: list[Instruction], block: BlockRo
 
 
 def _records_chain(c: Circuit, bk: Bookkeeping, latched: list[Signal], k: Signal,
-                   case: Signal, trapped: list[bool] | None = None) -> Signal:
+                   case: Signal, trapped: list[bool] | None = None, barrier=None) -> Signal:
     """The block's k-th memory record (k: `record_index`), picked position by position so
     that each latched record (164 bits) is read in the MLP after its table and then
     freed, instead of all of them living to the last layer: per position a, `rank`
@@ -263,13 +259,17 @@ def _records_chain(c: Circuit, bk: Bookkeeping, latched: list[Signal], k: Signal
     token that comes next (case: V lo, V hi, ADDR). Output bits: value (16) | word
     (WORD_BITS) | found (the k-th record exists). trapped (machine.faults): which
     latches carry a faulting address after the records; after a TRAP token the chain
-    takes its low half (at TRAP) or high half (at the V after it) instead."""
+    takes its low half (at TRAP) or high half (at the V after it) instead. barrier
+    (machine.barriers): the first pick adds its value where it is divergent (nothing
+    else writes a value there), so that its bits die there instead of living to the
+    last layer beside the chain's."""
     rem, chosen = k, None
     for a, lat in enumerate(latched):
         last = a == len(latched) - 1
         sel, rem = _records_rank(c, a, lat, rem, first=a == 0, last=last)
         chosen = _records_pick(c, a, lat, sel, case, chosen,
-                               None if trapped is None else (bk, trapped[a]))
+                               None if trapped is None else (bk, trapped[a]),
+                               barrier if a == 0 else None)
     return chosen
 
 
@@ -304,11 +304,15 @@ def _records_rank(c: Circuit, a: int, lat: Signal, rem: Signal, first: bool, las
 
 
 def _records_pick(c: Circuit, a: int, lat: Signal, sel: Signal, case: Signal,
-                  before: Signal | None, trap=None) -> Signal:
+                  before: Signal | None, trap=None, barrier=None) -> Signal:
     width = 16 + WORD_BITS + 1
 
     def body(ctx, outs):
         (out,) = outs
+        if barrier is not None:  # a divergent barrier's block (its TRAP's V tokens)
+            for b in range(len(barrier.value)):
+                ctx.step(plus(ctx.v01(barrier.value, b), ctx.v01(barrier.divergent)), 2,
+                         true_bit(out[b]))
         if trap is not None and trap[1]:  # after TRAP (no record case is on there)
             bk = trap[0]
             half = [plus(ctx.const(1), scaled(ctx.v01(bk.is_v), -1)), ctx.v01(bk.is_v)]
@@ -331,6 +335,7 @@ def _records_pick(c: Circuit, a: int, lat: Signal, sel: Signal, case: Signal,
             ctx.step(ctx.v01(sel, lane), 1, true_bit(out[16 + WORD_BITS]))
 
     extra = [trap[0].rec_is_trap, trap[0].is_v] if trap is not None and trap[1] else []
+    extra += [barrier.value, barrier.divergent] if barrier is not None else []
     (out,) = unit(c, f"records.pick.{a}", [lat, sel, case, *([before] if before else []),
                                            *extra],
                   [(f"records.pick.{a}", BITS, width)], body)

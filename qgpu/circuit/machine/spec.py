@@ -50,8 +50,8 @@ class MachineSpec:
     ops: tuple[str, ...] | None = None
     # machine.faults: the model detects misaligned and out-of-bounds accesses and writes
     # the TRAP record itself, and so for lanes waiting at different barriers
-    # (machine.barriers). It costs 2 layers and ~140 residual dims (45 layers, hidden
-    # 2,150 instead of 43 / 2,009), so the runtime's machine has it (runtime.compiled's
+    # (machine.barriers). It costs 2 layers and ~125 residual dims (45 layers, hidden
+    # 2,133 instead of 43 / 2,009), so the runtime's machine has it (runtime.compiled's
     # DEFAULT_SPEC) and a merge leaves it out unless asked (`qgpu merge --detect-faults`):
     # the base's 2,048 dims hold the machine without it.
     detect_faults: bool = False

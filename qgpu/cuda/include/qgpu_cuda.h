@@ -107,6 +107,26 @@ __QGPU_FN unsigned atomicDec(unsigned *p, unsigned v) {
   return old;
 }
 
+/* the _block and _system variants: on one device with one memory they are the plain
+ * atomics (CUDA's scopes differ only in which other threads must see the update) */
+#define __QGPU_SCOPED2(name)                                                              \
+  template <typename T, typename U> __QGPU_FN T name##_block(T *p, U v) { return name(p, v); } \
+  template <typename T, typename U> __QGPU_FN T name##_system(T *p, U v) { return name(p, v); }
+__QGPU_SCOPED2(atomicAdd)
+__QGPU_SCOPED2(atomicSub)
+__QGPU_SCOPED2(atomicMin)
+__QGPU_SCOPED2(atomicMax)
+__QGPU_SCOPED2(atomicAnd)
+__QGPU_SCOPED2(atomicOr)
+__QGPU_SCOPED2(atomicXor)
+__QGPU_SCOPED2(atomicExch)
+__QGPU_SCOPED2(atomicInc)
+__QGPU_SCOPED2(atomicDec)
+template <typename T, typename U, typename V>
+__QGPU_FN T atomicCAS_block(T *p, U c, V v) { return atomicCAS(p, c, v); }
+template <typename T, typename U, typename V>
+__QGPU_FN T atomicCAS_system(T *p, U c, V v) { return atomicCAS(p, c, v); }
+
 /* --- synchronisation --- */
 /* __syncthreads is a clang builtin (bar.sync 0). */
 __QGPU_FN void __syncwarp(unsigned mask = 0xffffffffu) { __nvvm_bar_warp_sync(mask); }

@@ -1,0 +1,219 @@
+"""cuda.wide: the 64-bit integer forms clang introduces for 32-bit sources, exactly, on
+pairs of 32-bit registers.
+
+clang computes some 32-bit loops in closed form through 64-bit values
+(`for (i = 0; i < n; i++) s += i` becomes `mul.wide.u32`, `shr.u64`, `cvt.u32.u64`), and
+64-bit products appear in `__umul64hi`-style code. Each 64-bit PTX register (%rd) lives in
+two virtual registers, low and high word; the forms below compute both exactly (no range
+assumption), and the high words that nothing reads are removed by the optimizer's dead
+code elimination. Every other 64-bit form (64-bit loads and stores, division, 64-bit
+parameters) is still refused by cuda.lower, naming the PTX and source line.
+
+    mul.wide.{u,s}32, mad.wide.{u,s}32     the 64-bit product (+ a 64-bit addend)
+    mul.lo.{u,s,b}64                       the low 64 bits of a 64 x 64 product
+    add/sub.{u,s,b}64                      with the carry / borrow between the words
+    and/or/xor.b64, mov, selp              per word
+    shl.b64, shr.{u,s}64 by a constant     words shifted into each other
+    cvt between 32 and 64 bits             zero/sign extension, truncation to the low word
+    setp.{cmp}.{u,s}64                     high words first, low words (unsigned) on a tie
+"""
+
+from __future__ import annotations
+
+from qgpu.cuda import ptx
+from qgpu.cuda.ptx import fail
+from qgpu.cuda.select import emit_mulhi
+from qgpu.isa import Imm
+
+_WIDE = {"u64", "s64", "b64"}
+_OPS = {"mul", "mad", "add", "sub", "and", "or", "xor", "mov", "selp", "shl", "shr", "cvt",
+        "setp"}
+_CMP_U = {"eq": "seteq", "ne": "setne", "lt": "setlt.u", "le": "setle.u", "gt": "setgt.u",
+          "ge": "setge.u", "lo": "setlt.u", "ls": "setle.u", "hi": "setgt.u", "hs": "setge.u"}
+
+
+def _wide_reg(o) -> bool:
+    return isinstance(o, ptx.PReg) and o.name.startswith("%rd")
+
+
+def handles(ins: ptx.PInstr) -> bool:
+    """Whether this instruction is one of the 64-bit forms lowered here."""
+    parts = set(ins.parts[1:])
+    op = ins.parts[0]
+    if op not in _OPS or "cc" in parts:
+        return False
+    wide = bool(parts & _WIDE) or "wide" in parts or any(_wide_reg(o) for o in ins.operands)
+    if not wide:
+        return False
+    if op in ("mul", "mad") and "wide" in parts:
+        return ins.parts[-1] in ("u32", "s32")
+    if op == "mul":
+        return "lo" in parts
+    if op == "mad":
+        return False
+    if op in ("shl", "shr"):
+        return isinstance(ins.operands[2], ptx.PImm)
+    if op == "cvt":
+        return all(t in ("u32", "s32", "u64", "s64", "b32", "b64") for t in ins.parts[-2:])
+    return all(isinstance(o, ptx.PReg | ptx.PImm) and not isinstance(o, ptx.PPair)
+               for o in ins.operands)
+
+
+class _Pairs:
+    def __init__(self, lw):
+        self.lw, self.b = lw, lw.b
+
+    def pair(self, o, ins, signed_src: bool = False):
+        """(lo, hi) of a 64-bit operand; a 32-bit operand widened by signedness."""
+        if isinstance(o, ptx.PImm):
+            v = o.value & ((1 << 64) - 1)
+            return Imm(v & 0xFFFFFFFF), Imm(v >> 32)
+        if _wide_reg(o):
+            return self.lw.reg(o.name + ":lo"), self.lw.reg(o.name + ":hi")
+        lo = self.lw.value(o, ins)
+        if not signed_src:
+            return lo, Imm(0)
+        hi = self.b.tmp()
+        self.b.emit("shr.s", hi, lo, Imm(31))
+        return lo, hi
+
+    def dst(self, o, ins):
+        if not _wide_reg(o):
+            raise fail(ins, "a 64-bit result must go to a 64-bit register")
+        return self.lw.reg(o.name + ":lo"), self.lw.reg(o.name + ":hi")
+
+    def add(self, d, a, b, sub: bool = False) -> None:
+        """d = a +/- b on pairs, the carry (borrow) from the low words: lo < a.lo
+        (a.lo < b.lo)."""
+        lo, c, h = self.b.tmp(), self.b.tmp(), self.b.tmp()
+        self.b.emit("sub" if sub else "add", lo, a[0], b[0])
+        if sub:
+            self.b.emit("setlt.u", c, a[0], b[0])
+            self.b.emit("sub", h, a[1], b[1])
+            self.b.emit("sub", d[1], h, c)
+        else:
+            self.b.emit("setlt.u", c, lo, a[0])
+            self.b.emit("add", h, a[1], b[1])
+            self.b.emit("add", d[1], h, c)
+        self.b.emit("mov", d[0], lo)
+
+    def mul(self, d, a, b, signed: bool, wide: bool) -> None:
+        """d = a * b: the full product of two 32-bit values (wide), or the low 64 bits of
+        a 64 x 64 product."""
+        lo, hi = self.b.tmp(), self.b.tmp()
+        self.b.emit("mul", lo, a[0], b[0])
+        emit_mulhi(self.b, signed and wide, hi, a[0], b[0])
+        if not wide:
+            x, y, s = self.b.tmp(), self.b.tmp(), self.b.tmp()
+            self.b.emit("mul", x, a[0], b[1])
+            self.b.emit("mul", y, a[1], b[0])
+            self.b.emit("add", s, x, y)
+            self.b.emit("add", d[1], hi, s)
+        else:
+            self.b.emit("mov", d[1], hi)
+        self.b.emit("mov", d[0], lo)
+
+    def shift(self, d, a, k: int, op: str) -> None:
+        b = self.b
+        k &= 63
+        if k == 0:
+            b.emit("mov", d[0], a[0])
+            b.emit("mov", d[1], a[1])
+            return
+        lo, hi = b.tmp(), b.tmp()
+        if op == "shl":
+            if k >= 32:
+                b.emit("shl", hi, a[0], Imm(k - 32))
+                b.emit("mov", lo, Imm(0))
+            else:
+                t, u = b.tmp(), b.tmp()
+                b.emit("shl", t, a[1], Imm(k))
+                b.emit("shr.u", u, a[0], Imm(32 - k))
+                b.emit("or", hi, t, u)
+                b.emit("shl", lo, a[0], Imm(k))
+        else:
+            shr = "shr.s" if op == "shr.s" else "shr.u"
+            if k >= 32:
+                b.emit(shr, lo, a[1], Imm(k - 32))
+                b.emit(shr, hi, a[1], Imm(31 if shr == "shr.s" else 32))
+            else:
+                t, u = b.tmp(), b.tmp()
+                b.emit("shr.u", t, a[0], Imm(k))
+                b.emit("shl", u, a[1], Imm(32 - k))
+                b.emit("or", lo, t, u)
+                b.emit(shr, hi, a[1], Imm(k))
+        b.emit("mov", d[0], lo)
+        b.emit("mov", d[1], hi)
+
+    def compare(self, d, cmp: str, a, b, signed: bool) -> None:
+        """d = a cmp b on pairs: the high words decide unless equal, then the low words
+        (unsigned)."""
+        em = self.b.emit
+        if cmp in ("eq", "ne"):
+            x, y = self.b.tmp(), self.b.tmp()
+            em(_CMP_U[cmp], x, a[0], b[0])
+            em(_CMP_U[cmp], y, a[1], b[1])
+            em("and" if cmp == "eq" else "or", d, x, y)
+            return
+        high = _CMP_U[cmp].replace(".u", ".s") if signed and cmp not in (
+            "lo", "ls", "hi", "hs") else _CMP_U[cmp]
+        strict = high.replace("le", "lt").replace("ge", "gt")
+        h, e, low, t = self.b.tmp(), self.b.tmp(), self.b.tmp(), self.b.tmp()
+        em(strict, h, a[1], b[1])
+        em("seteq", e, a[1], b[1])
+        em(_CMP_U[cmp], low, a[0], b[0])
+        em("and", t, e, low)
+        em("or", d, h, t)
+
+
+def lower_wide(lw, ins: ptx.PInstr) -> None:
+    """Lower one 64-bit form (handles(ins) is true) on register pairs."""
+    p = _Pairs(lw)
+    op, parts, ops = ins.parts[0], ins.parts, ins.operands
+    typ = parts[-1]
+    signed = typ.startswith("s")
+    if op in ("mul", "mad") and "wide" in parts:
+        d = p.dst(ops[0], ins)
+        a, b = p.pair(ops[1], ins), p.pair(ops[2], ins)
+        if op == "mul":
+            p.mul(d, a, b, signed, wide=True)
+        else:
+            t = (lw.b.tmp(), lw.b.tmp())
+            p.mul(t, a, b, signed, wide=True)
+            p.add(d, t, p.pair(ops[3], ins))
+    elif op == "mul":
+        p.mul(p.dst(ops[0], ins), p.pair(ops[1], ins), p.pair(ops[2], ins), signed, wide=False)
+    elif op in ("add", "sub"):
+        p.add(p.dst(ops[0], ins), p.pair(ops[1], ins), p.pair(ops[2], ins), sub=op == "sub")
+    elif op in ("and", "or", "xor"):
+        d, a, b = p.dst(ops[0], ins), p.pair(ops[1], ins), p.pair(ops[2], ins)
+        for k in (0, 1):
+            lw.b.emit(op, d[k], a[k], b[k])
+    elif op == "mov":
+        d, a = p.dst(ops[0], ins), p.pair(ops[1], ins)
+        lw.b.emit("mov", d[0], a[0])
+        lw.b.emit("mov", d[1], a[1])
+    elif op == "selp":
+        d, a, b = p.dst(ops[0], ins), p.pair(ops[1], ins), p.pair(ops[2], ins)
+        c = lw.value(ops[3], ins)
+        for k in (0, 1):
+            lw.b.emit("selp", d[k], a[k], b[k], c)
+    elif op in ("shl", "shr"):
+        kind = "shl" if op == "shl" else ("shr.s" if signed else "shr.u")
+        p.shift(p.dst(ops[0], ins), p.pair(ops[1], ins), ops[2].value, kind)
+    elif op == "cvt":
+        to, frm = parts[-2], parts[-1]
+        if to[1:] == "64":
+            d = p.dst(ops[0], ins)
+            a = p.pair(ops[1], ins, signed_src=frm == "s32")
+            lw.b.emit("mov", d[0], a[0])
+            lw.b.emit("mov", d[1], a[1])
+        else:                       # 64 -> 32: the low word (PTX truncates)
+            lw.b.emit("mov", lw.dst(ops[0], ins), p.pair(ops[1], ins)[0])
+    elif op == "setp":
+        cmp = next((c for c in _CMP_U if c in parts), None)
+        if cmp is None or len(parts) > 3 or isinstance(ops[0], ptx.PPair):
+            raise fail(ins, f"{ins.opcode} on 64-bit values is not supported")
+        p.compare(lw.dst(ops[0], ins), cmp, p.pair(ops[1], ins), p.pair(ops[2], ins), signed)
+    else:
+        raise fail(ins, f"the 64-bit form {ins.opcode} is not supported")
