@@ -44,7 +44,8 @@ def files(tmp_path):
     for name, text in (("oob.cu", OOB), ("mis.cu", MISALIGNED), ("loop.cu", LOOP),
                        ("dyn.cu", DYNAMIC), ("copy.cu", COPY), ("k.s", ASM),
                        ("bad.cu", "__global__ void k(int *o) { o[0] = ; }\n"),
-                       ("float.cu", "__global__ void k(float *o) { o[0] = o[1] * 1.5; }\n")):
+                       ("float.cu",
+                        "__global__ void k(float *o) { o[0] = o[1] * (double)o[2] * o[3]; }\n")):
         (tmp_path / name).write_text(text)
     return tmp_path
 
@@ -317,8 +318,6 @@ REFUSED = {
     "long_param": ("__global__ void k(int *o, long n) { o[0] = n; }", "64 bits on a GPU"),
     "size_t": ("__global__ void k(int *o) { size_t i = threadIdx.x; o[i] = 1; }",
                "'size_t' is 64 bits on a GPU"),
-    "char_store": ("__global__ void k(char *o) { o[threadIdx.x] = 1; }",
-                   "8/16-bit memory writes"),
     "local": ("__global__ void k(int *o) { int t[8]; for (int i = 0; i < 8; i++) "
               "t[i] = o[i] * 3; o[0] = t[o[9] & 7]; }", "local memory"),
     "double": ("__global__ void k(int *o) { o[0] = (int)(o[1] * 1.5); }", "double"),
