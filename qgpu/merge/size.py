@@ -162,8 +162,8 @@ def merge_size(base: QwenConfig, circuit_hidden: int, circuit_layers: int,
 # layer tensors that are bf16-exact in the merge: machine_bf16_parameters);
 # `--compile` measures the current sources, tests/circuit/machine/test_layout_doc.py
 # keeps these equal to them
-MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS = 2009, 43, 15_026_906
-MACHINE_BF16_PARAMS = 2_027_299_136
+MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS = 2015, 44, 19_505_343
+MACHINE_BF16_PARAMS = 2_072_606_976
 
 
 def bf16_parameters(weights, hidden: int) -> int:
