@@ -11,9 +11,14 @@ from qgpu.docgen import circuit_doc, isa_doc, layers_doc, merge_doc
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m qgpu.docgen", description=__doc__)
-    ap.add_argument("parts", nargs="*", choices=("isa", "circuit", "layers", "merge"),
-                    help="which generated docs to rewrite (default: all)")
-    parts = ap.parse_args(argv).parts or ["isa", "circuit", "layers", "merge"]
+    known = ("isa", "circuit", "layers", "merge")
+    # no `choices=`: Python 3.11's argparse checks an empty `nargs="*"` list against them
+    ap.add_argument("parts", nargs="*", help=f"which generated docs to rewrite: "
+                    f"{', '.join(known)} (default: all)")
+    parts = ap.parse_args(argv).parts or list(known)
+    unknown = sorted(set(parts) - set(known))
+    if unknown:
+        ap.error(f"unknown part {', '.join(unknown)}; known: {', '.join(known)}")
     if "isa" in parts:
         changed = isa_doc.rewrite()
         print(f"docs/isa.md, docs/protocol.md: {len(changed)} rewritten", file=sys.stderr)

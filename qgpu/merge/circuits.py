@@ -64,7 +64,8 @@ MERGE_SPEC = MachineSpec(slots=1)
 
 
 def machine_info(compiled, spec) -> dict:
-    return {"spec": spec.describe(), "source_digest": _source_digest(),
+    return {"spec": spec.describe(), "protocol": vocab.PROTOCOL_VERSION,
+            "source_digest": _source_digest(),
             "compile_key": compiled.key, "shape": compiled.shape.describe(),
             "memory": memory_table_location(compiled)}
 

@@ -16,7 +16,8 @@ from qgpu.isa import limits
 from qgpu.isa.faults import FAULT_KINDS
 from qgpu.isa.ops import OPS
 
-PROTOCOL_VERSION = 4    # 4: TRAP records (faults written by the model; ids after HALT)
+PROTOCOL_VERSION = 5    # 5: 128-block ROM: 7-bit block numbers, jump targets in a V token (no TGT)
+#                        4: TRAP records (faults written by the model; ids after HALT)
 #                        3: EXEC carries the barrier epoch (EXEC, R, END, HALT ids moved)
 #                        2: mulhi.s/mulhi.u left the ISA (OPD ids and every later id moved)
 OP_NAMES: tuple[str, ...] = tuple(OPS)          # OP index i is the i-th mnemonic of OPS

@@ -180,6 +180,7 @@ def spec_of(info: dict, directory=None) -> tuple[MachineSpec, tuple[str, ...]]:
             f"{directory or 'these weights'}: no machine circuit (circuit "
             f"{info.get('circuit')!r}); merge with --circuit machine or run qgpu "
             f"export-machine")
+    _check_protocol(info, circuit, directory)
     fields = circuit["spec"]
     try:
         spec = MachineSpec(slots=fields["slots"], stages=fields["stages"],
@@ -189,6 +190,21 @@ def spec_of(info: dict, directory=None) -> tuple[MachineSpec, tuple[str, ...]]:
         raise CheckpointMachineError(f"{directory or 'these weights'}: {LAYOUT_FILE}'s "
                                      f"machine spec: {err}") from None
     return spec, tuple(op for op in fields["ops"] if op in SUPPORTED_OPS)
+
+
+def _check_protocol(info: dict, circuit: dict, directory) -> None:
+    """A machine merged by a qgpu of another protocol reads other tokens: refused before a
+    token is fed (its launches would run a different program, not fail cleanly)."""
+    from qgpu.protocol import PROTOCOL_VERSION, VOCAB_SIZE
+
+    version = circuit.get("protocol", 4)  # checkpoints before the field spoke v4 at most
+    tokens = info.get("gpu_tokens")
+    if version != PROTOCOL_VERSION or tokens != VOCAB_SIZE:
+        raise CheckpointMachineError(
+            f"{directory or 'these weights'}: its machine speaks protocol v{version} "
+            f"({tokens} GPU tokens) and this qgpu speaks v{PROTOCOL_VERSION} "
+            f"({VOCAB_SIZE}); merge the base again (qgpu merge) or export the machine "
+            f"again (qgpu export-machine) with this qgpu")
 
 
 def machine_from_weights(weights: QwenWeights, info: dict, backend: str = "auto",

@@ -7,6 +7,7 @@ from qgpu.errors import AssemblyError, LaunchError, ProgramError
 from qgpu.isa import limits
 from qgpu.isa.asm import assemble
 from qgpu.isa.ops import OPS
+from qgpu.protocol import PROTOCOL_VERSION, VOCAB_SIZE
 
 
 def test_positions_follow_the_protocol_numbering():
@@ -90,8 +91,25 @@ def test_the_fault_detector_is_opt_in_and_recorded():
     assert (max_layers(MERGE_SPEC), max_layers(DEFAULT_SPEC)) == (MAX_LAYERS,
                                                                    MAX_LAYERS_DETECTING)
     for spec in (MERGE_SPEC, DEFAULT_SPEC):
-        info = {"circuit": "machine", "circuit_info": {"spec": spec.describe(), "memory": {}}}
+        info = {"circuit": "machine", "gpu_tokens": VOCAB_SIZE, "circuit_info": {
+            "spec": spec.describe(), "protocol": PROTOCOL_VERSION, "memory": {}}}
         assert spec_of(info)[0] == spec
+
+
+@pytest.mark.parametrize("protocol, tokens", [(None, 77_349), (PROTOCOL_VERSION - 1, None),
+                                              (PROTOCOL_VERSION, VOCAB_SIZE - 1)])
+def test_a_checkpoint_of_another_protocol_is_refused(protocol, tokens):
+    """A machine merged by an older qgpu (its records without the protocol field, or
+    another vocabulary) reads other tokens: refused by name, never run."""
+    from qgpu.merge.circuits import MERGE_SPEC
+    from qgpu.runtime.checkpoint import CheckpointMachineError, spec_of
+
+    circuit = {"spec": MERGE_SPEC.describe(), "memory": {}}
+    if protocol is not None:
+        circuit["protocol"] = protocol
+    info = {"circuit": "machine", "gpu_tokens": tokens or VOCAB_SIZE, "circuit_info": circuit}
+    with pytest.raises(CheckpointMachineError, match=f"this qgpu speaks v{PROTOCOL_VERSION}"):
+        spec_of(info, "merged")
 
 
 def test_only_a_detecting_machine_has_the_fault_detector():
