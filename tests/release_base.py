@@ -27,18 +27,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import struct
 import zlib
 from pathlib import Path
 
 import numpy as np
 
+from qgpu.merge.writer import write_checkpoint_tensors
 from qgpu.model.config import QwenConfig
 
 REPO = Path(__file__).resolve().parents[1]
 TOKENIZER_ENV = "QGPU_QWEN_TOKENIZER"
 TOKENIZER_CACHE = REPO / ".cache" / "tokenizer-qwen3" / "package" / "models"
-BLOCK_BYTES = 32 << 20
 # Qwen3's tokenizer: <|endoftext|> and <|im_end|>
 ENDOFTEXT, IM_END = 151643, 151645
 QWEN_GENERATION = {"bos_token_id": ENDOFTEXT, "pad_token_id": ENDOFTEXT,
@@ -127,16 +126,16 @@ def _values(name: str, rng: np.random.Generator, n: int) -> np.ndarray:
     return 0.02 * rng.standard_normal(n, np.float32)
 
 
-def _shards(shapes: dict, shard_bytes: int) -> list[list[str]]:
-    shards, size = [[]], 0
-    for name, shape in shapes.items():
-        nbytes = 2 * int(np.prod(shape, dtype=np.int64))
-        if shards[-1] and size + nbytes > shard_bytes:
-            shards.append([])
-            size = 0
-        shards[-1].append(name)
-        size += nbytes
-    return shards
+def _rows(shapes: dict, seed: int):
+    """rows(name, a, b) for merge.writer: random values rounded to bfloat16 numbers (each
+    block seeded by the tensor's name and first row, so it does not depend on the order)."""
+    def rows(name: str, a: int, b: int) -> np.ndarray:
+        shape = shapes[name]
+        rng = np.random.default_rng([seed, zlib.crc32(name.encode()), a])
+        n = (b - a) * int(np.prod(shape[1:], dtype=np.int64))
+        bits = _bf16(_values(name, rng, n)).astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(b - a, *shape[1:])
+    return rows
 
 
 def write_release_base(directory: str | Path, size: str = "small", seed: int = 0,
@@ -148,30 +147,9 @@ def write_release_base(directory: str | Path, size: str = "small", seed: int = 0
     config = hf_config(size)
     config.save_pretrained(out)
     shapes = release_shapes(config)
-    shards = _shards(shapes, SIZES[size]["shard_bytes"])
-    weight_map, total = {}, 0
-    for k, names in enumerate(shards):
-        file = f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors"
-        header, offset = {"__metadata__": {"format": "pt"}}, 0
-        for name in names:
-            nbytes = 2 * int(np.prod(shapes[name], dtype=np.int64))
-            header[name] = {"dtype": "BF16", "shape": list(shapes[name]),
-                            "data_offsets": [offset, offset + nbytes]}
-            offset += nbytes
-            weight_map[name] = file
-        total += offset
-        blob = json.dumps(header, separators=(",", ":")).encode()
-        blob += b" " * (-len(blob) % 8)
-        with open(out / file, "wb") as f:
-            f.write(struct.pack("<Q", len(blob)) + blob)
-            for name in names:
-                rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
-                count = int(np.prod(shapes[name], dtype=np.int64))
-                for a in range(0, count, BLOCK_BYTES // 4):
-                    f.write(_bf16(_values(name, rng, min(BLOCK_BYTES // 4, count - a)))
-                            .tobytes())
-    (out / "model.safetensors.index.json").write_text(json.dumps(
-        {"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1) + "\n")
+    write_checkpoint_tensors(out, shapes, _rows(shapes, seed),
+                             shard_bytes=SIZES[size]["shard_bytes"],
+                             dtypes=dict.fromkeys(shapes, "BF16"))
     generation = HOSTILE_GENERATION if hostile else QWEN_GENERATION
     (out / "generation_config.json").write_text(json.dumps(generation, indent=2) + "\n")
     source = tokenizer_dir() if tokenizer else None

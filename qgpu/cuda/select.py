@@ -233,18 +233,24 @@ def _memory(lw, ins) -> None:
     b.emit(f"atom.{space}.{kind}", d, base, *vals, offset=off)
 
 
+def _narrow_address(lw, ins, operand) -> tuple[str, int, object]:
+    """(space, bits, the full byte address) of an 8/16-bit load or store: its low bits
+    pick the bytes within the aligned word."""
+    if any(p.startswith("v") and p[1:].isdigit() for p in ins.parts):
+        raise fail(ins, "vector memory access is not supported")
+    base, off = lw.address(operand, ins)
+    addr = lw.b.tmp()
+    lw.b.emit("add", addr, base, Imm(off))
+    return lw.space_of(ins), int(_type(ins)[1:]), addr
+
+
 def _narrow_load(lw, ins) -> None:
     """ld.{u,s}{8,16} (clang narrows `a[i] & 255` or `a[i] >> 16` to these): load the
     aligned word, shift the wanted bytes down, zero- or sign-extend. The address is
     computed in full, since its low bits pick the bytes."""
     b, t = lw.b, _type(ins)
-    if any(p.startswith("v") and p[1:].isdigit() for p in ins.parts):
-        raise fail(ins, "vector memory access is not supported")
-    space = lw.space_of(ins)
-    bits = int(t[1:])
-    base, off = lw.address(ins.operands[1], ins)
-    addr, word, aligned, low, shift, down = (b.tmp() for _ in range(6))
-    b.emit("add", addr, base, Imm(off))
+    space, bits, addr = _narrow_address(lw, ins, ins.operands[1])
+    word, aligned, low, shift, down = (b.tmp() for _ in range(5))
     b.emit("and", aligned, addr, Imm(0xFFFFFFFC))
     b.emit(f"ld.{space}", word, aligned)
     b.emit("and", low, addr, Imm(3))
@@ -272,15 +278,10 @@ def _narrow_store(lw, ins) -> None:
     lane loads it again), and lanes that write the same bytes leave the highest lane's
     value, as a word store does. A 16-bit store at an odd address loads from a
     misaligned address and faults, as PTX's alignment rule says it must."""
-    b, t = lw.b, _type(ins)
-    if any(p.startswith("v") and p[1:].isdigit() for p in ins.parts):
-        raise fail(ins, "vector memory access is not supported")
-    space = lw.space_of(ins)
-    bits = int(t[1:])
-    base, off = lw.address(ins.operands[0], ins)
+    b = lw.b
+    space, bits, addr = _narrow_address(lw, ins, ins.operands[0])
     value = lw.value(ins.operands[1], ins)
-    addr, word, low, shift, mask, keep, small, val = (b.tmp() for _ in range(8))
-    b.emit("add", addr, base, Imm(off))
+    word, low, shift, mask, keep, small, val = (b.tmp() for _ in range(7))
     # 16 bits: bit 0 stays in the word address, so an odd address faults as misaligned
     b.emit("and", word, addr, Imm(0xFFFFFFFC if bits == 8 else 0xFFFFFFFD))
     b.emit("and", low, addr, Imm(3 if bits == 8 else 2))

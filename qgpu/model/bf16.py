@@ -11,11 +11,7 @@ up to summation order; slower).
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import platform
-import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -34,28 +30,16 @@ def threads() -> int:
 
 
 def _build() -> Path | None:
-    from qgpu.model.fast_native import _cache_dir, _compiler
+    from qgpu.errors import QgpuError
+    from qgpu.model.fast_native import _compiler, build_library
 
     cc = _compiler()
     if cc is None or os.environ.get("QGPU_NATIVE") == "0":
         return None
-    source = SOURCE.read_bytes()
-    for extra in (["-march=native"], []):
-        flags = FLAGS + extra
-        key = hashlib.sha256(source + repr((cc, flags, platform.machine(),
-                                            platform.node())).encode()).hexdigest()[:16]
-        target = _cache_dir() / f"bf16_matvec_{key}.so"
-        if target.exists():
-            return target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
-        os.close(fd)
-        if subprocess.run([cc, *flags, str(SOURCE), "-o", tmp],
-                          capture_output=True).returncode == 0:
-            os.replace(tmp, target)
-            return target
-        os.unlink(tmp)
-    return None
+    try:
+        return build_library(cc, SOURCE, "bf16_matvec", FLAGS)
+    except (OSError, QgpuError):
+        return None
 
 
 def load_lib():

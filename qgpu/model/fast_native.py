@@ -179,20 +179,24 @@ class _BuildFailed(Exception):
     """The compiler's complaint (its stderr)."""
 
 
-def _build(cc: str) -> Path:
-    source = SOURCE.read_bytes() + b"".join(p.read_bytes() for p in INCLUDED)
+def build_library(cc: str, source: Path, stem: str, flags: list[str],
+                  included: tuple[Path, ...] = ()) -> Path:
+    """A shared library built from `source` (and the files it #includes) into the cache
+    folder, named by a hash of the sources, flags and machine; tried with -march=native
+    first. Raises OSError with the compiler's complaint."""
+    text = source.read_bytes() + b"".join(p.read_bytes() for p in included)
     for extra in (["-march=native"], []):
-        flags = FLAGS + extra
-        key = hashlib.sha256(source + repr((cc, flags, platform.machine(),
-                                            platform.node())).encode()).hexdigest()[:16]
-        target = _cache_dir() / f"fast_kernel_{key}.so"
+        all_flags = flags + extra
+        key = hashlib.sha256(text + repr((cc, all_flags, platform.machine(),
+                                          platform.node())).encode()).hexdigest()[:16]
+        target = _cache_dir() / f"{stem}_{key}.so"
         if target.exists():
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
         clean_leftovers(target.parent)  # killed builders' partial .so files
         try:  # a temporary name renamed when the build succeeds: concurrent builders agree
             with atomic_write(target) as tmp:
-                result = subprocess.run([cc, *flags, str(SOURCE), "-o", str(tmp), "-lm"],
+                result = subprocess.run([cc, *all_flags, str(source), "-o", str(tmp), "-lm"],
                                         capture_output=True, text=True)
                 if result.returncode != 0:
                     raise _BuildFailed(result.stderr.strip())
@@ -327,7 +331,7 @@ def load_kernel() -> ctypes.CDLL | None:
                       "slower", RuntimeWarning, stacklevel=2)
         return None
     try:
-        lib = ctypes.CDLL(str(_build(cc)))
+        lib = ctypes.CDLL(str(build_library(cc, SOURCE, "fast_kernel", FLAGS, INCLUDED)))
     except (OSError, QgpuError) as err:
         warnings.warn(f"could not build the native kernel ({err}): the fast engine runs on "
                       "numpy, much slower", RuntimeWarning, stacklevel=2)

@@ -54,25 +54,15 @@ def _reduce(kernel, dtype):
         1: np.array([x[:8].sum(), x[8:].sum()], dtype)}
 
 
-def _bfs():
-    # 0 -> 1, 2; 1 -> 3; 2 -> 3, 4; frontier {0, 2}; 3 already visited
+def _bfs(kernel="bfsLevelInt", mask=np.int32):
+    """bfs.cu's level step, its frontier masks as `mask` (bfsLevel: the file's bool masks,
+    byte stores). Graph 0 -> 1, 2; 1 -> 3; 2 -> 3, 4; frontier {0, 2}; 3 already visited."""
     row, col = np.array([0, 2, 3, 5, 5, 5], np.int32), np.array([1, 2, 3, 3, 4], np.int32)
-    frontier, updating = np.array([1, 0, 1, 0, 0], np.int32), np.zeros(5, np.int32)
+    frontier, updating = np.array([1, 0, 1, 0, 0], mask), np.zeros(5, mask)
     visited = np.array([1, 0, 1, 1, 0], np.bool_)
     cost = np.array([0, -1, 1, 2, -1], np.int32)
-    return "bfs.cu", "bfsLevelInt", 2, 4, [row, col, frontier, updating, visited, cost, 5], \
-        lambda: {2: np.zeros(5, np.int32), 3: np.array([0, 1, 0, 0, 1], np.int32),
-                 5: np.array([0, 1, 1, 2, 2], np.int32)}
-
-
-def _bfs_bool():
-    # the same graph with the file's bool masks (byte stores: issue 27)
-    row, col = np.array([0, 2, 3, 5, 5, 5], np.int32), np.array([1, 2, 3, 3, 4], np.int32)
-    frontier, updating = np.array([1, 0, 1, 0, 0], np.bool_), np.zeros(5, np.bool_)
-    visited = np.array([1, 0, 1, 1, 0], np.bool_)
-    cost = np.array([0, -1, 1, 2, -1], np.int32)
-    return "bfs.cu", "bfsLevel", 2, 4, [row, col, frontier, updating, visited, cost, 5], \
-        lambda: {2: np.zeros(5, np.bool_), 3: np.array([0, 1, 0, 0, 1], np.bool_),
+    return "bfs.cu", kernel, 2, 4, [row, col, frontier, updating, visited, cost, 5], \
+        lambda: {2: np.zeros(5, mask), 3: np.array([0, 1, 0, 0, 1], mask),
                  5: np.array([0, 1, 1, 2, 2], np.int32)}
 
 
@@ -118,7 +108,8 @@ CASES = {
     "transpose_naive": lambda: _transpose("transposeNaive", (2, 1), (2, 2), 2, 4),
     "reduce_int": lambda: _reduce("reduceSum<int>", np.int32),
     "reduce_unsigned": lambda: _reduce("reduceSum<unsigned>", np.uint32),
-    "bfs_int_flags": _bfs, "bfs_bool_flags": _bfs_bool, "scale_float": _scale_float,
+    "bfs_int_flags": _bfs, "bfs_bool_flags": lambda: _bfs("bfsLevel", np.bool_),
+    "scale_float": _scale_float,
     "namespace_ops": lambda: _apply("ops::apply", lambda x: np.clip(x, -5, 5)),
     "namespace_alt": lambda: _apply("alt::apply", lambda x: 0 - x),
     "scan_dynamic_shared": lambda: _scan(),
