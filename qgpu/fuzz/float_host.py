@@ -10,10 +10,12 @@ traps, so a program that C leaves undefined cannot pass silently.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
+from qgpu.errors import QgpuError
 from qgpu.fuzz.float_lang import N_FLOATS, Program, int_literal
 
 _HOST_PRELUDE = r"""
@@ -107,6 +109,9 @@ HOST_FLAGS = ["-O1", "-w", "-ffp-contract=off", "-fno-fast-math", "-march=x86-64
 def run_host(cases: list[tuple[Program, list]], clang: str = "clang++-19") -> list[list]:
     """Per case, per thread: (float output bits, int outputs, nan_bits flag), computed by
     the native build of the host source (undefined behaviour traps: the sanitizer)."""
+    if shutil.which(clang) is None:
+        raise QgpuError(f"{clang} is not installed: the float fuzzer's oracle is the native "
+                        "build of its programs (apt-get install clang-19)")
     with tempfile.TemporaryDirectory(prefix="qgpu-ffuzz-") as tmp:
         src, exe = Path(tmp) / "oracle.cpp", Path(tmp) / "oracle"
         src.write_text(host_source(cases))

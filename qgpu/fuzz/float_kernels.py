@@ -57,6 +57,8 @@ class CaseResult:
     both_nan: int = 0        # float outputs where both sides are NaN with other bits
     nan_bits_skipped: int = 0  # int outputs that took a NaN's bits, not compared
     outputs: int = 0
+    got: list = field(default_factory=list)    # qgpu's (float bits, ints) per thread
+    want: list = field(default_factory=list)   # the host's (float bits, ints, nan flag)
 
 
 def case_setup(seed: int):
@@ -140,6 +142,7 @@ def run_batch(seeds: list[int], engine: str = "interp", runner=run_qgpu) -> list
         except Exception as exc:  # noqa: BLE001 - a crash is a finding
             result.status, result.detail = "crash", f"{type(exc).__name__}: {exc}"
         else:
+            result.got, result.want = got, host
             compare(result, got, host)
         results.append(result)
     return results
@@ -169,10 +172,20 @@ def summary(results: list[CaseResult]) -> dict:
             "failures": sum(r.status not in ("ok", "over_limits") for r in results)}
 
 
-FUZZ_PARAMS = [{"name": "f", "ctype": "const float*", "pointer": True, "unsigned": False},
-               {"name": "n", "ctype": "const int*", "pointer": True, "unsigned": False},
-               {"name": "fo", "ctype": "float*", "pointer": True, "unsigned": False},
-               {"name": "io", "ctype": "int*", "pointer": True, "unsigned": False}]
+FUZZ_PARAMS = [
+    {"name": "f", "ctype": "const float*", "pointer": True, "unsigned": False,
+     "dtype": "float32"},
+    {"name": "n", "ctype": "const int*", "pointer": True, "unsigned": False, "dtype": "int32"},
+    {"name": "fo", "ctype": "float*", "pointer": True, "unsigned": False, "dtype": "float32"},
+    {"name": "io", "ctype": "int*", "pointer": True, "unsigned": False, "dtype": "int32"}]
+
+
+def _outputs(args: dict, rows) -> dict:
+    """A reference case's final arrays: the inputs, and fo/io from per-thread rows."""
+    fo = np.array([v for row in rows for v in row[0]], np.uint32).view(np.float32)
+    io = np.array([v for row in rows for v in row[1]] or [0], np.int64)
+    return dict(args, fo=encode_array(fo),
+                io=encode_array((io & 0xFFFFFFFF).astype(np.uint32).view(np.int32)))
 
 
 def fuzz_reference(cases: int, seed: int, runner=run_qgpu) -> dict:
@@ -186,19 +199,12 @@ def fuzz_reference(cases: int, seed: int, runner=run_qgpu) -> dict:
             continue
         name = f"ffuzz_{r.seed}"
         kernels[name] = {"entry": r.program.name, "source": r.program.source(),
-                         "params": FUZZ_PARAMS}
-        outputs = dict(zip(("f", "n", "fo", "io"), launch_arrays(r.program, r.inputs),
-                           strict=True))
-        got = runner(r.program, r.inputs, r.grid, r.block, "interp")
-        nf, ni = len(r.program.float_outputs), len(r.program.int_outputs)
-        fo = np.array([v for fs, _ in got for v in fs], np.uint32).view(np.float32)
-        io = np.array([v for _, ns in got for v in ns] or [0], np.int32)
-        assert fo.size == len(r.inputs) * nf and (ni == 0 or io.size == len(r.inputs) * ni)
-        args = {k: encode_array(v) for k, v in outputs.items()}
-        result = dict(args, fo=encode_array(fo), io=encode_array(io))
+                         "params": FUZZ_PARAMS, "float": True}
+        args = {k: encode_array(v) for k, v in zip(
+            ("f", "n", "fo", "io"), launch_arrays(r.program, r.inputs), strict=True)}
         entries.append({"id": f"{name}[g{r.grid}b{r.block}]", "kernel": name,
                         "launch_index": 0, "grid": r.grid, "block": r.block, "args": args,
-                        "oracle": result, "interp": result, "float": True})
+                        "oracle": _outputs(args, r.want), "interp": _outputs(args, r.got)})
     return {"format": FORMAT, "engine": "interp (float fuzz programs)",
             "created": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
             "kernels": kernels, "cases": entries}

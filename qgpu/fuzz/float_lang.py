@@ -183,10 +183,11 @@ def contracted(e: Op):
 # --- C sources ---------------------------------------------------------------------------
 
 
-def float_literal(b: int) -> str:
-    """An exact C float literal for the (non-NaN) pattern b."""
+def float_literal(b: int, host: bool = False) -> str:
+    """An exact C float literal for the (non-NaN) pattern b (infinities as bit casts,
+    which nvcc's NVRTC, clang and the host all read alike)."""
     if (b & 0x7FFFFFFF) == INF:
-        return "(-__builtin_inff())" if b & SIGN else "__builtin_inff()"
+        return f"q_bits({b}u)" if host else f"__int_as_float({int_literal(b)})"
     return f"({float.hex(float_of(b))}f)"
 
 
@@ -196,8 +197,8 @@ def int_literal(v: int) -> str:
     return "(-2147483647 - 1)" if v == -(2**31) else f"({v})"
 
 
-def _const(e: Const) -> str:
-    return float_literal(e.bits) if e.typ == "f" else int_literal(e.bits)
+def _const(e: Const, host: bool = False) -> str:
+    return float_literal(e.bits, host) if e.typ == "f" else int_literal(e.bits)
 
 
 def _compare(op: str, a: str, b: str) -> str:
@@ -240,7 +241,7 @@ def host_expr(e) -> str:
     if isinstance(e, Var):
         return e.name
     if isinstance(e, Const):
-        return _const(e)
+        return _const(e, host=True)
     if isinstance(e, Select):
         return f"(({host_expr(e.cond)}) ? ({host_expr(e.then)}) : ({host_expr(e.other)}))"
     fused = contracted(e)
