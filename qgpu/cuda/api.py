@@ -26,9 +26,10 @@ from qgpu.cuda.driver import compile_to_ptx, kernel_ast
 from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.shape import Shape, launch_shape
 from qgpu.cuda.signature import KernelSignature, find_kernel, kernels_from_ast
-from qgpu.errors import CompileError, LaunchError
+from qgpu.errors import CompileError, LaunchError, ProgramError
 from qgpu.interp import run_launch
 from qgpu.isa import Program, limits
+from qgpu.isa.ops import FLOAT_OPS
 from qgpu.isa.program import Allocation
 from qgpu.protocol import expected_trace
 
@@ -324,6 +325,8 @@ class Kernel:
             raise LaunchError(f"unknown engine '{engine}' (registered: {sorted(ENGINES)}; the "
                               "model's engines register when qgpu.runtime is imported)")
         limits.check_launch_shape(grid, block)   # before linking: a clear error first
+        if engine != "interp":
+            self._refuse_native_floats(shape)
         program, memory, layout, arrays = self.link(shape.grid, shape.block, args)
         initial = list(memory)
         t0 = time.perf_counter()
@@ -338,6 +341,22 @@ class Kernel:
                                 params, args), strict=True) if not p.pointer},
                             sources=self.sources, margins=run.margins, expected=run.expected)
 
+
+    def _refuse_native_floats(self, shape: Shape) -> None:
+        """The model runs float32 as integer code (cuda.softfloat); an operation with no
+        integer lowering yet (div, sqrt, round-to-integral) is refused, naming it and
+        its source line."""
+        template = self.template_for(shape)
+        for b, blk in enumerate(template.program.blocks):
+            ops = [ins.op for st in blk.stages for ins in st if ins.op in FLOAT_OPS]
+            if ops:
+                where = ", ".join(f"{f}:{n}" for f, n in
+                                  template.stats["origins"][b]["source"]) or "?"
+                raise ProgramError(f"{self.name} ({where}): float32 operation '{ops[0]}' "
+                                   f"has no integer lowering for the model yet (it runs "
+                                   f"add/sub/mul/fma, compares, min/max and int "
+                                   f"conversions); run it with engine='interp' "
+                                   f"(--engine interp); docs/cuda.md, 'float32'")
 
     def _copy_back(self, arrays, layout, memory) -> None:
         """Final memory into each array the kernel may write (one that is, or aliases, a

@@ -28,7 +28,8 @@ from __future__ import annotations
 from qgpu.cuda import ptx
 from qgpu.cuda.float32 import is_float
 from qgpu.cuda.ir import BasicBlock, CondBr, Function, Goto, Op, V
-from qgpu.cuda.softfloat import LOWERED, RID_SHIFT, ROUTINES, Emitter, emit_float
+from qgpu.cuda.optimize import dead_code, rematerialize_in
+from qgpu.cuda.softfloat import LOWERED, ONE, RID_SHIFT, ROUTINES, SIGN, Emitter, emit_float
 from qgpu.isa import Imm
 
 
@@ -60,19 +61,45 @@ def call_floats(fn: Function) -> dict[str, int]:
         if any(is_float(op.origin) for op in b.ops      # alive; cuda.softfloat)
                if isinstance(op.origin, ptx.PInstr)):
             b.ordered = True
-    sites: dict[str, list[tuple[str, int]]] = {}
-    for name, b in fn.blocks.items():
-        for i, op in enumerate(b.ops):
+    counts: dict[str, int] = {}
+    for b in fn.blocks.values():
+        for op in b.ops:
             if op.op in ROUTINES:
-                sites.setdefault(op.op, []).append((name, i))
+                counts[op.op] = counts.get(op.op, 0) + 1
+    if len(counts) > 1 and sum(counts.values()) > 2:
+        # several kinds: one fma routine for all (a + b = fma(a, 1, b), a * b =
+        # fma(a, b, -0)), one copy in the ROM instead of one per kind
+        for b in fn.blocks.values():
+            for op in b.ops:
+                if op.op == "add.f32":
+                    op.op, op.srcs = "fma.f32", (op.srcs[0], Imm(ONE), op.srcs[1])
+                elif op.op == "mul.f32":
+                    op.op, op.srcs = "fma.f32", (*op.srcs, Imm(SIGN))
+        counts = {"fma.f32": sum(counts.values())}
     calls: dict[str, int] = {}
-    for kind, where in sites.items():
-        if len(where) == 1:
-            _inline_ordered(fn, *where[0])
+    for kind, n in counts.items():        # each pass finds its sites afresh (blocks split)
+        if n == 1:
+            name, i = next((name, i) for name, b in fn.blocks.items()
+                           for i, op in enumerate(b.ops) if op.op == kind)
+            _inline_ordered(fn, name, i)
         else:
-            _make_routine(fn, kind, len(where))
-            calls[kind] = len(where)
+            _make_routine(fn, kind, n)
+            calls[kind] = n
+    if calls:
+        _recompute_cheap_values(fn)
     return calls
+
+
+REMAT_DEPTH = 5     # operations on special registers and constants recomputed after calls
+
+
+def _recompute_cheap_values(fn: Function) -> None:
+    """Values computed from special registers and constants alone (thread and block
+    indices, shared-memory addresses built from them) are recomputed in every block that
+    uses them instead of being kept live: a value live across a call is live through
+    the whole routine, and the routine needs most of the register file."""
+    rematerialize_in(fn, [n for n in fn.blocks if not n.startswith("sf.")], REMAT_DEPTH)
+    dead_code(fn)
 
 
 def _inline_ordered(fn: Function, name: str, i: int) -> None:

@@ -65,22 +65,37 @@ class Emitter:
 
 # --- fma, add, mul ----------------------------------------------------------------------
 
-def _specials(e: Emitter, a, b, c):
-    """(Sv, signP): Sv is the result when an operand is a NaN or an infinity (the
-    canonical NaN for NaN operands, inf * 0 and inf - inf, else the infinity), 0 when
-    none is (0 is never a special result); signP: the product's sign bit."""
+def _sign_word(e: Emitter, a, b, c, rid):
+    """The sign word of fma (see fma): the product's sign (bit 31, and a copy in bit 15
+    that later steps leave alone), the subtraction flag (bit 0), the return-site id and
+    the operand classes a NaN or an infinity needs (bits 11-14: a or b infinite or NaN,
+    a or b zero, any NaN, c infinite), each ORed in at once so few values stay alive."""
+    t = e("xor", a, b)
+    sgn = e("shr.u", e("xor", t, c), 31)
+    if rid is not None:
+        sgn = e("or", sgn, rid)
+    t = e("and", t, SIGN)
+    sgn = e("or", e("or", sgn, t), e("shr.u", t, 16))
     abs_a, abs_b = e("and", a, ABS), e("and", b, ABS)
-    mx = e("max.u", abs_a, abs_b)
-    pzero = e("seteq", e("min.u", abs_a, abs_b), 0)
-    pinf = e("setge.u", mx, INF)                       # a or b infinite (or NaN)
-    mx3 = e("max.u", mx, e("and", c, ABS))
-    sign_p = e("and", e("xor", a, b), SIGN)
-    s_inf = e("or", sign_p, INF)                       # the product's infinity
-    opposite = e("seteq", c, e("xor", s_inf, SIGN))    # c is the other infinity
-    invalid = e("and", pinf, e("or", pzero, opposite))
-    nan = e("or", e("setgt.u", mx3, INF), invalid)
-    special = e("selp", e("selp", s_inf, c, pinf), 0, e("setge.u", mx3, INF))
-    return e("selp", NAN, special, nan), sign_p
+    mx, mn = e("max.u", abs_a, abs_b), e("min.u", abs_a, abs_b)
+    sgn = e("or", sgn, e("shl", e("setge.u", mx, INF), 11))
+    sgn = e("or", sgn, e("shl", e("seteq", mn, 0), 12))
+    abs_c = e("and", c, ABS)
+    sgn = e("or", sgn, e("shl", e("seteq", abs_c, INF), 14))
+    return e("or", sgn, e("shl", e("setgt.u", e("max.u", mx, abs_c), INF), 13))
+
+
+def _special_result(e: Emitter, sgn):
+    """The result when an operand is a NaN or an infinity (the canonical NaN for NaN
+    operands, inf * 0 and inf - inf, else the infinity), 0 when none is (0 is never a
+    special result), from the classes in the sign word."""
+    fl = e("shr.u", sgn, 11)        # bit 0 a/b inf, 1 a/b zero, 2 NaN, 3 c inf, 4 sign
+    sp = e("shl", e("and", fl, 16), 27)
+    sc = e("xor", sp, e("shl", sgn, 31))
+    v = e("selp", e("or", sc, INF), 0, e("and", fl, 8))
+    v = e("selp", e("or", sp, INF), v, e("and", fl, 1))
+    invalid = e("and", e("or", e("shr.u", fl, 1), e("and", e("shr.u", fl, 3), sgn)), fl)
+    return e("selp", NAN, v, e("and", e("or", invalid, e("shr.u", fl, 2)), 1))
 
 
 def _unpack_normalised(e: Emitter, x):
@@ -125,16 +140,12 @@ RID_SHIFT = 21      # a routine's return-site id rides in bits 21.. of its sign 
 
 def fma(e: Emitter, a, b, c, rid=None) -> V:
     """a * b + c rounded once (isa.f32.fma, PTX fma.rn.f32). The operations are in an
-    order that keeps at most ~9 values alive (cuda.softcall schedules them as written):
+    order that keeps at most ~8 values alive (cuda.softcall schedules them as written):
     the sign word `sgn` carries, besides the result's sign (bit 31), the subtraction flag
-    (bit 0), the exponent of the sum's window (bits 1-10), the special result (bits
-    11-20: its top 10 bits, NaN/inf/0) and a routine's return-site id (`rid`, already
-    shifted to RID_SHIFT); e.tag is its last value (cuda.softcall branches on it)."""
-    special, sign_p = _specials(e, a, b, c)
-    sgn = e("or", sign_p, e("shr.u", e("xor", sign_p, c), 31))
-    sgn = e("or", sgn, e("shl", e("shr.u", special, 22), 11))
-    if rid is not None:
-        sgn = e("or", sgn, rid)
+    (bit 0), the exponent of the sum's window (bits 1-10), the operand classes (bits
+    11-15, _sign_word) and a routine's return-site id (`rid`, already shifted to
+    RID_SHIFT); e.tag is its last value (cuda.softcall branches on it)."""
+    sgn = _sign_word(e, a, b, c, rid)
     ma, ea = _unpack_normalised(e, a)
     mb, eb = _unpack_normalised(e, b)
     # a zero product always loses the alignment below (its exponent pushed far down)
@@ -188,9 +199,7 @@ def fma(e: Emitter, a, b, c, rid=None) -> V:
     # an exact zero sum: +0, or -0 when both terms are negative zeros (no subtraction)
     zs = e("selp", 0, e("and", sgn, SIGN), e("and", sgn, 1))
     res = e("selp", zs, res, zero)
-    # the special result back from its top 10 bits (NaN 0x7fffffff, +-inf, or none)
-    code = e("and", e("shr.u", sgn, 11), 0x3FF)
-    special = e("or", e("shl", code, 22), e("selp", 0x3FFFFF, 0, e("and", code, 1)))
+    special = _special_result(e, sgn)
     e.tag = sgn
     return e("selp", special, res, special)
 
