@@ -32,7 +32,6 @@ from qgpu import suite  # noqa: E402
 from qgpu.cuda.shape import launch_shape  # noqa: E402
 from qgpu.runtime.compiled import load_machine  # noqa: E402
 
-
 COST_KINDS = {"xor (integer)": "__float_as_uint(a) ^ __float_as_uint(b)",
               "add": "__float_as_uint(a + b)", "mul": "__float_as_uint(a * b)",
               "fma": "__float_as_uint(fmaf(a, b, 1.5f))", "lt": "a < b",

@@ -37,7 +37,8 @@ from qgpu.protocol import expected_trace
 
 # the numpy dtypes a pointer parameter takes, by its element's width: either signedness
 # (an int* may receive uint32 data, as a cast on a GPU would)
-_WIDTH_DTYPES = {1: ("int8", "uint8", "bool"), 2: ("int16", "uint16"), 4: ("int32", "uint32")}
+_WIDTH_DTYPES = {1: ("int8", "uint8", "bool"), 2: ("int16", "uint16"), 4: ("int32", "uint32"),
+                 8: ("int64", "uint64")}
 
 
 @dataclass
@@ -210,6 +211,8 @@ class Kernel:
                 arr = self._array(p, a)
                 base = self._alias(p, arr, placed, params, args)
                 if base is None:
+                    # 8-byte elements on 8 bytes, as a GPU's allocations are aligned
+                    next_word += next_word % 2 if arr.itemsize == 8 else 0
                     base = next_word
                     words = _words(arr)
                     next_word += words
@@ -224,7 +227,9 @@ class Kernel:
                 layout[p.name] = (base, _words(arr))
                 values[f"param:{k}"] = base * 4
             else:
-                values[f"param:{k}"] = self._scalar(p, a)
+                v = self._scalar(p, a)
+                values[f"param:{k}"] = v & 0xFFFFFFFF
+                values[f"param:{k}:hi"] = v >> 32    # a long long's high word
         next_word = self._place_globals(memory, values, next_word, template, limit)
         buffer = None
         if sites:
@@ -327,18 +332,24 @@ class Kernel:
         return a
 
     def _scalar(self, p, a) -> int:
+        """A scalar argument's bits (two words for a long long): a float's bit pattern, an
+        integer range-checked against its C type (char, short, bool, int, long long and
+        their unsigned twins; the lowering extends the narrow ones as PTX's ld.param)."""
         if p.dtype == "float32" and not isinstance(a, bool) \
                 and isinstance(a, int | float | np.integer | np.floating):
             return int(np.array([a], np.float32).view(np.uint32)[0])   # its bit pattern
+        if isinstance(a, bool | np.bool_) and p.dtype == "bool":
+            return int(a)
         if isinstance(a, bool) or not isinstance(a, int | np.integer):
             what = "a number" if p.dtype == "float32" else "an integer"
             raise LaunchError(f"{self.name}: argument {p.name} ({p}) must be {what}, got "
                               f"{type(a).__name__}")
         v = int(a)
-        lo, hi = (-(1 << 31), (1 << 31) - 1) if p.signed else (0, (1 << 32) - 1)
+        info = np.iinfo(np.uint8 if p.dtype == "bool" else p.dtype or "int32")
+        lo, hi = (0, 1) if p.dtype == "bool" else (int(info.min), int(info.max))
         if not lo <= v <= hi:
             raise LaunchError(f"{self.name}: argument {p.name} = {v} does not fit {p.ctype}")
-        return limits.u32(v)
+        return v & ((1 << 64) - 1 if info.bits == 64 else 0xFFFFFFFF)
 
     def __call__(self, grid, block, args, engine: str | None = None,
                  budget: int | None = None, shared_mem: int = 0,
