@@ -8,7 +8,7 @@ from qgpu import suite
 from qgpu.campaign import RayPool
 
 pytestmark = pytest.mark.xdist_group("ray")
-KERNELS = ("dot", "abs_neg_minmax")
+KERNELS = ("dot",)
 
 
 def test_suite_table_on_ray_is_the_local_table(ray_cluster):
