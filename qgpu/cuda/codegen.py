@@ -40,7 +40,8 @@ def compile_kernel(module: ptx.PModule, ptx_name: str, display_name: str,
     program, relocs = emit(mblocks, regs, live, display_name)
     stats = {"blocks": len(program.blocks), "instructions": program.instruction_count(),
              "pressure": pressure, "origins": block_origins(mblocks),
-             "dynamic_shared": fn.dynamic_shared}
+             "dynamic_shared": fn.dynamic_shared, "device_sites": fn.device_sites,
+             "device_strings": fn.device_strings}
     return KernelTemplate(display_name, program, relocs, fn.n_params, fn.shared_bytes,
                           pressure, stats)
 

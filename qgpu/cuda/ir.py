@@ -119,6 +119,8 @@ class Function:
     shared_bytes: int = 0
     dynamic_shared: bool = False    # extern __shared__ arrays, from shared_bytes on
     next_vreg: int = 0
+    device_sites: list = field(default_factory=list)   # printf/assert calls (cuda.printf)
+    device_strings: set = field(default_factory=set)   # variables they read at compile time
 
     def new_vreg(self) -> V:
         self.next_vreg += 1

@@ -158,8 +158,29 @@ def _constant(node: dict) -> bool:
     return node.get("kind") in _CONSTANT and all(_constant(c) for c in node.get("inner", []))
 
 
-def _wide_use(node, fns: dict, seen: set) -> tuple[str, int] | None:
-    """The first 64-bit long/size_t computation in a function body (following calls)."""
+def _wide(n: dict):
+    kind = n.get("kind")
+    if kind in _ARITH and _type(n.get("type", {})).replace("const ", "") in _WIDE_CODE \
+            and not _constant(n) and not (kind == "VarDecl" and n.get("constexpr")):
+        return (f"'{n.get('type', {}).get('qualType', 'long')}' is 64 bits on a GPU and qgpu "
+                "computes in 32: use int or unsigned (or int64 values the machine refuses)")
+    return None
+
+
+_TILE = re.compile(r"thread_block_tile<\s*(\d+)")
+
+
+def _big_tile(n: dict):
+    m = _TILE.search(n.get("type", {}).get("qualType", ""))
+    if m and int(m.group(1)) not in (1, 2, 4):
+        return (f"tiled_partition<{m.group(1)}>: qgpu's tiles have 1, 2 or 4 threads (a "
+                "warp has 4 lanes); use tiled_partition<4> or smaller, or the thread block")
+    return None
+
+
+def _first_use(node, fns: dict, seen: set, tests) -> tuple[tuple[str, int], str] | None:
+    """The first node of a function body (following calls) that one of `tests` refuses:
+    (its file and line, why)."""
     stack = [node]
     while stack:
         n = stack.pop()
@@ -168,10 +189,10 @@ def _wide_use(node, fns: dict, seen: set) -> tuple[str, int] | None:
             continue
         if not isinstance(n, dict):
             continue
-        kind = n.get("kind")
-        if kind in _ARITH and _type(n.get("type", {})).replace("const ", "") in _WIDE_CODE \
-                and not _constant(n) and not (kind == "VarDecl" and n.get("constexpr")):
-            return n.get("_where") or ("", 0), n.get("type", {}).get("qualType", "long")
+        for test in tests:
+            why = test(n)
+            if why:
+                return n.get("_where") or ("", 0), why
         ref = n.get("referencedDecl", {})
         if ref.get("kind") == "FunctionDecl" and ref["id"] in fns and ref["id"] not in seen:
             seen.add(ref["id"])
@@ -212,12 +233,10 @@ def kernels_from_ast(ast: dict, filename: str) -> list[KernelSignature]:
             problem = f"{where}: kernel {name} has two parameters with one name"
         if problem is None:
             body = [c for c in inner if c.get("kind") == "CompoundStmt"]
-            wide = _wide_use(body, fns, {node["id"]})
-            if wide:
-                (wfile, wline), tname = wide
-                problem = (f"{wfile or file or filename}:{wline}: kernel {name}: '{tname}' is 64 "
-                           "bits on a GPU and qgpu computes in 32: use int or unsigned "
-                           "(or int64 values the machine refuses)")
+            found = _first_use(body, fns, {node["id"]}, (_wide, _big_tile))
+            if found:
+                (wfile, wline), why = found
+                problem = f"{wfile or file or filename}:{wline}: kernel {name}: {why}"
         bounds = next((c for c in inner if c.get("kind") == "CUDALaunchBoundsAttr"), None)
         out.append(KernelSignature(name, tuple(params), line, file or filename,
                                    node["mangledName"], problem, _bound(bounds)))
