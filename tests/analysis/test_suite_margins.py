@@ -74,14 +74,14 @@ def test_refused_launches_are_reported_not_measured(machine):
 
 @pytest.mark.xdist_group("ray")
 def test_ray_workers_measure_the_local_reports(machine, ray_cluster):
-    """benchmarks/margins_model.py --ray: pool_margins on a local two-CPU Ray (each worker
-    compiles the margin machine once) gives the reports measured here, in order; a
-    refused launch's reason passes through."""
+    """benchmarks/margins_model.py --ray: pool_margins on a local two-CPU Ray gives the
+    reports measured here, in order; a refused launch's reason passes through. One batch:
+    one worker compiles the margin machine (~25 s), the other core stays free."""
     from qgpu.campaign import RayPool
 
     items = [("mul", (assemble(MUL), 1, 3, [])), ("refused", "LaunchError: too many warps"),
              ("same_word", (assemble(MEMORY_PROGRAMS["same_word"]), 1, 4, [1, 4, 7, 10]))]
     local = [measure(machine, item) for item in items]
-    remote = list(pool_margins(RayPool(), items))
+    remote = list(pool_margins(RayPool(), items, batch=len(items)))   # one worker compiles
     assert [r[:2] for r in remote] == [r[:2] for r in local]
     assert remote[1][1] == "LaunchError: too many warps"
