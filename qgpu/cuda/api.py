@@ -27,16 +27,18 @@ from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.printf import Buffer, device_fault, finish_buffer, printf_reserve
 from qgpu.cuda.shape import Shape, launch_shape
 from qgpu.cuda.signature import KernelSignature, find_kernel, kernels_from_ast
-from qgpu.errors import CompileError, LaunchError
+from qgpu.errors import CompileError, LaunchError, ProgramError
 from qgpu.interp import Machine
 from qgpu.isa import Program, limits
 from qgpu.isa.faults import Fault
+from qgpu.isa.ops import FLOAT_OPS
 from qgpu.isa.program import Allocation
 from qgpu.protocol import expected_trace
 
 # the numpy dtypes a pointer parameter takes, by its element's width: either signedness
 # (an int* may receive uint32 data, as a cast on a GPU would)
-_WIDTH_DTYPES = {1: ("int8", "uint8", "bool"), 2: ("int16", "uint16"), 4: ("int32", "uint32")}
+_WIDTH_DTYPES = {1: ("int8", "uint8", "bool"), 2: ("int16", "uint16"), 4: ("int32", "uint32"),
+                 8: ("int64", "uint64")}
 
 
 @dataclass
@@ -209,6 +211,8 @@ class Kernel:
                 arr = self._array(p, a)
                 base = self._alias(p, arr, placed, params, args)
                 if base is None:
+                    # 8-byte elements on 8 bytes, as a GPU's allocations are aligned
+                    next_word += next_word % 2 if arr.itemsize == 8 else 0
                     base = next_word
                     words = _words(arr)
                     next_word += words
@@ -223,7 +227,9 @@ class Kernel:
                 layout[p.name] = (base, _words(arr))
                 values[f"param:{k}"] = base * 4
             else:
-                values[f"param:{k}"] = self._scalar(p, a)
+                v = self._scalar(p, a)
+                values[f"param:{k}"] = v & 0xFFFFFFFF
+                values[f"param:{k}:hi"] = v >> 32    # a long long's high word
         next_word = self._place_globals(memory, values, next_word, template, limit)
         buffer = None
         if sites:
@@ -326,18 +332,24 @@ class Kernel:
         return a
 
     def _scalar(self, p, a) -> int:
+        """A scalar argument's bits (two words for a long long): a float's bit pattern, an
+        integer range-checked against its C type (char, short, bool, int, long long and
+        their unsigned twins; the lowering extends the narrow ones as PTX's ld.param)."""
         if p.dtype == "float32" and not isinstance(a, bool) \
                 and isinstance(a, int | float | np.integer | np.floating):
             return int(np.array([a], np.float32).view(np.uint32)[0])   # its bit pattern
+        if isinstance(a, bool | np.bool_) and p.dtype == "bool":
+            return int(a)
         if isinstance(a, bool) or not isinstance(a, int | np.integer):
             what = "a number" if p.dtype == "float32" else "an integer"
             raise LaunchError(f"{self.name}: argument {p.name} ({p}) must be {what}, got "
                               f"{type(a).__name__}")
         v = int(a)
-        lo, hi = (-(1 << 31), (1 << 31) - 1) if p.signed else (0, (1 << 32) - 1)
+        info = np.iinfo(np.uint8 if p.dtype == "bool" else p.dtype or "int32")
+        lo, hi = (0, 1) if p.dtype == "bool" else (int(info.min), int(info.max))
         if not lo <= v <= hi:
             raise LaunchError(f"{self.name}: argument {p.name} = {v} does not fit {p.ctype}")
-        return limits.u32(v)
+        return v & ((1 << 64) - 1 if info.bits == 64 else 0xFFFFFFFF)
 
     def __call__(self, grid, block, args, engine: str | None = None,
                  budget: int | None = None, shared_mem: int = 0,
@@ -357,6 +369,8 @@ class Kernel:
             raise LaunchError(f"unknown engine '{engine}' (registered: {sorted(ENGINES)}; the "
                               "model's engines register when qgpu.runtime is imported)")
         limits.check_launch_shape(grid, block)   # before linking: a clear error first
+        if engine != "interp":
+            self._refuse_native_floats(shape)
         program, memory, layout, arrays, buffer = self._link(shape.grid, shape.block, args,
                                                              printf_words)
         initial = list(memory)
@@ -377,6 +391,22 @@ class Kernel:
                             sources=self.sources, margins=run.margins, expected=run.expected,
                             printed=printed)
 
+
+    def _refuse_native_floats(self, shape: Shape) -> None:
+        """The model runs float32 as integer code (cuda.softfloat); an operation with no
+        integer lowering yet (div, sqrt, round-to-integral) is refused, naming it and
+        its source line."""
+        template = self.template_for(shape)
+        for b, blk in enumerate(template.program.blocks):
+            ops = [ins.op for st in blk.stages for ins in st if ins.op in FLOAT_OPS]
+            if ops:
+                where = ", ".join(f"{f}:{n}" for f, n in
+                                  template.stats["origins"][b]["source"]) or "?"
+                raise ProgramError(f"{self.name} ({where}): float32 operation '{ops[0]}' "
+                                   f"has no integer lowering for the model yet (it runs "
+                                   f"add/sub/mul/fma, compares, min/max and int "
+                                   f"conversions); run it with engine='interp' "
+                                   f"(--engine interp); docs/cuda.md, 'float32'")
 
     def _copy_back(self, arrays, layout, memory) -> None:
         """Final memory into each array the kernel may write (one that is, or aliases, a

@@ -21,6 +21,7 @@ from qgpu.isa import Imm, limits
 
 _WIDE_TYPES = {"u64", "s64", "b64"}
 _INT32 = {"u32", "s32", "b32"}
+_NARROW_PARAMS = {"u8", "s8", "b8", "u16", "s16", "b16"}
 _SREG_OPS = {"%tid.x": "tid", "%ctaid.x": "ctaid", "%laneid": "laneid", "%warpid": "warpid"}
 _SREG_CONST = {"%tid.y": 0, "%tid.z": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%ntid.y": 1,
                "%ntid.z": 1, "%nctaid.y": 1, "%nctaid.z": 1, "%nwarpid": limits.MAX_WARPS}
@@ -264,9 +265,11 @@ class Lowering:
         # the local depot may hold printf's arguments only (cuda.devcalls refuses the rest)
         self.calls = DeviceCalls(self)
         for name, typ in self.pfn.params:
-            if typ not in _INT32 and typ != "f32":   # a float scalar: its bit pattern
+            # a float scalar: its bit pattern; char/short: extended by ld.param; long long:
+            # a register pair (cuda.wide)
+            if typ not in _INT32 | _NARROW_PARAMS | _WIDE_TYPES and typ != "f32":
                 raise CompileError(f"kernel {self.kname}: parameter {name} has PTX type "
-                                   f".{typ}; only 32-bit integers, float and pointers are "
+                                   f".{typ}; only integers, float and pointers are "
                                    f"supported")
         self.allocate_shared()
         self.infer_spaces()

@@ -22,10 +22,13 @@ from qgpu.errors import CompileError
 ELEMENTS = {
     "char": np.int8, "signed char": np.int8, "unsigned char": np.uint8, "bool": np.bool_,
     "short": np.int16, "unsigned short": np.uint16, "int": np.int32, "unsigned int": np.uint32,
-    "float": np.float32,
+    "float": np.float32, "long long": np.int64, "unsigned long long": np.uint64,
 }
-_WIDE = {"long", "unsigned long", "long long", "unsigned long long", "double", "long double",
-         "__int128", "unsigned __int128"}
+# long and size_t are 64 bits on a GPU but 32 in qgpu's -m32 PTX (element size and
+# arithmetic would differ): refused; long long is 64 bits in both, on register pairs
+_WIDE = {"long", "unsigned long", "double", "long double", "__int128", "unsigned __int128"}
+_SCALARS = {"int", "unsigned int", "float", "char", "signed char", "unsigned char", "bool",
+            "short", "unsigned short", "long long", "unsigned long long"}
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict|restrict|struct|class|union)\b")
 
 
@@ -129,7 +132,13 @@ def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | Non
     base = " ".join(_QUALIFIERS.sub(" ", head).split())
     base = {"unsigned": "unsigned int", "signed": "int", "signed int": "int",
             "short int": "short", "unsigned short int": "unsigned short",
+            "long int": "long", "unsigned long int": "unsigned long",
+            "long long int": "long long", "unsigned long long int": "unsigned long long",
             "_Bool": "bool"}.get(base, base)
+    if base in ("long", "unsigned long"):
+        return None, (f"parameter '{shown}{name}' is {base} (size_t is unsigned long): 64 "
+                      "bits on a GPU, 32 in qgpu's 32-bit compile; use long long / int64_t "
+                      "(64 bits in both) or int")
     if base in _WIDE:
         return None, (f"parameter '{shown}{name}' is 64 bits on a GPU ({base}); the "
                       "machine computes in 32 bits: use int or unsigned")
@@ -139,10 +148,9 @@ def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | Non
         dtype = ELEMENTS.get(base)
         return Param(name, kind if dtype is None and base != "void" else base, True, const,
                      np.dtype(dtype).name if dtype else None), None
-    if base not in ("int", "unsigned int", "float"):
-        what = kind if base not in ELEMENTS else base
-        return None, (f"parameter '{shown}{name}': qgpu passes int, unsigned and pointers "
-                      f"by value, not {what} (make it an int)")
+    if base not in _SCALARS:
+        return None, (f"parameter '{shown}{name}': qgpu passes integers, float and pointers "
+                      f"by value, not {kind} (pass a pointer to it)")
     return Param(name, base, False, const, np.dtype(ELEMENTS[base]).name), None
 
 
