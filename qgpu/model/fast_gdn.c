@@ -5,13 +5,21 @@
 /* win/n_win: the channels whose conv window (state) holds a nonzero, ascending; kept with
    the state so that channels whose window and input are both zero are never visited */
 static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv, int32_t *win,
-                      int32_t *n_win) {
+                      int32_t *n_win, Memo *mo) {
     const int32_t dk = m->dk, dv = m->dv, K = m->conv_k, nh = L->n_heads, nkh = L->n_key_heads;
     const int32_t n_qk = nkh * dk, n_ch = 2 * n_qk + nh * dv;
-    normalize(m, m->h, L->in_norm, m->x);
     /* slots and qkv are all zero on entry (the scratch is shared by every layer, whose
        channel counts differ): each layer clears all it wrote before it returns */
-    csc_apply(&L->proj, m->x, m->slots, C_PROJ);
+    MemoTable *t = memo_table(mo, m, L, 0);
+    int way = -1;
+    if (t) COUNT(C_KEY, t->n_key);
+    if (t && memo_proj_lookup(mo, t, m, m->slots, &way) != MEMO_MISS) {
+        COUNT(C_PROJ_REUSED, 1);
+    } else {
+        normalize(m, m->h, L->in_norm, m->x);
+        csc_apply(&L->proj, m->x, m->slots, C_PROJ);
+        if (t && way >= 0) memo_proj_store(t, way, m->slots, L->n_slots);
+    }
     const int32_t n_new = nonzero_entries(m->slots, n_ch, m->newc);
     const int32_t n_proc = merge(m->newc, n_new, win, *n_win, m->proc);
     int32_t n_nz = 0, kept = 0;

@@ -35,6 +35,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #ifdef __AVX2__
@@ -64,7 +65,7 @@ static void normalize(const Model *m, const float *h, const float *w, float *out
    and head rows touched; what the limit analysis of benchmarks/bench_machine_speed.py
    turns into bytes per token */
 enum { C_GATE, C_GATE_COLS, C_PROJ, C_UNITS, C_ACTS, C_DOWN, C_UP, C_OUT, C_STATE_ROWS,
-       C_CONV, C_HEAD_ROWS, C_TOKENS, C_N };
+       C_CONV, C_HEAD_ROWS, C_TOKENS, C_PROJ_REUSED, C_MLP_REUSED, C_KEY, C_N };
 static int64_t *count_buf = NULL;
 
 void qgpu_set_counts(int64_t *buf) { count_buf = buf; }
@@ -124,6 +125,8 @@ static int32_t merge(const int32_t *a, int32_t na, const int32_t *b, int32_t nb,
     }
     return k;
 }
+
+#include "fast_memo.c"
 
 #include "fast_gdn.c"
 
@@ -264,7 +267,7 @@ static void mlp_down_part(const Model *m, const Layer *L, int part) {
     for (int32_t t = a; t < b; t++) m->h[rows[t]] += m->mixed[rows[t]];
 }
 
-static void mlp_layer(const Model *m, const Layer *L) {
+static void mlp_compute(const Model *m, const Layer *L) {
     const int used = team_begin();
     run_parts(m, L, mlp_gate_part, used);
     run_parts(m, L, mlp_units_part, used);
@@ -280,6 +283,18 @@ static void mlp_layer(const Model *m, const Layer *L) {
             if (u >= L->n_single) COUNT(C_UP, L->up_ptr[u + 1] - L->up_ptr[u]);
         }
     }
+}
+
+/* the MLP, its result reused when its input repeats (fast_memo.c) */
+static void mlp_layer(const Model *m, const Layer *L, Memo *mo) {
+    MemoTable *t = memo_table(mo, m, L, 1);
+    int way = -1;
+    if (t) {
+        COUNT(C_KEY, t->n_key);
+        if (memo_mlp_lookup(mo, t, m, L, &way) != MEMO_MISS) { COUNT(C_MLP_REUSED, 1); return; }
+    }
+    mlp_compute(m, L);
+    if (t && way >= 0) memo_mlp_store(t, way, m, L);
 }
 
 #include "fast_head.c"
@@ -308,15 +323,18 @@ int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
                      float *logits, int32_t want_argmax) {
     embed_row(m, token, m->h);
     COUNT(C_TOKENS, 1);
+    Memo *mo = memo_on ? m->memo : NULL;  /* the plan's tables, unless another thread has them */
+    if (mo && pthread_mutex_trylock(&mo->lock) != 0) mo = NULL;
     double *prof = prof_buf, t0 = prof ? now() : 0.0, t1;
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
         if (L->kind == 1 && L->n_heads)
-            gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i);
+            gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i, mo);
         if (prof) { t1 = now(); prof[2 * i] += t1 - t0; t0 = t1; }
-        if (L->n_units) mlp_layer(m, L);
+        if (L->n_units) mlp_layer(m, L, mo);
         if (prof) { t1 = now(); prof[2 * i + 1] += t1 - t0; t0 = t1; }
     }
+    if (mo) pthread_mutex_unlock(&mo->lock);
     normalize(m, m->h, m->final_norm, m->head_x);
     const Head *hd = &m->head;
     int32_t out = 0;
@@ -354,8 +372,8 @@ void qgpu_forward_forced(Model *m, float *const *states, float *const *convs,
         for (int32_t t = 0; t < n; t++) {
             m->h = hs + t * H;
             if (L->kind == 1 && L->n_heads)
-                gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i);
-            if (L->n_units) mlp_layer(m, L);
+                gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i, NULL);
+            if (L->n_units) mlp_layer(m, L, NULL);
         }
     }
     for (int32_t t = 0; t < n; t++) {

@@ -316,6 +316,11 @@ class NativePlan:
         self._layers = (Layer * config.num_hidden_layers)()
         m = self.model = Model()
         m.layers = self._layers
+        # the tables of results reused when a layer part's input repeats (fast_memo.c):
+        # the plan's, shared by the scratch copies of m, freed with the plan
+        m.memo = lib.qgpu_memo_new(config.num_hidden_layers)
+        if m.memo:
+            weakref.finalize(self, lib.qgpu_memo_free, m.memo)
         for path, value in fields.items():
             if not path.startswith(("live.", "sizes.")):
                 self._set(path, value)
