@@ -94,7 +94,7 @@ def main() -> None:
     for rep in range(args.repeats):
         for reuse in (False, True) if native else (True,):
             if native:
-                engine.plan.lib.qgpu_set_memo(int(reuse))
+                set_reuse(engine, reuse)
             before = load()
             cpu = time.process_time()
             run = generate_launch(machine, program, 1, 4, MEMORY, max_tokens=len(want) + 8)
@@ -118,7 +118,14 @@ def main() -> None:
         numpy_backend(machine, prompt, want, args.numpy_tokens)
 
 
-REUSE = {False: " (no reuse)", True: " (reuse)"}
+REUSE = {False: " (plain)", True: " (reuse)"}
+
+
+def set_reuse(engine: FastEngine, on: bool) -> None:
+    """The per-token kernel with (the default) or without the steady conv path and the
+    reuse of layer results whose input repeats (the code before them: the plain path)."""
+    engine.plan.reuse = on
+    engine.plan.lib.qgpu_set_memo(int(on))
 KIND_COLUMNS = ("proj", "gate", "units", "down", "conv", "proj_reused", "mlp_reused", "key")
 
 
@@ -127,7 +134,7 @@ def by_kind(engine: FastEngine, tokens: list[int], reuse: bool) -> None:
     one buffer per kind; the wall time of each step, Python's share included), with the
     reuse of layer results on or off."""
     lib = engine.plan.lib
-    lib.qgpu_set_memo(int(reuse))
+    set_reuse(engine, reuse)
     state = engine.new_state()
     counts: dict[str, np.ndarray] = {}
     seconds: dict[str, float] = {}
@@ -142,7 +149,7 @@ def by_kind(engine: FastEngine, tokens: list[int], reuse: bool) -> None:
             seconds[kind] = seconds.get(kind, 0.0) + time.perf_counter() - start
     finally:
         lib.qgpu_set_counts(None)
-        lib.qgpu_set_memo(1)
+        set_reuse(engine, True)
     total = sum(counts.values())
     counts["all"], seconds["all"] = total, sum(seconds.values())
     print(f"work per token by kind{REUSE[reuse]} ({before} -> {load()}):")

@@ -318,9 +318,10 @@ static inline double now(void) {
    the full vocabulary row, zero-filled by the caller. Returns the greedy token when
    want_argmax (computed from logits when given), else 0; -1 when the head's input is not
    finite and the caller must take the argmax of the full logits. */
-int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
-                     int32_t *const *wins, int32_t *win_counts, int64_t token,
-                     float *logits, int32_t want_argmax) {
+static int32_t forward(const Model *m, float *const *states, float *const *convs,
+                       int32_t *const *wins, int32_t *win_counts, float *const *lasts,
+                       float *const *outs, int32_t *const *movings, int32_t *moving_counts,
+                       int64_t token, float *logits, int32_t want_argmax) {
     embed_row(m, token, m->h);
     COUNT(C_TOKENS, 1);
     Memo *mo = memo_on ? m->memo : NULL;  /* the plan's tables, unless another thread has them */
@@ -328,8 +329,13 @@ int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
     double *prof = prof_buf, t0 = prof ? now() : 0.0, t1;
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
-        if (L->kind == 1 && L->n_heads)
-            gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i, mo);
+        if (L->kind == 1 && L->n_heads) {
+            const Steady sd = {lasts ? lasts[i] : NULL, outs ? outs[i] : NULL,
+                               movings ? movings[i] : NULL,
+                               moving_counts ? moving_counts + i : NULL};
+            gdn_layer(m, L, states[i], convs[i], wins ? wins[i] : NULL,
+                      win_counts ? win_counts + i : NULL, mo, lasts ? &sd : NULL);
+        }
         if (prof) { t1 = now(); prof[2 * i] += t1 - t0; t0 = t1; }
         if (L->n_units) mlp_layer(m, L, mo);
         if (prof) { t1 = now(); prof[2 * i + 1] += t1 - t0; t0 = t1; }
@@ -345,6 +351,23 @@ int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
     }
     if (prof) prof[2 * m->n_layers] += now() - t0;
     return out;
+}
+
+int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
+                     int32_t *const *wins, int32_t *win_counts, int64_t token,
+                     float *logits, int32_t want_argmax) {
+    return forward(m, states, convs, wins, win_counts, NULL, NULL, NULL, NULL, token, logits,
+                   want_argmax);
+}
+
+/* qgpu_forward on the steady path (fast_gdn.c, Steady): per GDN layer i, lasts[i],
+   outs[i], movings[i], moving_counts[i] instead of the window lists; the same results. */
+int32_t qgpu_forward_steady(const Model *m, float *const *states, float *const *convs,
+                            float *const *lasts, float *const *outs, int32_t *const *movings,
+                            int32_t *moving_counts, int64_t token, float *logits,
+                            int32_t want_argmax) {
+    return forward(m, states, convs, NULL, NULL, lasts, outs, movings, moving_counts, token,
+                   logits, want_argmax);
 }
 
 /* The full logits of the token last run (after qgpu_forward returned -1). */
@@ -372,7 +395,7 @@ void qgpu_forward_forced(Model *m, float *const *states, float *const *convs,
         for (int32_t t = 0; t < n; t++) {
             m->h = hs + t * H;
             if (L->kind == 1 && L->n_heads)
-                gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i, NULL);
+                gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i, NULL, NULL);
             if (L->n_units) mlp_layer(m, L, NULL);
         }
     }

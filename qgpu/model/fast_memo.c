@@ -15,8 +15,8 @@
  * only picks the candidate), so a hit stands for the same float32 operations on the same
  * operands and gives the same bits (a +0/-0 or NaN difference is a different key). The
  * kernel then copies the stored result instead of recomputing it: projection slots are
- * written back (nonzero ones; the rest are +0, as the kernel leaves them), MLP rows
- * added into h as mlp_down_part adds mixed into h.
+ * read from the table (the steady path) or copied to the scratch, MLP rows added into h
+ * as mlp_down_part adds mixed into h.
  *
  * The tables belong to a plan (qgpu_memo_new, freed with it: qgpu_memo_free) and are
  * shared by the scratch copies of its Model; a call that finds them locked by another
@@ -27,13 +27,11 @@
 typedef struct {
     int32_t n_key;        /* key floats: r, then h at key_cols (-1: not built yet) */
     int32_t *key_cols;
-    int32_t n_out;        /* MLP: n_down_rows; projection: rows proj writes (cap) */
+    int32_t n_out;        /* MLP: n_down_rows; projection: n_slots */
     uint64_t hash[MEMO_WAYS];   /* 0: empty way */
     uint32_t stamp[MEMO_WAYS];  /* last use (LRU replacement) */
-    int32_t out_n[MEMO_WAYS];   /* projection: nonzero slots stored */
     uint32_t *keys;       /* [MEMO_WAYS * n_key] */
     float *outs;          /* [MEMO_WAYS * n_out] */
-    int32_t *out_idx;     /* projection: [MEMO_WAYS * n_out] slot of each stored value */
 } MemoTable;
 
 typedef struct {
@@ -62,7 +60,7 @@ void *qgpu_memo_new(int32_t n_layers) {
 }
 
 static void memo_table_free(MemoTable *t) {
-    free(t->key_cols); free(t->keys); free(t->outs); free(t->out_idx);
+    free(t->key_cols); free(t->keys); free(t->outs);
 }
 
 void qgpu_memo_free(void *p) {
@@ -90,7 +88,7 @@ static int32_t distinct_below(const int32_t *a, int64_t n, int32_t limit, uint8_
    (the part then runs without reuse) */
 static int memo_build(Memo *mo, MemoTable *t, const Model *m, const Layer *L, int mlp) {
     const int32_t H = m->hidden;
-    uint8_t *seen = calloc((size_t)(H > L->n_slots ? H : L->n_slots) + 1, 1);
+    uint8_t *seen = calloc((size_t)H + 1, 1);
     int32_t *cols = malloc(sizeof(int32_t) * ((size_t)H + 1));
     if (!seen || !cols) { free(seen); free(cols); return 0; }
     int32_t n;
@@ -103,23 +101,19 @@ static int memo_build(Memo *mo, MemoTable *t, const Model *m, const Layer *L, in
         t->n_out = L->n_down_rows;
     } else {
         n = distinct_below(L->proj.col, L->proj.n_cols, H, seen, cols);
-        int32_t *rows = malloc(sizeof(int32_t) * ((size_t)L->n_slots + 1));
-        t->n_out = rows ? distinct_below(L->proj.row, L->proj.ptr[L->proj.n_cols], L->n_slots,
-                                         seen, rows) : 0;
-        free(rows);
+        t->n_out = L->n_slots;
     }
     free(seen);
     t->key_cols = cols;
     t->n_key = n + 1;
     t->keys = malloc(sizeof(uint32_t) * (size_t)MEMO_WAYS * t->n_key);
     t->outs = malloc(sizeof(float) * ((size_t)MEMO_WAYS * t->n_out + 1));
-    t->out_idx = mlp ? NULL : malloc(sizeof(int32_t) * ((size_t)MEMO_WAYS * t->n_out + 1));
     if (t->n_key > mo->kbuf_size) {
         free(mo->kbuf);
         mo->kbuf = malloc(sizeof(uint32_t) * (size_t)t->n_key);
         mo->kbuf_size = mo->kbuf ? t->n_key : 0;
     }
-    if (!t->keys || !t->outs || (!mlp && !t->out_idx) || !mo->kbuf) {
+    if (!t->keys || !t->outs || !mo->kbuf) {
         t->n_key = 0;  /* never looked up again */
         return 0;
     }
@@ -182,31 +176,17 @@ static MemoTable *memo_table(Memo *mo, const Model *m, const Layer *L, int mlp) 
 
 enum { MEMO_MISS = -1 };
 
-/* The projection's slots for h: written from the table on a hit (returns the way);
-   on a miss returns MEMO_MISS with *way the way claimed for the result (-1: none) */
-static int memo_proj_lookup(Memo *mo, MemoTable *t, const Model *m, float *slots,
-                            int *way) {
+/* The projection's slots for h (n_slots floats) from the table, or NULL on a miss with
+   *way the way claimed for memo_proj_store */
+static const float *memo_proj_lookup(Memo *mo, MemoTable *t, const Model *m, int *way) {
     const uint64_t hv = memo_key(mo, t, m, m->h);
     const int w = memo_find(mo, t, hv);
-    if (w < 0) { *way = memo_claim(mo, t, hv); return MEMO_MISS; }
-    const int32_t *idx = t->out_idx + (size_t)w * t->n_out;
-    const float *val = t->outs + (size_t)w * t->n_out;
-    for (int32_t j = 0; j < t->out_n[w]; j++) slots[idx[j]] = val[j];
-    return w;
+    if (w < 0) { *way = memo_claim(mo, t, hv); return NULL; }
+    return t->outs + (size_t)w * t->n_out;
 }
 
-/* after a miss: the nonzero slots (bits not 0) the projection wrote, stored in way w */
-static void memo_proj_store(MemoTable *t, int w, const float *slots, int32_t n_slots) {
-    int32_t *idx = t->out_idx + (size_t)w * t->n_out;
-    float *val = t->outs + (size_t)w * t->n_out;
-    int32_t k = 0;
-    for (int32_t c = 0; c < n_slots; c++) {
-        uint32_t b;
-        memcpy(&b, slots + c, 4);
-        if (b && k < t->n_out) { idx[k] = c; val[k++] = slots[c]; }
-        else if (b) { t->hash[w] = 0; return; }  /* cannot happen: rows proj writes */
-    }
-    t->out_n[w] = k;
+static void memo_proj_store(MemoTable *t, int w, const float *slots) {
+    memcpy(t->outs + (size_t)w * t->n_out, slots, sizeof(float) * t->n_out);
 }
 
 /* The MLP's additions to h: added from the table on a hit (returns the way); on a miss
