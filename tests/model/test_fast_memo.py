@@ -1,11 +1,13 @@
-"""Reused layer results (fast_memo.c): with the tables on, the per-token kernel gives the
-results it gives with them off, bit for bit (logits, greedy tokens, recurrent and conv
-states), on a sparse random model whose sums are not exact, over a token stream whose
-projection and MLP inputs repeat (layer 0's mixer adds nothing, so layer 0's MLP and
-layer 1's projection see a function of the token; the later parts see the history and
-rarely repeat): both the reuse path and the compute path run, and the counters say how
-often each part was reused. Two threads share one plan's tables (one at a time: the
-other runs without them) and get the one-thread results."""
+"""The per-token kernel's steady conv path (fast_gdn.c) and reused layer results
+(fast_memo.c) give the plain path's results bit for bit (logits, greedy tokens,
+recurrent and conv states), on a sparse random model whose sums are not exact, over a
+token stream whose projection and MLP inputs repeat (layer 0's mixer adds nothing, so
+layer 0's MLP and layer 1's projection see a function of the token; the later parts see
+the history and rarely repeat) and whose ids come in runs (conv windows go steady),
+with the state passed between generation, prefill and the batched teacher-forced kernel
+(each rebuilds its tables from the conv state): both the reuse and the compute paths
+run, and the counters say how often. Two threads share one plan's tables (one at a time:
+the other runs without them) and get the one-thread results."""
 
 import threading
 
@@ -31,14 +33,20 @@ def engine() -> FastEngine:
     return FastEngine(weights)
 
 
-def tokens(n: int = 240) -> list[int]:  # 6 ids: inputs repeat
-    return np.random.default_rng(23).choice([3, 7, 11, 12, 40, 90], n).tolist()
+def tokens(n: int = 240) -> list[int]:  # 6 ids in runs of 1-6: inputs repeat
+    rng = np.random.default_rng(23)
+    out: list[int] = []
+    while len(out) < n:
+        out += [int(rng.choice([3, 7, 11, 12, 40, 90]))] * int(rng.integers(1, 7))
+    return out[:n]
 
 
 def run(eng: FastEngine, toks: list[int]):
     state = eng.new_state()
-    logits = eng.prefill(state, toks[:120])
-    greedy = [eng.step_greedy(state, t) for t in toks[120:]]
+    logits = eng.prefill(state, toks[:100])
+    greedy = [eng.step_greedy(state, t) for t in toks[100:160]]
+    greedy += eng.forced_greedy(state, toks[160:200])
+    greedy += [eng.step_greedy(state, t) for t in toks[200:]]
     return logits, greedy, state
 
 
@@ -53,21 +61,30 @@ def test_reuse_is_bit_identical():
     eng = engine()
     lib = eng.plan.lib
     counts = np.zeros(len(fast_native.COUNTERS), np.int64)
+    plain = np.zeros(len(fast_native.COUNTERS), np.int64)
     try:
         lib.qgpu_set_memo(0)
+        eng.plan.reuse = False
+        lib.qgpu_set_counts(plain.ctypes.data)
         off = run(eng, tokens())
         lib.qgpu_set_memo(1)
+        eng.plan.reuse = True
         lib.qgpu_set_counts(counts.ctypes.data)
         on = run(eng, tokens())
     finally:
         lib.qgpu_set_counts(None)
         lib.qgpu_set_memo(1)
+        eng.plan.reuse = True
     assert same(on, off)
     per = dict(zip(fast_native.COUNTERS, counts.tolist(), strict=True))
-    # 3 projections and 3 MLPs per token: layer 1's projection and layer 0's MLP reuse
-    # all but the first of each id's inputs; the others compute (mostly)
-    assert 200 <= per["proj_reused"] < 3 * 240 and 200 <= per["mlp_reused"] < 3 * 240
+    before = dict(zip(fast_native.COUNTERS, plain.tolist(), strict=True))
+    # 3 projections and 3 MLPs per token (200 of them per token, 40 forced): layer 1's
+    # projection and layer 0's MLP reuse all but the first of each id's inputs; the
+    # others compute (mostly)
+    assert 150 <= per["proj_reused"] < 3 * 200 and 150 <= per["mlp_reused"] < 3 * 200
     assert per["proj"] > 0 and per["gate"] > 0
+    assert before["proj_reused"] == before["mlp_reused"] == 0
+    assert per["conv"] < 0.9 * before["conv"]  # steady windows left alone
 
 
 def test_threads_share_the_tables():
