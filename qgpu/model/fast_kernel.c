@@ -24,9 +24,15 @@
  * _mm256_fmadd_ps); without it, the same scalar code as the tails. Timing:
  * qgpu_set_profile(buf) adds each layer's mixer and MLP seconds.
  *
+ * Generation (qgpu_forward_steady) skips work whose result is known exactly: a GDN
+ * projection or an MLP whose input (the norm scale and h at the columns it reads) equals,
+ * bit for bit, one of the last 32 that layer part saw takes the result computed then
+ * (fast_memo.c), and a conv channel whose window is constant and whose input repeats is
+ * left alone (fast_gdn.c, Steady). qgpu_forward is the plain path (window lists).
+ *
  * One translation unit over #included parts (fast_native.INCLUDED), in this order:
  * fast_math.c (elementary functions, the GDN head's delta rule and read), fast_layout.c
- * (the data layout), fast_gdn.c (a mixer layer), fast_team.c (the second thread),
+ * (the data layout), fast_memo.c (reused results), fast_gdn.c (a mixer layer), fast_team.c (the second thread),
  * fast_head.c (the output head), fast_batch.c and fast_batch_ops.c (the batched kernel).
  */
 #include <math.h>
