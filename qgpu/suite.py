@@ -7,8 +7,10 @@ Each suite kernel is a pair of files: `kernels/<name>.cu` (CUDA source) and
   LAUNCHES = [{"grid": G, "block": B, "args": {"param": value, ...}}, ...]
   def oracle(args, grid, block) -> dict[str, np.ndarray]
 
-`args` is keyed by the parameter names of the kernel's signature: numpy int32/uint32 arrays
-for pointer parameters, Python ints for scalars. The oracle computes, independently of any
+`args` is keyed by the parameter names of the kernel's signature: 1-D numpy arrays of one
+of ARRAY_DTYPES for pointer parameters (int32/uint32, float32, int8/uint8/bool,
+int16/uint16: what the launch API takes for the element type), Python ints for integer
+scalars and Python or numpy floats for `float` scalars. The oracle computes, independently of any
 GPU model, the final contents of every pointer argument. Files whose name starts with "_"
 are not kernels.
 
@@ -37,7 +39,8 @@ from qgpu.isa import limits
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 DEMO_KERNEL = "dot"   # `qgpu demo`'s kernel: kernels/dot.cu
 
-ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
+ARRAY_DTYPES = tuple(np.dtype(t) for t in ("int32", "uint32", "float32", "int8", "uint8",
+                                             "bool", "int16", "uint16"))
 
 
 class SuiteError(QgpuError):
@@ -87,6 +90,7 @@ class Param:
     ctype: str          # the type without the name, e.g. "const int*" ("unsigned" for uint32_t)
     pointer: bool
     unsigned: bool
+    dtype: str | None = None   # numpy dtype of the (pointed-to) element; None: raw words
 
 
 def kernel_params(source: str, kernel: str) -> list[Param]:
@@ -96,7 +100,7 @@ def kernel_params(source: str, kernel: str) -> list[Param]:
     if not found:
         raise SuiteError(f"no `__global__ void {kernel}(...)` in the source")
     return [Param(p.name, f"{'const ' if p.const else ''}{p.ctype}{'*' if p.pointer else ''}",
-                  p.pointer, not p.signed) for p in found[0].params]
+                  p.pointer, not p.signed, p.dtype) for p in found[0].params]
 
 
 # --- the spec ----------------------------------------------------------------------------
@@ -139,10 +143,30 @@ def copy_args(args: dict) -> dict:
 
 
 def wrap_to_dtype(values, dtype: np.dtype) -> np.ndarray:
-    """values (integers of any size) wrapped into int32 or uint32, C-style."""
-    flat = [u32(v) for v in np.asarray(values, dtype=object).ravel()]
-    wrapped = np.array(flat, dtype=np.uint32).reshape(np.shape(values))
-    return wrapped.view(np.int32) if dtype == np.int32 else wrapped
+    """values in the argument's dtype: integers of any size wrapped to its width C-style;
+    for float32 a float32 array (kept bit for bit) or its bit patterns as 32-bit integers
+    (a float64 array would have been rounded by someone: refused); for bool, nonzero."""
+    dtype = np.dtype(dtype)
+    given = np.asarray(values)
+    if dtype.kind == "f":
+        if given.dtype == np.float32:
+            return given.copy()
+        if given.dtype.kind in "iu" and given.dtype.itemsize == 4:
+            return given.astype(np.uint32).view(np.float32)
+        raise SuiteError(f"a float32 output must be a float32 array (or its uint32 bit "
+                         f"patterns), not {given.dtype}")
+    if dtype.kind == "b":
+        return given.astype(bool)
+    bits = 8 * dtype.itemsize
+    flat = [int(v) & ((1 << bits) - 1) for v in np.asarray(values, dtype=object).ravel()]
+    unsigned = np.dtype(f"uint{bits}")
+    return np.array(flat, dtype=unsigned).reshape(np.shape(values)).view(dtype)
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal dtype, shape and bytes (a NaN equals the same NaN, -0 differs from +0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 def check_launch_config(name: str, params: list[Param], launch: dict, index: int) -> None:
@@ -166,9 +190,11 @@ def check_launch_config(name: str, params: list[Param], launch: dict, index: int
         if p.pointer:
             if not isinstance(value, np.ndarray) or value.dtype not in ARRAY_DTYPES \
                     or value.ndim != 1 or value.size == 0:
-                raise SuiteError(f"{where}: {p.name} must be a non-empty 1-D int32 or "
-                                 "uint32 numpy array")
-            words += value.size
+                raise SuiteError(f"{where}: {p.name} must be a non-empty 1-D numpy array of "
+                                 f"{'/'.join(d.name for d in ARRAY_DTYPES)}")
+            words += -(-value.nbytes // 4)       # each array starts on a word
+        elif p.dtype == "float32" and isinstance(value, float | np.floating):
+            continue
         elif not isinstance(value, int) or isinstance(value, bool) \
                 or not -(1 << 31) <= value <= limits.WORD_MASK:
             raise SuiteError(f"{where}: scalar {p.name} must be a 32-bit Python int")
@@ -275,7 +301,7 @@ def suite_table(specs: list[KernelSpec], engine: str = "interp") -> list[dict]:
             except QgpuError as exc:
                 row["error"] = f"{type(exc).__name__}: {exc}"
             else:
-                row["ok"] = all(np.array_equal(outputs[k], v) for k, v in expected.items())
+                row["ok"] = all(same_bits(outputs[k], v) for k, v in expected.items())
                 row["tokens"] = tokens
             rows.append(row)
     return rows

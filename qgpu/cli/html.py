@@ -56,11 +56,15 @@ def page_error(res) -> OutputError | None:
 
 
 def launch(kernel, grid: int, block: int, args, engine: str, html: str | None,
-           budget: int | None = None, shared_mem: int = 0):
-    """kernel(grid, block, args, engine=engine, budget=budget, shared_mem=shared_mem), and
-    the page at `html` when given."""
+           budget: int | None = None, shared_mem: int = 0, printf_words: int | None = None):
+    """kernel(grid, block, args, engine=engine, budget=budget, shared_mem=shared_mem,
+    printf_words=printf_words), and the page at `html` when given."""
+    def call():
+        return kernel(grid, block, args, engine=engine, budget=budget, shared_mem=shared_mem,
+                      printf_words=printf_words)
+
     if not html:
-        return kernel(grid, block, args, engine=engine, budget=budget, shared_mem=shared_mem)
+        return call()
     from qgpu.view import result_data
 
     margins = engine.startswith("model") and not engine.startswith("model-forced")
@@ -68,9 +72,9 @@ def launch(kernel, grid: int, block: int, args, engine: str, html: str | None,
         if margins:
             from qgpu.runtime.generate import record_margins
             with record_margins():
-                res = kernel(grid, block, args, engine=engine, budget=budget, shared_mem=shared_mem)
+                res = call()
         else:
-            res = kernel(grid, block, args, engine=engine, budget=budget, shared_mem=shared_mem)
+            res = call()
     except CheckMismatch as err:
         if getattr(err, "written", None) is not None:
             _mismatch_page(kernel, grid, block, args, engine, html, err)

@@ -32,7 +32,8 @@ pointer parameter takes comma-separated values of its element type (the array's 
 contents) or zeros:N, with an optional type prefix (u8:1,2,3); an integer parameter takes
 one integer (cuda.launch_args reads them). --json
 prints one JSON object: {"kernel", "engine", "args": {NAME: final contents (pointer
-parameters)}, "tokens"}.
+parameters)}, "tokens"} and "printf" (the device's printf output) when it printed.
+--printf-words N sizes the device printf buffer (cuda.printf).
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ def add_arguments(p) -> None:
     p.add_argument("--shared-bytes", type=int, default=0, metavar="N",
                    help="bytes of dynamic shared memory (extern __shared__ arrays), as the "
                         "third <<<...>>> argument")
+    p.add_argument("--printf-words", type=int, metavar="N",
+                   help="words of global memory for the device printf/assert buffer (a "
+                        "counter word, then the records; default: all words the arrays "
+                        "leave free)")
     p.add_argument("--symbol", action="append", default=[], metavar="NAME=VALUES",
                    help="fill a __constant__/__device__ array before the launch (as "
                         "cudaMemcpyToSymbol): NAME=1,2,3")
@@ -203,15 +208,23 @@ def run(args) -> dict:
     budget = getattr(args, "budget", None)
     if budget is not None and budget < 1:
         raise RunError(f"--budget {budget}: give at least 1 block")
-    result = launch(kernel, grid, block, values, engine, getattr(args, "html", None), budget,
-                    getattr(args, "shared_bytes", 0))
+    try:
+        result = launch(kernel, grid, block, values, engine, getattr(args, "html", None),
+                        budget, getattr(args, "shared_bytes", 0),
+                        getattr(args, "printf_words", None))
+    except QgpuError as err:   # a failed assert, a full printf buffer: what was printed first
+        if getattr(err, "printed", "") and not args.json:
+            sys.stdout.write(err.printed)
+            sys.stdout.flush()
+        raise
     return {"kernel": kernel.name, "engine": args.engine, "grid": _shown(grid),
             "block": _shown(block), "before": before,
             "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},
             "scalars": {p.name: values[p.name] for p in kernel.params if not p.pointer},
             "tokens": result.tokens, "blocks_executed": result.blocks_executed,
             "seconds": result.seconds, "stats": kernel.template.stats,
-            "signature": str(kernel.signature), "page_error": page_error(result)}
+            "signature": str(kernel.signature), "page_error": page_error(result),
+            "printed": result.printed}
 
 
 def report(r: dict) -> str:
@@ -246,9 +259,12 @@ def main(args) -> int:
     if args.json:
         out = {"kernel": r["kernel"], "engine": r["engine"], "args": r["args"],
                "tokens": r["tokens"]}
+        if r["printed"]:
+            out["printf"] = r["printed"]
         json.dump(out, sys.stdout)
         sys.stdout.write("\n")
     else:
+        sys.stdout.write(r["printed"])     # the device's printf output, as a GPU prints it
         print(report(r))
     if r["page_error"] is not None:  # the results are out: now the page's error
         raise r["page_error"]

@@ -24,17 +24,21 @@ from qgpu.cuda import ptx
 from qgpu.cuda.codegen import compile_kernel
 from qgpu.cuda.driver import compile_to_ptx, kernel_ast
 from qgpu.cuda.link import KernelTemplate
+from qgpu.cuda.printf import Buffer, device_fault, finish_buffer, printf_reserve
 from qgpu.cuda.shape import Shape, launch_shape
 from qgpu.cuda.signature import KernelSignature, find_kernel, kernels_from_ast
-from qgpu.errors import CompileError, LaunchError
-from qgpu.interp import run_launch
+from qgpu.errors import CompileError, LaunchError, ProgramError
+from qgpu.interp import Machine
 from qgpu.isa import Program, limits
+from qgpu.isa.faults import Fault
+from qgpu.isa.ops import FLOAT_OPS
 from qgpu.isa.program import Allocation
 from qgpu.protocol import expected_trace
 
 # the numpy dtypes a pointer parameter takes, by its element's width: either signedness
 # (an int* may receive uint32 data, as a cast on a GPU would)
-_WIDTH_DTYPES = {1: ("int8", "uint8", "bool"), 2: ("int16", "uint16"), 4: ("int32", "uint32")}
+_WIDTH_DTYPES = {1: ("int8", "uint8", "bool"), 2: ("int16", "uint16"), 4: ("int32", "uint32"),
+                 8: ("int64", "uint64")}
 
 
 @dataclass
@@ -51,8 +55,13 @@ class EngineRun:
 
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
                 budget: int | None) -> EngineRun:
-    res = run_launch(program, grid=grid, block=block, memory=memory,
-                     budget=limits.DEFAULT_BLOCK_BUDGET if budget is None else budget)
+    machine = Machine(program, grid, block, memory,
+                      limits.DEFAULT_BLOCK_BUDGET if budget is None else budget)
+    try:
+        res = machine.run()
+    except Fault as fault:
+        fault.memory = list(machine.memory)   # what was printed before it (cuda.printf)
+        raise
     return EngineRun(list(res.memory), list(res.events), expected_trace(res.events))
 
 
@@ -82,6 +91,7 @@ class LaunchResult:
     sources: dict | None = None    # {"source", "filename", "ptx", "origins"} (qgpu.view)
     margins: list[float] | None = None   # top-1 minus top-2 logit per written token
     expected: list[int] | None = None    # the interpreter's trace (model runs, --check)
+    printed: str = ""              # device printf output (cuda.printf), as a GPU prints it
 
     @property
     def tokens(self) -> int:
@@ -163,9 +173,19 @@ class Kernel:
             self._templates[shape] = self._shaped(shape)
         return self._templates[shape]
 
-    def link(self, grid, block, args) -> tuple[Program, list[int], dict, list]:
+    def link(self, grid, block, args, printf_words: int | None = None
+             ) -> tuple[Program, list[int], dict, list]:
         """(program, initial global memory, layout, arrays in parameter order)."""
+        return self._link(grid, block, args, printf_words)[:4]
+
+    def _link(self, grid, block, args, printf_words: int | None = None):
+        """link's results and the launch's printf buffer (None: the kernel has no printf
+        or assert)."""
         shape = launch_shape(grid, block)
+        template = self.template_for(shape)
+        sites = template.stats.get("device_sites") or []
+        reserve = printf_reserve(printf_words) if sites and printf_words is not None else 0
+        limit = limits.GLOBAL_WORDS - reserve
         grid, block = shape.ctas, shape.threads
         params = self.signature.params
         if isinstance(args, dict):
@@ -191,25 +211,39 @@ class Kernel:
                 arr = self._array(p, a)
                 base = self._alias(p, arr, placed, params, args)
                 if base is None:
+                    # 8-byte elements on 8 bytes, as a GPU's allocations are aligned
+                    next_word += next_word % 2 if arr.itemsize == 8 else 0
                     base = next_word
                     words = _words(arr)
                     next_word += words
-                    if next_word > limits.GLOBAL_WORDS:
+                    if next_word > limit:
                         raise LaunchError(
                             f"{self.name}: the arrays need {self._words(params, args)} words "
-                            f"of global memory; the machine has {limits.GLOBAL_WORDS}")
+                            f"of global memory; the machine has {limits.GLOBAL_WORDS}"
+                            + (f", {reserve} of them the printf buffer (printf_words, "
+                               f"--printf-words)" if reserve else ""))
                     memory[base:base + words] = _to_words(arr)
                     placed.append((arr, base))
                 layout[p.name] = (base, _words(arr))
                 values[f"param:{k}"] = base * 4
             else:
-                values[f"param:{k}"] = self._scalar(p, a)
-        next_word = self._place_globals(memory, values, next_word)
-        template = self.template_for(shape)
+                v = self._scalar(p, a)
+                values[f"param:{k}"] = v & 0xFFFFFFFF
+                values[f"param:{k}:hi"] = v >> 32    # a long long's high word
+        next_word = self._place_globals(memory, values, next_word, template, limit)
+        buffer = None
+        if sites:
+            words = reserve or limits.GLOBAL_WORDS - next_word
+            if words < 2:
+                raise LaunchError(f"{self.name}: no global memory left for the printf "
+                                  f"buffer (the arrays and variables take {next_word} of "
+                                  f"{limits.GLOBAL_WORDS} words; it needs at least 2)")
+            buffer = Buffer(limits.GLOBAL_WORDS - words, words, sites)
+            values.update(buffer.symbols())
         program = template.bind(values)
         program.arrays = self._allocations(layout, template)
         return program, memory, layout, [a if p.pointer else None
-                                         for p, a in zip(params, args, strict=True)]
+                                         for p, a in zip(params, args, strict=True)], buffer
 
     def _alias(self, p, arr: np.ndarray, placed, params, args) -> int | None:
         """The word where `arr` already lives (the same array, or another view of exactly
@@ -260,10 +294,14 @@ class Kernel:
                 out.append(Allocation(p.name, base, words, sites))
         return tuple(out)
 
-    def _place_globals(self, memory: list[int], values: dict, next_word: int) -> int:
+    def _place_globals(self, memory: list[int], values: dict, next_word: int,
+                       template: KernelTemplate, limit: int) -> int:
+        used = template.symbols()
         for var in self.template.stats.get("globals", []):
+            if f"global:{var.name}" not in used:
+                continue        # not the kernel's (printf's strings are read at compile time)
             words = -(-var.size // 4)
-            if next_word + words > limits.GLOBAL_WORDS:
+            if next_word + words > limit:
                 raise LaunchError(f"{self.name}: no global memory left for __device__ "
                                   f"variable {var.name}")
             data = self.symbols.get(var.name) or b"".join(
@@ -294,21 +332,28 @@ class Kernel:
         return a
 
     def _scalar(self, p, a) -> int:
+        """A scalar argument's bits (two words for a long long): a float's bit pattern, an
+        integer range-checked against its C type (char, short, bool, int, long long and
+        their unsigned twins; the lowering extends the narrow ones as PTX's ld.param)."""
         if p.dtype == "float32" and not isinstance(a, bool) \
                 and isinstance(a, int | float | np.integer | np.floating):
             return int(np.array([a], np.float32).view(np.uint32)[0])   # its bit pattern
+        if isinstance(a, bool | np.bool_) and p.dtype == "bool":
+            return int(a)
         if isinstance(a, bool) or not isinstance(a, int | np.integer):
             what = "a number" if p.dtype == "float32" else "an integer"
             raise LaunchError(f"{self.name}: argument {p.name} ({p}) must be {what}, got "
                               f"{type(a).__name__}")
         v = int(a)
-        lo, hi = (-(1 << 31), (1 << 31) - 1) if p.signed else (0, (1 << 32) - 1)
+        info = np.iinfo(np.uint8 if p.dtype == "bool" else p.dtype or "int32")
+        lo, hi = (0, 1) if p.dtype == "bool" else (int(info.min), int(info.max))
         if not lo <= v <= hi:
             raise LaunchError(f"{self.name}: argument {p.name} = {v} does not fit {p.ctype}")
-        return limits.u32(v)
+        return v & ((1 << 64) - 1 if info.bits == 64 else 0xFFFFFFFF)
 
     def __call__(self, grid, block, args, engine: str | None = None,
-                 budget: int | None = None, shared_mem: int = 0) -> LaunchResult:
+                 budget: int | None = None, shared_mem: int = 0,
+                 printf_words: int | None = None) -> LaunchResult:
         shape = launch_shape(grid, block)
         self._check_shared(shape, shared_mem)
         if self.signature.max_threads is not None and shape.threads > \
@@ -324,20 +369,44 @@ class Kernel:
             raise LaunchError(f"unknown engine '{engine}' (registered: {sorted(ENGINES)}; the "
                               "model's engines register when qgpu.runtime is imported)")
         limits.check_launch_shape(grid, block)   # before linking: a clear error first
-        program, memory, layout, arrays = self.link(shape.grid, shape.block, args)
+        if engine != "interp":
+            self._refuse_native_floats(shape)
+        program, memory, layout, arrays, buffer = self._link(shape.grid, shape.block, args,
+                                                             printf_words)
         initial = list(memory)
         t0 = time.perf_counter()
-        run = runner(program, grid, block, memory, budget)
+        try:
+            run = runner(program, grid, block, memory, budget)
+        except Fault as fault:      # a failed assert's trap: its file:line and condition
+            raise device_fault(fault, buffer, program, self.name, shape) from None
         seconds = time.perf_counter() - t0
-        self._copy_back(arrays, layout, run.memory)
+        printed = finish_buffer(buffer, run.memory, self.name, shape,
+                                lambda: self._copy_back(arrays, layout, run.memory))
         params = self.signature.params
         return LaunchResult(self.name, engine, grid, block, program, run.memory, run.events,
                             run.trace, seconds, layout, initial=initial,
                             signed={p.name: p.signed for p in params if p.pointer},
                             scalars={p.name: int(a) for p, a in zip(params, args_list(
                                 params, args), strict=True) if not p.pointer},
-                            sources=self.sources, margins=run.margins, expected=run.expected)
+                            sources=self.sources, margins=run.margins, expected=run.expected,
+                            printed=printed)
 
+
+    def _refuse_native_floats(self, shape: Shape) -> None:
+        """The model runs float32 as integer code (cuda.softfloat); an operation with no
+        integer lowering yet (div, sqrt, round-to-integral) is refused, naming it and
+        its source line."""
+        template = self.template_for(shape)
+        for b, blk in enumerate(template.program.blocks):
+            ops = [ins.op for st in blk.stages for ins in st if ins.op in FLOAT_OPS]
+            if ops:
+                where = ", ".join(f"{f}:{n}" for f, n in
+                                  template.stats["origins"][b]["source"]) or "?"
+                raise ProgramError(f"{self.name} ({where}): float32 operation '{ops[0]}' "
+                                   f"has no integer lowering for the model yet (it runs "
+                                   f"add/sub/mul/fma, compares, min/max and int "
+                                   f"conversions); run it with engine='interp' "
+                                   f"(--engine interp); docs/cuda.md, 'float32'")
 
     def _copy_back(self, arrays, layout, memory) -> None:
         """Final memory into each array the kernel may write (one that is, or aliases, a

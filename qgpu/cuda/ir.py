@@ -108,6 +108,9 @@ class BasicBlock:
     term: Terminator = field(default_factory=Ret)
     # a loop kept as its own basic block (div/rem): never merged into a chain or if-converted
     keep_whole: bool = False
+    # operations scheduled in the order written (cuda.softfloat's sequences, ordered to
+    # keep few values alive), not by the list scheduler's critical-path priority
+    ordered: bool = False
 
 
 @dataclass
@@ -119,6 +122,8 @@ class Function:
     shared_bytes: int = 0
     dynamic_shared: bool = False    # extern __shared__ arrays, from shared_bytes on
     next_vreg: int = 0
+    device_sites: list = field(default_factory=list)   # printf/assert calls (cuda.printf)
+    device_strings: set = field(default_factory=set)   # variables they read at compile time
 
     def new_vreg(self) -> V:
         self.next_vreg += 1

@@ -63,7 +63,8 @@ def _int(text: str, name: str) -> int:
 
 
 PREFIXES = {"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
-            "u32": "uint32", "f32": "float32", "bool": "bool"}
+            "u32": "uint32", "i64": "int64", "u64": "uint64", "f32": "float32",
+            "bool": "bool"}
 
 
 def _array(param, text: str) -> np.ndarray:

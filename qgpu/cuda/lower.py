@@ -10,6 +10,7 @@ names the PTX line and, through the line table, the CUDA source line.
 from __future__ import annotations
 
 from qgpu.cuda import ptx
+from qgpu.cuda.devcalls import DeviceCalls
 from qgpu.cuda.ir import Barrier, BasicBlock, CondBr, Function, Goto, Op, Ret, Sym, V
 from qgpu.cuda.ptx import fail
 from qgpu.cuda.select import select
@@ -20,6 +21,7 @@ from qgpu.isa import Imm, limits
 
 _WIDE_TYPES = {"u64", "s64", "b64"}
 _INT32 = {"u32", "s32", "b32"}
+_NARROW_PARAMS = {"u8", "s8", "b8", "u16", "s16", "b16"}
 _SREG_OPS = {"%tid.x": "tid", "%ctaid.x": "ctaid", "%laneid": "laneid", "%warpid": "warpid"}
 _SREG_CONST = {"%tid.y": 0, "%tid.z": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%ntid.y": 1,
                "%ntid.z": 1, "%nctaid.y": 1, "%nctaid.z": 1, "%nwarpid": limits.MAX_WARPS}
@@ -152,6 +154,9 @@ class Lowering:
         if name in self.shared:
             return Imm(self.shared[name])
         if name in self.globals:
+            var = next(v for v in self.module.variables if v.name == name)
+            if var.problem:
+                raise fail(ins, var.problem)
             return Sym(f"global:{name}")
         if name in self.params:
             raise fail(ins, f"the address of parameter {name} is taken (pass arrays as "
@@ -257,13 +262,14 @@ class Lowering:
         self.fn.shared_bytes = offset
 
     def run(self) -> Function:
-        if self.pfn.locals_used:
-            raise CompileError(f"kernel {self.kname}: uses local memory (an array indexed "
-                               "at run time or a stack frame); not supported")
+        # the local depot may hold printf's arguments only (cuda.devcalls refuses the rest)
+        self.calls = DeviceCalls(self)
         for name, typ in self.pfn.params:
-            if typ not in _INT32 and typ != "f32":   # a float scalar: its bit pattern
+            # a float scalar: its bit pattern; char/short: extended by ld.param; long long:
+            # a register pair (cuda.wide)
+            if typ not in _INT32 | _NARROW_PARAMS | _WIDE_TYPES and typ != "f32":
                 raise CompileError(f"kernel {self.kname}: parameter {name} has PTX type "
-                                   f".{typ}; only 32-bit integers, float and pointers are "
+                                   f".{typ}; only integers, float and pointers are "
                                    f"supported")
         self.allocate_shared()
         self.infer_spaces()
@@ -286,11 +292,15 @@ class Lowering:
             if self.b.cur is None:      # unreachable code after a branch: give it a block
                 self.b.start(self.b.new_block("dead"))
             self.b.origin = item
+            if self.calls.intercept(item):
+                continue
             _check_types(item)
             self.instr(item, labels)
         if self.b.cur is not None:
             self.b.finish(Ret())
         self.predicates = {v for n, v in self.regs.items() if n.startswith("%p")}
+        self.fn.device_sites = self.calls.sites
+        self.fn.device_strings = self.calls.strings
         return self.fn
 
     def label_block(self, name: str) -> BasicBlock:
@@ -379,11 +389,9 @@ def lower(module: ptx.PModule, name: str, display: str | None = None,
         raise pfn.error
     for ins in pfn.body:
         if isinstance(ins, ptx.PInstr) and ins.parts[0] == "call":
-            if "vprintf" in ins.text or "__assertfail" in ins.text:
-                what = "printf" if "vprintf" in ins.text else "assert"
-                raise fail(ins, f"{what} in a kernel is not supported (qgpu has no device "
-                                f"{what} buffer yet); remove it or guard it with "
-                                "#ifndef __QGPU__")
+            if any(isinstance(o, ptx.PSym) and o.name in ("vprintf", "__assertfail")
+                   for o in ins.operands):
+                continue            # cuda.devcalls: records in the printf buffer
             raise fail(ins, "a call that clang did not inline (recursion, a __noinline__ or "
                             "external function); qgpu needs every device function inlined")
     lw = Lowering(module, pfn, display, shape)

@@ -92,6 +92,7 @@ class PVar:
     elem_bytes: int = 1
     line: int = 0
     dynamic: bool = False            # `extern __shared__ T s[]`: sized at launch time
+    problem: str | None = None       # why a kernel using it cannot run (a pointer initialiser)
 
 
 @dataclass
@@ -257,8 +258,12 @@ def _parse_var(space: str, rest: str, line: int) -> PVar:
         for x in items:
             v = parse_int(x)
             if v is None:
-                raise CompileError(f"PTX line {line}: initialiser '{x}' of {name} is not an "
-                                   "integer")
+                # an address (`generic(_$_str)`: a table of string pointers): refused only
+                # in the kernels that use the variable
+                problem = (f"the initial value of {name} holds the address '{x}' (a table of "
+                           "pointers); qgpu places integer data only")
+                return PVar(name, space, n * eb, int(align) if align else eb, None, eb, line,
+                            problem=problem)
             values.append(v)
         if count == "":
             n = len(values)

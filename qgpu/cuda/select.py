@@ -51,7 +51,7 @@ def select(lw, ins: ptx.PInstr) -> None:
         if not isinstance(addr, ptx.PAddr) or not isinstance(addr.base, ptx.PSym) \
                 or addr.base.name not in lw.params or addr.offset:
             raise fail(ins, "unsupported parameter access (struct or array parameter?)")
-        b.emit("mov", dst(), Sym(f"param:{lw.params[addr.base.name]}"))
+        _param_load(lw, ins, Sym(f"param:{lw.params[addr.base.name]}"))
         return
     if _type(ins) in _NARROW and op in ("ld", "ldu") and "param" not in parts:
         _narrow_load(lw, ins)
@@ -201,6 +201,30 @@ def _setp(lw, ins) -> None:
     elif isinstance(ops[0], ptx.PPair):
         b.emit("mov", p, r)
         b.emit("xor", lw.dst(ops[0].second, ins), r, Imm(1))
+
+
+def _param_load(lw, ins, value: Sym) -> None:
+    """ld.param of a scalar: the launch binds its bits (a char's sign-extended); an 8- or
+    16-bit load extends them as PTX does, into a 16-bit register (kept zero-extended) or
+    a 32-bit one."""
+    b, typ = lw.b, _type(ins)
+    d = lw.dst(ins.operands[0], ins)
+    bits = {"u8": 8, "s8": 8, "b8": 8, "u16": 16, "s16": 16, "b16": 16}.get(typ)
+    if bits is None:
+        b.emit("mov", d, value)
+        return
+    into16 = ins.operands[0].name.startswith("%rs")
+    t = b.tmp()
+    if typ.startswith("s") and (bits == 8 or not into16):
+        b.emit("shl", t, value, Imm(32 - bits))
+        if into16:
+            u = b.tmp()
+            b.emit("shr.s", u, t, Imm(32 - bits))
+            b.emit("and", d, u, Imm(0xFFFF))
+        else:
+            b.emit("shr.s", d, t, Imm(32 - bits))
+        return
+    b.emit("and", d, value, Imm((1 << bits) - 1))
 
 
 def _memory(lw, ins) -> None:

@@ -22,10 +22,13 @@ from qgpu.errors import CompileError
 ELEMENTS = {
     "char": np.int8, "signed char": np.int8, "unsigned char": np.uint8, "bool": np.bool_,
     "short": np.int16, "unsigned short": np.uint16, "int": np.int32, "unsigned int": np.uint32,
-    "float": np.float32,
+    "float": np.float32, "long long": np.int64, "unsigned long long": np.uint64,
 }
-_WIDE = {"long", "unsigned long", "long long", "unsigned long long", "double", "long double",
-         "__int128", "unsigned __int128"}
+# long and size_t are 64 bits on a GPU but 32 in qgpu's -m32 PTX (element size and
+# arithmetic would differ): refused; long long is 64 bits in both, on register pairs
+_WIDE = {"long", "unsigned long", "double", "long double", "__int128", "unsigned __int128"}
+_SCALARS = {"int", "unsigned int", "float", "char", "signed char", "unsigned char", "bool",
+            "short", "unsigned short", "long long", "unsigned long long"}
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict|restrict|struct|class|union)\b")
 
 
@@ -129,7 +132,13 @@ def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | Non
     base = " ".join(_QUALIFIERS.sub(" ", head).split())
     base = {"unsigned": "unsigned int", "signed": "int", "signed int": "int",
             "short int": "short", "unsigned short int": "unsigned short",
+            "long int": "long", "unsigned long int": "unsigned long",
+            "long long int": "long long", "unsigned long long int": "unsigned long long",
             "_Bool": "bool"}.get(base, base)
+    if base in ("long", "unsigned long"):
+        return None, (f"parameter '{shown}{name}' is {base} (size_t is unsigned long): 64 "
+                      "bits on a GPU, 32 in qgpu's 32-bit compile; use long long / int64_t "
+                      "(64 bits in both) or int")
     if base in _WIDE:
         return None, (f"parameter '{shown}{name}' is 64 bits on a GPU ({base}); the "
                       "machine computes in 32 bits: use int or unsigned")
@@ -139,10 +148,9 @@ def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | Non
         dtype = ELEMENTS.get(base)
         return Param(name, kind if dtype is None and base != "void" else base, True, const,
                      np.dtype(dtype).name if dtype else None), None
-    if base not in ("int", "unsigned int", "float"):
-        what = kind if base not in ELEMENTS else base
-        return None, (f"parameter '{shown}{name}': qgpu passes int, unsigned and pointers "
-                      f"by value, not {what} (make it an int)")
+    if base not in _SCALARS:
+        return None, (f"parameter '{shown}{name}': qgpu passes integers, float and pointers "
+                      f"by value, not {kind} (pass a pointer to it)")
     return Param(name, base, False, const, np.dtype(ELEMENTS[base]).name), None
 
 
@@ -158,8 +166,29 @@ def _constant(node: dict) -> bool:
     return node.get("kind") in _CONSTANT and all(_constant(c) for c in node.get("inner", []))
 
 
-def _wide_use(node, fns: dict, seen: set) -> tuple[str, int] | None:
-    """The first 64-bit long/size_t computation in a function body (following calls)."""
+def _wide(n: dict):
+    kind = n.get("kind")
+    if kind in _ARITH and _type(n.get("type", {})).replace("const ", "") in _WIDE_CODE \
+            and not _constant(n) and not (kind == "VarDecl" and n.get("constexpr")):
+        return (f"'{n.get('type', {}).get('qualType', 'long')}' is 64 bits on a GPU and qgpu "
+                "computes in 32: use int or unsigned (or int64 values the machine refuses)")
+    return None
+
+
+_TILE = re.compile(r"thread_block_tile<\s*(\d+)")
+
+
+def _big_tile(n: dict):
+    m = _TILE.search(n.get("type", {}).get("qualType", ""))
+    if m and int(m.group(1)) not in (1, 2, 4):
+        return (f"tiled_partition<{m.group(1)}>: qgpu's tiles have 1, 2 or 4 threads (a "
+                "warp has 4 lanes); use tiled_partition<4> or smaller, or the thread block")
+    return None
+
+
+def _first_use(node, fns: dict, seen: set, tests) -> tuple[tuple[str, int], str] | None:
+    """The first node of a function body (following calls) that one of `tests` refuses:
+    (its file and line, why)."""
     stack = [node]
     while stack:
         n = stack.pop()
@@ -168,10 +197,10 @@ def _wide_use(node, fns: dict, seen: set) -> tuple[str, int] | None:
             continue
         if not isinstance(n, dict):
             continue
-        kind = n.get("kind")
-        if kind in _ARITH and _type(n.get("type", {})).replace("const ", "") in _WIDE_CODE \
-                and not _constant(n) and not (kind == "VarDecl" and n.get("constexpr")):
-            return n.get("_where") or ("", 0), n.get("type", {}).get("qualType", "long")
+        for test in tests:
+            why = test(n)
+            if why:
+                return n.get("_where") or ("", 0), why
         ref = n.get("referencedDecl", {})
         if ref.get("kind") == "FunctionDecl" and ref["id"] in fns and ref["id"] not in seen:
             seen.add(ref["id"])
@@ -212,12 +241,10 @@ def kernels_from_ast(ast: dict, filename: str) -> list[KernelSignature]:
             problem = f"{where}: kernel {name} has two parameters with one name"
         if problem is None:
             body = [c for c in inner if c.get("kind") == "CompoundStmt"]
-            wide = _wide_use(body, fns, {node["id"]})
-            if wide:
-                (wfile, wline), tname = wide
-                problem = (f"{wfile or file or filename}:{wline}: kernel {name}: '{tname}' is 64 "
-                           "bits on a GPU and qgpu computes in 32: use int or unsigned "
-                           "(or int64 values the machine refuses)")
+            found = _first_use(body, fns, {node["id"]}, (_wide, _big_tile))
+            if found:
+                (wfile, wline), why = found
+                problem = f"{wfile or file or filename}:{wline}: kernel {name}: {why}"
         bounds = next((c for c in inner if c.get("kind") == "CUDALaunchBoundsAttr"), None)
         out.append(KernelSignature(name, tuple(params), line, file or filename,
                                    node["mangledName"], problem, _bound(bounds)))

@@ -6,8 +6,8 @@ clang computes some 32-bit loops in closed form through 64-bit values
 64-bit products appear in `__umul64hi`-style code. Each 64-bit PTX register (%rd) lives in
 two virtual registers, low and high word; the forms below compute both exactly (no range
 assumption), and the high words that nothing reads are removed by the optimizer's dead
-code elimination. Every other 64-bit form (64-bit loads and stores, division, 64-bit
-parameters) is still refused by cuda.lower, naming the PTX and source line.
+code elimination. Every other 64-bit form (division, 64-bit atomics, vector accesses) is
+still refused by cuda.lower, naming the PTX and source line.
 
     mul.wide.{u,s}32, mad.wide.{u,s}32     the 64-bit product (+ a 64-bit addend)
     mul.lo.{u,s,b}64                       the low 64 bits of a 64 x 64 product
@@ -16,18 +16,23 @@ parameters) is still refused by cuda.lower, naming the PTX and source line.
     shl.b64, shr.{u,s}64 by a constant     words shifted into each other
     cvt between 32 and 64 bits             zero/sign extension, truncation to the low word
     setp.{cmp}.{u,s}64                     high words first, low words (unsigned) on a tie
+    bfe.{u,s}64 with constant fields       two shifts of the pair
+    ld/st .u64 .s64 .b64 (global, shared)  two word accesses, low word first; a 32-bit
+                                           load into a 64-bit register extends it
+    ld.param.{u,s,b}64                     a long long parameter: two link-time words
 """
 
 from __future__ import annotations
 
 from qgpu.cuda import ptx
+from qgpu.cuda.ir import Sym
 from qgpu.cuda.ptx import fail
 from qgpu.cuda.select import emit_mulhi
 from qgpu.isa import Imm
 
 _WIDE = {"u64", "s64", "b64"}
 _OPS = {"mul", "mad", "add", "sub", "and", "or", "xor", "mov", "selp", "shl", "shr", "cvt",
-        "setp"}
+        "setp", "ld", "ldu", "st", "bfe"}
 _CMP_U = {"eq": "seteq", "ne": "setne", "lt": "setlt.u", "le": "setle.u", "gt": "setgt.u",
           "ge": "setge.u", "lo": "setlt.u", "ls": "setle.u", "hi": "setgt.u", "hs": "setge.u"}
 
@@ -55,6 +60,14 @@ def handles(ins: ptx.PInstr) -> bool:
         return isinstance(ins.operands[2], ptx.PImm)
     if op == "cvt":
         return all(t in ("u32", "s32", "u64", "s64", "b32", "b64") for t in ins.parts[-2:])
+    if op in ("ld", "ldu"):     # a 64-bit load, or a 32-bit one into a 64-bit register
+        return ins.parts[-1] in _WIDE | {"u32", "s32", "b32"} and _wide_reg(ins.operands[0]) \
+            and not any(p.startswith("v") and p[1:].isdigit() for p in ins.parts)
+    if op == "st":
+        return ins.parts[-1] in _WIDE and isinstance(ins.operands[1], ptx.PReg | ptx.PImm) \
+            and not any(p.startswith("v") and p[1:].isdigit() for p in ins.parts)
+    if op == "bfe":
+        return all(isinstance(o, ptx.PImm) for o in ins.operands[2:])
     return all(isinstance(o, ptx.PReg | ptx.PImm) and not isinstance(o, ptx.PPair)
                for o in ins.operands)
 
@@ -210,6 +223,22 @@ def lower_wide(lw, ins: ptx.PInstr) -> None:
             lw.b.emit("mov", d[1], a[1])
         else:                       # 64 -> 32: the low word (PTX truncates)
             lw.b.emit("mov", lw.dst(ops[0], ins), p.pair(ops[1], ins)[0])
+    elif op in ("ld", "ldu"):
+        _load(lw, p, ins)
+    elif op == "st":
+        space = lw.space_of(ins)
+        base, off = lw.address(ops[0], ins)
+        lo, hi = p.pair(ops[1], ins)
+        lw.b.emit(f"st.{space}", None, base, lo, offset=off)
+        lw.b.emit(f"st.{space}", None, base, hi, offset=off + 4)
+    elif op == "bfe":               # (a >> pos) & (2^len - 1), .s64 sign-extended
+        pos, length = ops[2].value & 0xFF, ops[3].value & 0xFF
+        d = p.dst(ops[0], ins)
+        if length == 0 or pos + length > 64:
+            raise fail(ins, f"{ins.opcode} with these fields is not supported")
+        t = (lw.b.tmp(), lw.b.tmp())
+        p.shift(t, p.pair(ops[1], ins), 64 - pos - length, "shl")
+        p.shift(d, t, 64 - length, "shr.s" if signed else "shr.u")
     elif op == "setp":
         cmp = next((c for c in _CMP_U if c in parts), None)
         if cmp is None or len(parts) > 3 or isinstance(ops[0], ptx.PPair):
@@ -217,3 +246,29 @@ def lower_wide(lw, ins: ptx.PInstr) -> None:
         p.compare(lw.dst(ops[0], ins), cmp, p.pair(ops[1], ins), p.pair(ops[2], ins), signed)
     else:
         raise fail(ins, f"the 64-bit form {ins.opcode} is not supported")
+
+
+def _load(lw, p: _Pairs, ins) -> None:
+    """A 64-bit load is two word loads (low word first, as the machine is little-endian);
+    a 32-bit load into a 64-bit register extends by its type; a long long parameter is
+    its two link-time words."""
+    ops, typ = ins.operands, ins.parts[-1]
+    d = p.dst(ops[0], ins)
+    addr = ops[1]
+    if "param" in ins.parts:
+        if not isinstance(addr, ptx.PAddr) or not isinstance(addr.base, ptx.PSym) \
+                or addr.base.name not in lw.params or addr.offset:
+            raise fail(ins, "unsupported parameter access (struct or array parameter?)")
+        k = lw.params[addr.base.name]
+        lw.b.emit("mov", d[0], Sym(f"param:{k}"))
+        lw.b.emit("mov", d[1], Sym(f"param:{k}:hi") if typ in _WIDE else Imm(0))
+        return
+    space = lw.space_of(ins)
+    base, off = lw.address(addr, ins)
+    lw.b.emit(f"ld.{space}", d[0], base, offset=off)
+    if typ in _WIDE:
+        lw.b.emit(f"ld.{space}", d[1], base, offset=off + 4)
+    elif typ == "s32":
+        lw.b.emit("shr.s", d[1], d[0], Imm(31))
+    else:
+        lw.b.emit("mov", d[1], Imm(0))

@@ -43,7 +43,9 @@ def run_model(program, grid: int, block: int, memory, budget: int | None = None,
                 raise
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
     if records and records[-1].kind == "trap":   # the model detected a fault: its error
-        raise Fault(records[-1].trap)
+        fault = Fault(records[-1].trap)
+        fault.memory = run.memory      # read from the model's state (device printf output)
+        raise fault
     return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace,
                      run.margins, expected)
 

@@ -327,8 +327,8 @@ REFUSED = {
                  "__global__ void k(int *o) { o[0] = f(o[1]); }", "did not inline"),
     "shared_big": ("__global__ void k(int *o) { __shared__ int s[64]; s[threadIdx.x] = 1; "
                    "__syncthreads(); o[0] = s[o[1]]; }", "shared memory holds 128 bytes"),
-    "printf": ("#include <cstdio>\n__global__ void k(int *o) { printf(\"%d\", o[0]); }",
-               "printf in a kernel is not supported"),
+    "printf": ("#include <cstdio>\n__global__ void k(int *o) { printf(\"%lld\", 1LL << 40); }",
+               "printf conversion '%lld' prints a 64-bit value"),
     "syntax": ("__global__ void k(int *o) { o[0] = }", "syntax.cu:1"),
     "no_kernel": ("__device__ int f(int x) { return x; }", "0 kernels"),
 }

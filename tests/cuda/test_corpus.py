@@ -86,6 +86,21 @@ def _cg_sum():
         1: np.array([7 + x.sum()], np.int32)}
 
 
+def _tile_reduce():
+    x = RNG.integers(-50, 50, 15, dtype=np.int32)
+    total = np.array([3], np.int32)
+    return "tile_reduce.cu", "reduceTiles", 2, 8, [x, total, 15], lambda: {
+        1: np.array([3 + x.sum()], np.int32)}
+
+
+def _pair_max():
+    x = RNG.integers(-50, 50, 8, dtype=np.int32)
+    out = np.zeros(8, np.int32)
+    pairs = np.maximum(x, x.reshape(4, 2)[:, ::-1].reshape(-1))
+    return "tile_reduce.cu", "pairMax", 1, 8, [x, out], lambda: {
+        1: (pairs * 10 + np.arange(8) % 2).astype(np.int32)}
+
+
 def _conv():
     x = RNG.integers(-50, 50, 8, dtype=np.int32)
     out = np.zeros(8, np.int32)
@@ -114,6 +129,7 @@ CASES = {
     "namespace_alt": lambda: _apply("alt::apply", lambda x: 0 - x),
     "scan_dynamic_shared": lambda: _scan(),
     "cooperative_groups_sum": lambda: _cg_sum(),
+    "tiled_partition_reduce": _tile_reduce, "tiled_partition_pairs": _pair_max,
     "conv_constant_mask": lambda: _conv(),
     # clang's closed form of the loop (mul.wide.u32, shr.u64) on register pairs
     "sum_to_n": lambda: ("several.cu", "sum_to_n", 1, 4, [np.zeros(4, np.int32), 5000],
@@ -138,13 +154,14 @@ def test_corpus_on_the_interpreter(case):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["transpose_naive", "namespace_ops"])
+@pytest.mark.parametrize("case", ["transpose_naive", "namespace_ops", "tiled_partition_reduce"])
 def test_corpus_sample_on_the_model_checked(case):
     _run(case, "model-check")
 
 
 @pytest.mark.parametrize("file,kernel,where,reason", [
-    ("several.cu", "checked", "several.cu:19", "assert in a kernel is not supported"),
+    ("several.cu", "named", "several.cu:27", "(a table of pointers); qgpu places integer "
+                                             "data only"),
 ])
 def test_unsupported_kernels_are_refused_alone(file, kernel, where, reason):
     mod = module(file)

@@ -44,8 +44,8 @@ def test_void_and_empty_parameter_lists():
 
 @pytest.mark.parametrize("decl,match", [
     ("int &r", "reference"), ("int **p", "pointer to a pointer"),
-    ("short s", "not short"), ("long n", "64 bits on a GPU"), ("size_t n", "64 bits"),
-    ("long long *p", "64 bits"), ("int2 v", "not struct int2")])
+    ("double d", "64 bits on a GPU"), ("long n", "64 bits on a GPU"), ("size_t n", "64 bits"),
+    ("unsigned long *p", "use long long / int64_t"), ("int2 v", "not struct int2")])
 def test_unsupported_parameters_name_the_kernel_and_line(decl, match):
     (k,) = parse_kernels(f"\n__global__ void k({decl}) {{}}", "f.cu")
     assert k.problem.startswith("f.cu:2: kernel k: ") and match in k.problem

@@ -66,3 +66,58 @@ def test_64_bit_products_shifts_and_compares(mod):
                  s32((((p + u) & m64) >> 31) if (p + u) & m64 < 1 << 63 else
                      (((p + u) & m64) - (1 << 64)) >> 31) ^ s32(p - u)]
     assert list(out) == want
+
+
+MEM_SRC = """#include <stdint.h>
+__global__ void mix(const int *tag, long long *x, unsigned long long *u, long long k,
+                    const int *small, int *out) {
+  int i = threadIdx.x;
+  long long v = x[i];
+  x[i] = v * 3 + k;
+  u[i] = (u[i] >> 1) ^ ((unsigned long long)small[i] << 40);
+  long long s = small[i];                      // a 32-bit load widened (signed)
+  out[i] = (int)(v >> 32) + (int)v + (int)(s >> 63) + tag[0];
+}
+__global__ void scalars(int *o, char c, signed char sc, unsigned char uc, short s,
+                        unsigned short us, bool b, long long ll, uint64_t ull) {
+  o[0] = c; o[1] = sc; o[2] = uc; o[3] = s; o[4] = us; o[5] = b; o[6] = c + s * uc;
+  o[7] = (int)(ll >> 20); o[8] = (int)(ull >> 33); o[9] = ll < 0;
+}
+"""
+M64 = (1 << 64) - 1
+
+
+def test_long_long_arrays_and_parameters_are_exact_on_register_pairs():
+    mod = qgpu.compile(MEM_SRC, "mem.cu", engine="interp")
+    rng = np.random.default_rng(8)
+    x = rng.integers(-(1 << 62), 1 << 62, 4, dtype=np.int64)
+    x[0] = -(1 << 63)
+    u = rng.integers(0, 1 << 63, 4, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    small = np.array([-5, 7, -(1 << 31), 12345], np.int32)
+    tag, out = np.array([9], np.int32), np.zeros(4, np.int32)
+    x0, u0, k = x.copy(), u.copy(), -(1 << 40) - 3
+    res = mod.get_function("mix")(1, 4, [tag, x, u, k, small, out])
+    assert res.layout["x"][0] % 2 == 0          # 8-byte elements start on an even word
+    assert [int(v) for v in x] == [s64(int(v) * 3 + k) for v in x0]
+    assert [int(v) for v in u] == [((int(v) >> 1) ^ ((int(s) & M64) << 40)) & M64
+                                   for v, s in zip(u0, small, strict=True)]
+    assert list(out) == [s32((int(v) >> 32) + (int(v) & M32) + (-1 if s < 0 else 0) + 9)
+                         for v, s in zip(x0, small, strict=True)]
+
+
+def s64(v: int) -> int:
+    v &= M64
+    return v - (1 << 64) if v >> 63 else v
+
+
+def test_char_short_bool_and_long_long_scalars_by_value():
+    k = qgpu.compile(MEM_SRC, "mem.cu", engine="interp").get_function("scalars")
+    o = np.zeros(10, np.int32)
+    k(1, 1, [o, -3, -128, 200, -300, 60000, True, -(1 << 50) - 1, (1 << 64) - 1])
+    assert list(o) == [-3, -128, 200, -300, 60000, 1, -3 - 300 * 200,
+                       s32((-(1 << 50) - 1) >> 20), (1 << 31) - 1, 1]
+    for bad in ([o, 128, 0, 0, 0, 0, 0, 0, 0], [o, 0, 0, 256, 0, 0, 0, 0, 0],
+                [o, 0, 0, 0, 0, -1, 0, 0, 0], [o, 0, 0, 0, 0, 0, 2, 0, 0],
+                [o, 0, 0, 0, 0, 0, 0, 1 << 63, 0]):
+        with pytest.raises(qgpu.errors.LaunchError, match="does not fit"):
+            k(1, 1, bad)

@@ -1,6 +1,7 @@
 /* assert.h (qgpu): assert as CUDA defines it in device code, a call of __assertfail when
- * the condition fails. qgpu refuses a kernel that contains one (naming the line) rather
- * than ignore it; NDEBUG removes asserts, as in C. */
+ * the condition fails: the failing lane traps (qgpu/cuda/devcalls.py) and the launch ends
+ * with a KernelAssertion naming file:line, thread and condition; NDEBUG removes asserts,
+ * as in C. */
 #ifndef QGPU_ASSERT_H
 #define QGPU_ASSERT_H
 #include <stddef.h>

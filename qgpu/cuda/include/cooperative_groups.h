@@ -1,8 +1,13 @@
 /* cooperative_groups.h (qgpu): the thread-block subset of CUDA's cooperative groups,
  * on the launch's own ids: this_thread_block(), and a block's sync(), thread_rank(),
- * size()/num_threads(), group_index(), thread_index(), dim_threads(). Grid groups,
- * tiled_partition and coalesced groups are not provided (a kernel using them fails to
- * compile naming the line). */
+ * size()/num_threads(), group_index(), thread_index(), dim_threads(); tiles of a block,
+ * tiled_partition<N>(block) / thread_block_tile<N> for N = 1, 2, 4 (a warp has 4 lanes,
+ * so a tile never straddles warps): sync(), thread_rank(), size()/num_threads(),
+ * meta_group_rank(), meta_group_size(), shfl/shfl_up/shfl_down/shfl_xor of 4-byte values
+ * (width N: a GPU computes the same within the tile), ballot/any/all. Larger tiles are a
+ * compile error naming the line that asks for one; grid groups, coalesced groups and
+ * tiled_partition(parent, n) with a run-time size are not provided (an error naming the
+ * line). */
 #ifndef QGPU_COOPERATIVE_GROUPS_H
 #define QGPU_COOPERATIVE_GROUPS_H
 #include "cuda_runtime.h"
@@ -23,6 +28,57 @@ class thread_block {
 };
 __device__ inline thread_block this_thread_block() { return thread_block(); }
 __device__ inline void sync(const thread_block &g) { g.sync(); }
+
+template <unsigned N>
+class thread_block_tile {
+  // other sizes compile (so that one kernel does not stop its siblings) and qgpu refuses
+  // the kernel that uses one, naming its line (cuda.signature)
+  __device__ static unsigned rank_in_block() { return thread_block().thread_rank(); }
+  __device__ static unsigned lanes() {   // this tile's lanes in the warp's ballot
+    return ((1u << N) - 1u) << (rank_in_block() % warpSize / N * N);
+  }
+  template <class T>
+  __device__ static int bits(T v) {
+    static_assert(sizeof(T) == 4, "qgpu: a tile shuffles 4-byte values (int, unsigned, float)");
+    return __builtin_bit_cast(int, v);
+  }
+
+ public:
+  __device__ void sync() const { __syncwarp(lanes()); }
+  __device__ unsigned thread_rank() const { return rank_in_block() % N; }
+  __device__ unsigned size() const { return N; }
+  __device__ unsigned num_threads() const { return N; }
+  __device__ unsigned meta_group_rank() const { return rank_in_block() / N; }
+  __device__ unsigned meta_group_size() const { return (thread_block().size() + N - 1) / N; }
+  template <class T>
+  __device__ T shfl(T v, int src) const {
+    return __builtin_bit_cast(T, __shfl_sync(lanes(), bits(v), src, N));
+  }
+  template <class T>
+  __device__ T shfl_up(T v, unsigned d) const {
+    return __builtin_bit_cast(T, __shfl_up_sync(lanes(), bits(v), d, N));
+  }
+  template <class T>
+  __device__ T shfl_down(T v, unsigned d) const {
+    return __builtin_bit_cast(T, __shfl_down_sync(lanes(), bits(v), d, N));
+  }
+  template <class T>
+  __device__ T shfl_xor(T v, int m) const {
+    return __builtin_bit_cast(T, __shfl_xor_sync(lanes(), bits(v), m, N));
+  }
+  __device__ unsigned ballot(int p) const {
+    return (__ballot_sync(lanes(), p) & lanes()) >> (rank_in_block() % warpSize / N * N);
+  }
+  __device__ int any(int p) const { return ballot(p) != 0; }
+  __device__ int all(int p) const { return ballot(p) == (1u << N) - 1u; }
+};
+
+template <unsigned N, class Parent>
+__device__ inline thread_block_tile<N> tiled_partition(const Parent &) {
+  return thread_block_tile<N>();
+}
+template <unsigned N>
+__device__ inline void sync(const thread_block_tile<N> &g) { g.sync(); }
 }  // namespace cooperative_groups
 
 #endif

@@ -1,5 +1,6 @@
 /* stdio.h (qgpu): the declarations host code uses, for parsing only. printf is also a
- * device function, as in CUDA; qgpu refuses a kernel that calls it (naming the line). */
+ * device function, as in CUDA: the kernel writes records into the printf buffer and the
+ * host formats them after the launch (qgpu/cuda/devcalls.py, printf.py). */
 #ifndef QGPU_STDIO_H
 #define QGPU_STDIO_H
 #include <stddef.h>
