@@ -31,6 +31,7 @@ from types import ModuleType
 
 import numpy as np
 
+from qgpu.cuda import BATCH_ENGINES, launch_many
 from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.signature import parse_kernels
 from qgpu.errors import QgpuError
@@ -289,9 +290,13 @@ def run_case(spec: KernelSpec, launch: dict, engine: str = "interp"):
 # --- the suite as a table ----------------------------------------------------------------
 
 
-def suite_table(specs: list[KernelSpec], engine: str = "interp") -> list[dict]:
+def suite_table(specs: list[KernelSpec], engine: str = "interp", **options) -> list[dict]:
     """One row per (kernel, launch): whether the outputs equal the oracle, and the
-    launch's trace tokens (None when the engine does not report them)."""
+    launch's trace tokens (None when the engine does not report them). On an engine that
+    runs launches together (cuda.BATCH_ENGINES: the model's "model", "model-check") every
+    launch goes in one launch_many call (options: its in_flight, jobs)."""
+    if engine in BATCH_ENGINES:
+        return _batched_table(specs, engine, **options)
     rows = []
     for spec in specs:
         for index, launch in enumerate(spec.launches):
@@ -307,9 +312,34 @@ def suite_table(specs: list[KernelSpec], engine: str = "interp") -> list[dict]:
     return rows
 
 
+def _batched_table(specs: list[KernelSpec], engine: str, **options) -> list[dict]:
+    cases, launches = [], []
+    for spec in specs:
+        function = compiled_module(spec.source).get_function(spec.kernel)
+        for index, launch in enumerate(spec.launches):
+            values = positional_args(spec, launch["args"])
+            cases.append((spec, index, launch, values))
+            launches.append((function, launch["grid"], launch["block"], values))
+    results = launch_many(launches, engine=engine, errors="return", **options)
+    rows = []
+    for (spec, index, launch, values), result in zip(cases, results, strict=True):
+        row = {"case": spec.case_id(index), "ok": False, "tokens": None, "error": None}
+        if isinstance(result, QgpuError):
+            row["error"] = f"{type(result).__name__}: {result}"
+        else:
+            outputs = {p.name: v for p, v in zip(spec.params, values, strict=True)
+                       if p.pointer}
+            row["ok"] = all(same_bits(outputs[k], v) for k, v in spec.oracle(launch).items())
+            row["tokens"] = result.tokens
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    """python -m qgpu.suite [--engine E] [NAME ...]: run the suite, print one line per
-    launch (status, tokens) and a summary; exit status 1 when any launch fails."""
+    """python -m qgpu.suite [--engine E] [--jobs N] [NAME ...]: run the suite, print one
+    line per launch (status, tokens) and a summary; exit status 1 when any launch fails.
+    On the model ("model", "model-check") the launches are generated together
+    (runtime.generate_many: 64 in flight per job, one pass over the weights per token)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m qgpu.suite", description=main.__doc__)
@@ -317,13 +347,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default="interp",
                         help="interp, model, model-check (generate, then compare with the "
                              "interpreter) or model-forced (the check by teacher forcing)")
+    parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
+                        help="model, model-check: threads generating launches, each a batch "
+                             "of launches stepped together (default 1; 2 uses both cores of "
+                             "a two-core machine)")
     args = parser.parse_args(argv)
     if args.engine != "interp":
         # the one import against the pipeline (README, "Architecture"): the suite sits
         # below the runtime, whose import registers the model's engines
         import qgpu.runtime  # noqa: F401
     specs = [s for s in load_suite() if not args.names or s.name in args.names]
-    rows = suite_table(specs, args.engine)
+    options = {"jobs": args.jobs} if args.engine in BATCH_ENGINES else {}
+    rows = suite_table(specs, args.engine, **options)
     for row in rows:
         status = "ok" if row["ok"] else ("ERROR " + row["error"] if row["error"] else "WRONG")
         tokens = "" if row["tokens"] is None else f"{row['tokens']:7d} tokens"
