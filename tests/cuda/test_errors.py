@@ -78,7 +78,7 @@ def test_unsupported_parameter_types():
     with pytest.raises(CompileError, match="kernel.cu:1: kernel k: .* pointer to a pointer"):
         get("__global__ void k(int **a) { a[0][0] = 1; }")
     with pytest.raises(CompileError, match=r"kernel.cu:1: kernel k: .* not struct S \(pass "
-                                           "a pointer to it\)"):
+                                           r"a pointer to it\)"):
         get("struct S { int v; };\n__global__ void k(S a) { }".replace("\n", " "))
 
 
