@@ -27,10 +27,11 @@ from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.printf import Buffer, device_fault, finish_buffer, printf_reserve
 from qgpu.cuda.shape import Shape, launch_shape
 from qgpu.cuda.signature import KernelSignature, find_kernel, kernels_from_ast
-from qgpu.errors import CompileError, LaunchError
+from qgpu.errors import CompileError, LaunchError, ProgramError
 from qgpu.interp import Machine
 from qgpu.isa import Program, limits
 from qgpu.isa.faults import Fault
+from qgpu.isa.ops import FLOAT_OPS
 from qgpu.isa.program import Allocation
 from qgpu.protocol import expected_trace
 
@@ -368,6 +369,8 @@ class Kernel:
             raise LaunchError(f"unknown engine '{engine}' (registered: {sorted(ENGINES)}; the "
                               "model's engines register when qgpu.runtime is imported)")
         limits.check_launch_shape(grid, block)   # before linking: a clear error first
+        if engine != "interp":
+            self._refuse_native_floats(shape)
         program, memory, layout, arrays, buffer = self._link(shape.grid, shape.block, args,
                                                              printf_words)
         initial = list(memory)
@@ -388,6 +391,22 @@ class Kernel:
                             sources=self.sources, margins=run.margins, expected=run.expected,
                             printed=printed)
 
+
+    def _refuse_native_floats(self, shape: Shape) -> None:
+        """The model runs float32 as integer code (cuda.softfloat); an operation with no
+        integer lowering yet (div, sqrt, round-to-integral) is refused, naming it and
+        its source line."""
+        template = self.template_for(shape)
+        for b, blk in enumerate(template.program.blocks):
+            ops = [ins.op for st in blk.stages for ins in st if ins.op in FLOAT_OPS]
+            if ops:
+                where = ", ".join(f"{f}:{n}" for f, n in
+                                  template.stats["origins"][b]["source"]) or "?"
+                raise ProgramError(f"{self.name} ({where}): float32 operation '{ops[0]}' "
+                                   f"has no integer lowering for the model yet (it runs "
+                                   f"add/sub/mul/fma, compares, min/max and int "
+                                   f"conversions); run it with engine='interp' "
+                                   f"(--engine interp); docs/cuda.md, 'float32'")
 
     def _copy_back(self, arrays, layout, memory) -> None:
         """Final memory into each array the kernel may write (one that is, or aliases, a

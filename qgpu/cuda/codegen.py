@@ -18,6 +18,7 @@ from qgpu.cuda.optimize import optimize
 from qgpu.cuda.regalloc import allocate
 from qgpu.cuda.schedule import MBlock, schedule
 from qgpu.cuda.shape import Shape
+from qgpu.cuda.softcall import call_floats, inline_floats
 from qgpu.errors import CompileError, ProgramError
 from qgpu.isa import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg, limits
 
@@ -26,11 +27,13 @@ def compile_kernel(module: ptx.PModule, ptx_name: str, display_name: str,
                    shape: Shape | None = None) -> KernelTemplate:
     """The kernel's template; `shape` (a 2-D/3-D launch) fixes its threadIdx/blockIdx."""
     fn, predicates = lower(module, ptx_name, display_name, shape)
+    inline_floats(fn)           # float32 as integer code (cuda.softcall, cuda.softfloat)
     optimize(fn, predicates)
     while if_convert(fn):
         optimize(fn, predicates)
     order = block_order(fn)
     fn.blocks = {n: fn.blocks[n] for n in order}
+    float_calls = call_floats(fn)
     mblocks = thread_exits(schedule(fn))
     if len(mblocks) > limits.ROM_BLOCKS:
         raise CompileError(f"kernel {display_name}: needs {len(mblocks)} machine blocks; the "
@@ -41,7 +44,7 @@ def compile_kernel(module: ptx.PModule, ptx_name: str, display_name: str,
     stats = {"blocks": len(program.blocks), "instructions": program.instruction_count(),
              "pressure": pressure, "origins": block_origins(mblocks),
              "dynamic_shared": fn.dynamic_shared, "device_sites": fn.device_sites,
-             "device_strings": fn.device_strings}
+             "device_strings": fn.device_strings, "float_calls": float_calls}
     return KernelTemplate(display_name, program, relocs, fn.n_params, fn.shared_bytes,
                           pressure, stats)
 

@@ -108,6 +108,9 @@ class BasicBlock:
     term: Terminator = field(default_factory=Ret)
     # a loop kept as its own basic block (div/rem): never merged into a chain or if-converted
     keep_whole: bool = False
+    # operations scheduled in the order written (cuda.softfloat's sequences, ordered to
+    # keep few values alive), not by the list scheduler's critical-path priority
+    ordered: bool = False
 
 
 @dataclass

@@ -194,6 +194,14 @@ def rematerialize(fn: Function) -> bool:
     return changed
 
 
+def rematerialize_in(fn: Function, names, depth: int) -> None:
+    """rematerialize in the named blocks only, at `depth` in loops too (cuda.softcall:
+    values live across a float routine call cost the routine its registers)."""
+    defs = _defs(fn)
+    for name in names:
+        _rematerialize_block(fn, fn.blocks[name], defs, depth)
+
+
 def _recompute(fn: Function, defs, v: V, local: dict[V, V], out: list[Op], origin) -> V:
     if v not in local:
         op = defs[v][0]

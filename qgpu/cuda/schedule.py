@@ -134,8 +134,8 @@ class Pressure:
         return len(self.live) >= self.LIMIT
 
 
-def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
-                   ) -> list[list[list[Op]]]:
+def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None,
+                   ordered: bool = False) -> list[list[list[Op]]]:
     """Machine blocks (lists of stages of ops) for one basic block's ops.
 
     A machine block must read memory before it writes any (the circuit has no forwarding
@@ -163,7 +163,9 @@ def _list_schedule(fn: Function, ops: list[Op], pressure: Pressure | None = None
                 for i, lat in preds[j])]
             if not ready:
                 break
-            if pressure is not None and pressure.high():
+            if ordered:
+                j = min(ready)
+            elif pressure is not None and pressure.high():
                 j = max(ready, key=lambda k: (-pressure.delta(ops[k]), height[k], -k))
             else:
                 j = max(ready, key=lambda k: (height[k], -k))
@@ -256,7 +258,7 @@ def schedule_block(fn: Function, b: BasicBlock, live_in: set[V], live_out: set[V
     """The machine blocks for basic block b (the first one carries b's name)."""
     rename_locals(fn, b, live_out)
     pinned = set(live_out) | ({b.term.cond} if isinstance(b.term, CondBr) else set())
-    pieces = _list_schedule(fn, b.ops, Pressure(b.ops, live_in, pinned))
+    pieces = _list_schedule(fn, b.ops, Pressure(b.ops, live_in, pinned), b.ordered)
     names = [b.name] + [f"{b.name}#{k}" for k in range(1, len(pieces))]
     return [MBlock(name, pieces[k], Goto(names[k + 1]) if k + 1 < len(names) else b.term,
                    b.name) for k, name in enumerate(names)]

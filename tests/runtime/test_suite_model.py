@@ -22,8 +22,17 @@ def _ops(spec) -> set[str]:
     return {ins.op for blk in prog.blocks for stage in blk.stages for ins in stage}
 
 
+def _float(spec) -> bool:
+    """A float kernel: thousands of tokens per launch (its float operations are integer
+    routines, cuda.softfloat); they run in test_float_model.py (one sample) and
+    benchmarks/float_model.py (every launch), outside this CI-sized sweep."""
+    return ".f32" in suite.compiled_module(spec.source).ptx
+
+
 def _cases():
     for spec in suite.load_suite():
+        if _float(spec):
+            continue
         missing = sorted(_ops(spec) - set(SUPPORTED_OPS))
         marks = [pytest.mark.xfail(strict=True, raises=ProgramError,
                                    reason=f"not in the model machine yet: {missing}")
@@ -38,7 +47,7 @@ CASES = list(_cases())
 def test_the_suite_has_multi_warp_launches():
     warps = [limits.launch_warps(p.values[0].launches[p.values[1]]["grid"],
                                 p.values[0].launches[p.values[1]]["block"]) for p in CASES]
-    assert len(CASES) >= 200 and max(warps) == 4 and warps.count(1) >= 28
+    assert len(CASES) >= 190 and max(warps) == 4 and warps.count(1) >= 28
 
 
 @pytest.mark.parametrize("spec,index", CASES)

@@ -125,11 +125,13 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
                 raise ProgramError(f"block {b} stage {k}: {len(stage)} operations; the "
                                    f"model machine computes {spec.slots} per stage")
             for ins in stage:
-                if ins.op in FLOAT_OPS:
-                    raise ProgramError(f"block {b} stage {k}: float32 operation '{ins.op}': "
-                                       f"the model machine has no float units yet; float "
-                                       f"kernels run on the interpreter (engine='interp', "
-                                       f"--engine interp; docs/cuda.md, 'float32')")
+                if ins.op in FLOAT_OPS:   # the front end lowers the others to integers
+                    raise ProgramError(f"block {b} stage {k}: float32 operation '{ins.op}' "
+                                       f"has no integer lowering for the model yet (the "
+                                       f"model runs add/sub/mul/fma, compares, min/max and "
+                                       f"int conversions); it runs on the interpreter "
+                                       f"(engine='interp', --engine interp; docs/cuda.md, "
+                                       f"'float32')")
                 if ins.op not in spec.op_names:
                     what = "yet" if ins.op not in SUPPORTED_OPS else "compiled in this spec"
                     raise ProgramError(f"block {b} stage {k}: operation '{ins.op}' is not "
