@@ -18,19 +18,23 @@ This module also holds the C integer semantics (32-bit wrap-around, truncating d
 that the oracles and the CUDA fuzzer share.
 
 Owns: the kernel suite. May import: cuda (compiling, the signature parser, launching),
-isa, errors; `main` alone imports qgpu.runtime, for a model engine (the README explains
-this one import against the pipeline).
+isa, errors, campaign (`--ray`); `main` and its campaign workers' set-up alone import
+qgpu.runtime, for a model engine (the README explains this one import against the
+pipeline).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
+from qgpu.campaign import add_arguments, batch_size, batched, open_pool
 from qgpu.cuda import BATCH_ENGINES, launch_many
 from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.signature import parse_kernels
@@ -226,6 +230,15 @@ def load_kernel(spec_path: Path) -> KernelSpec:
     return KernelSpec(name, module.KERNEL, source, params, launches, module, spec_path)
 
 
+def load_named(name: str) -> KernelSpec:
+    """Suite kernel `name` (kernels/<name>.py and .cu)."""
+    path = KERNELS_DIR / f"{name}.py"
+    if name.startswith("_") or not path.is_file():
+        known = sorted(p.stem for p in KERNELS_DIR.glob("*.py") if not p.name.startswith("_"))
+        raise SuiteError(f"no suite kernel {name!r} (kernels/: {', '.join(known)})")
+    return load_kernel(path)
+
+
 def kernel_source(name: str) -> str:
     """The CUDA source of suite kernel `name` (kernels/<name>.cu)."""
     path = KERNELS_DIR / f"{name}.cu"
@@ -290,46 +303,84 @@ def run_case(spec: KernelSpec, launch: dict, engine: str = "interp"):
 # --- the suite as a table ----------------------------------------------------------------
 
 
-def suite_table(specs: list[KernelSpec], engine: str = "interp", **options) -> list[dict]:
-    """One row per (kernel, launch): whether the outputs equal the oracle, and the
-    launch's trace tokens (None when the engine does not report them). On an engine that
-    runs launches together (cuda.BATCH_ENGINES: the model's "model", "model-check") every
-    launch goes in one launch_many call (options: its in_flight, jobs)."""
+def case_row(spec: KernelSpec, index: int, engine: str = "interp") -> dict:
+    """One launch of the suite as a table row: whether the outputs equal the oracle, and
+    the launch's trace tokens (None when the engine does not report them)."""
+    row = {"case": spec.case_id(index), "ok": False, "tokens": None, "error": None}
+    try:
+        outputs, expected, tokens = run_case(spec, spec.launches[index], engine)
+    except QgpuError as exc:
+        row["error"] = f"{type(exc).__name__}: {exc}"
+    else:
+        row["ok"] = all(same_bits(outputs[k], v) for k, v in expected.items())
+        row["tokens"] = tokens
+    return row
+
+
+def suite_table(specs: list[KernelSpec], engine: str = "interp", pool=None,
+                **options) -> list[dict]:
+    """case_row for every (kernel, launch), in order: here, or in batches on a campaign
+    pool's workers (qgpu.campaign, e.g. on Ray), each of which loads the kernels' specs
+    from their files and, for a model engine, the machine once. On an engine that runs
+    launches together (cuda.BATCH_ENGINES: the model's "model", "model-check") the
+    launches here, or a worker's batch, go in one launch_many call (options: its
+    in_flight, jobs)."""
+    if pool is None:
+        cases = [(spec, index) for spec in specs for index in range(len(spec.launches))]
+        if engine in BATCH_ENGINES:
+            return batched_rows(cases, engine, **options)
+        return [case_row(spec, index, engine) for spec, index in cases]
+    launches = [(str(spec.path), index) for spec in specs for index in range(len(spec.launches))]
+    batches = batched(launches, batch_size(len(launches), pool.workers))
+    return [row for rows in pool.map(partial(_rows, engine=engine), batches,
+                                     partial(_worker_setup, engine), desc=f"suite ({engine})",
+                                     unit="launch") for row in rows]
+
+
+def register_engines(engine: str) -> None:
+    """For a model engine, import qgpu.runtime, which registers the model's engines: the
+    one import against the pipeline (README, "Architecture"), made by main and by its
+    campaign workers; the suite sits below the runtime."""
+    if engine != "interp":
+        import qgpu.runtime  # noqa: F401
+
+
+def _worker_setup(engine: str) -> dict:
+    """A campaign worker's set-up: the engine registered; its specs, loaded as batches
+    name them."""
+    register_engines(engine)
+    return {}
+
+
+def _rows(specs: dict, batch: list[tuple[str, int]], engine: str) -> list[dict]:
+    """A campaign batch: case_row of each (spec file, launch index)."""
+    for path, _ in batch:
+        if path not in specs:
+            specs[path] = load_kernel(Path(path))
     if engine in BATCH_ENGINES:
-        return _batched_table(specs, engine, **options)
-    rows = []
-    for spec in specs:
-        for index, launch in enumerate(spec.launches):
-            row = {"case": spec.case_id(index), "ok": False, "tokens": None, "error": None}
-            try:
-                outputs, expected, tokens = run_case(spec, launch, engine)
-            except QgpuError as exc:
-                row["error"] = f"{type(exc).__name__}: {exc}"
-            else:
-                row["ok"] = all(same_bits(outputs[k], v) for k, v in expected.items())
-                row["tokens"] = tokens
-            rows.append(row)
-    return rows
+        return batched_rows([(specs[path], index) for path, index in batch], engine)
+    return [case_row(specs[path], index, engine) for path, index in batch]
 
 
-def _batched_table(specs: list[KernelSpec], engine: str, **options) -> list[dict]:
-    cases, launches = [], []
-    for spec in specs:
-        function = compiled_module(spec.source).get_function(spec.kernel)
-        for index, launch in enumerate(spec.launches):
-            values = positional_args(spec, launch["args"])
-            cases.append((spec, index, launch, values))
-            launches.append((function, launch["grid"], launch["block"], values))
+def batched_rows(cases: list[tuple[KernelSpec, int]], engine: str, **options) -> list[dict]:
+    """case_row of each (spec, launch index), the launches run together: one launch_many
+    call on a batch engine (the model's: generated in one batch, runtime.generate_many)."""
+    values, launches = [], []
+    for spec, index in cases:
+        launch = spec.launches[index]
+        values.append(positional_args(spec, launch["args"]))
+        launches.append((compiled_module(spec.source).get_function(spec.kernel),
+                         launch["grid"], launch["block"], values[-1]))
     results = launch_many(launches, engine=engine, errors="return", **options)
     rows = []
-    for (spec, index, launch, values), result in zip(cases, results, strict=True):
+    for (spec, index), args, result in zip(cases, values, results, strict=True):
         row = {"case": spec.case_id(index), "ok": False, "tokens": None, "error": None}
         if isinstance(result, QgpuError):
             row["error"] = f"{type(result).__name__}: {result}"
         else:
-            outputs = {p.name: v for p, v in zip(spec.params, values, strict=True)
-                       if p.pointer}
-            row["ok"] = all(same_bits(outputs[k], v) for k, v in spec.oracle(launch).items())
+            outputs = {p.name: v for p, v in zip(spec.params, args, strict=True) if p.pointer}
+            row["ok"] = all(same_bits(outputs[k], v)
+                            for k, v in spec.oracle(spec.launches[index]).items())
             row["tokens"] = result.tokens
         rows.append(row)
     return rows
@@ -351,14 +402,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="model, model-check: threads generating launches, each a batch "
                              "of launches stepped together (default 1; 2 uses both cores of "
                              "a two-core machine)")
+    add_arguments(parser)
     args = parser.parse_args(argv)
-    if args.engine != "interp":
-        # the one import against the pipeline (README, "Architecture"): the suite sits
-        # below the runtime, whose import registers the model's engines
-        import qgpu.runtime  # noqa: F401
-    specs = [s for s in load_suite() if not args.names or s.name in args.names]
-    options = {"jobs": args.jobs} if args.engine in BATCH_ENGINES else {}
-    rows = suite_table(specs, args.engine, **options)
+    register_engines(args.engine)
+    try:   # named kernels alone: loading one parses its source with clang (~0.3 s)
+        specs = load_suite() if not args.names else [load_named(n) for n in args.names]
+    except SuiteError as exc:
+        print(f"python -m qgpu.suite: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        pool = open_pool(args.ray, args.ray_workers) if args.ray is not None else None
+    except QgpuError as exc:
+        print(f"python -m qgpu.suite: error: {exc}", file=sys.stderr)
+        return 2
+    if pool is None:
+        options = {"jobs": args.jobs} if args.engine in BATCH_ENGINES else {}
+        rows = suite_table(specs, args.engine, **options)
+    else:
+        with pool:
+            rows = suite_table(specs, args.engine, pool)
     for row in rows:
         status = "ok" if row["ok"] else ("ERROR " + row["error"] if row["error"] else "WRONG")
         tokens = "" if row["tokens"] is None else f"{row['tokens']:7d} tokens"
@@ -371,4 +433,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # main of the imported module, not of __main__: Ray's workers import the campaign's
+    # functions by their module's name
+    from qgpu import suite
+
+    raise SystemExit(suite.main())

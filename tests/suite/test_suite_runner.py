@@ -79,3 +79,8 @@ def test_module_main_runs_named_kernels(capsys):
     out = capsys.readouterr().out
     assert "dot[0:g1b3]" in out and "3/3 launches equal to the oracle" in out
     assert np.all(["ok" in line for line in out.splitlines()[:3]])
+
+
+def test_module_main_names_an_unknown_kernel(capsys):
+    assert main(["no_such_kernel"]) == 2
+    assert "no suite kernel 'no_such_kernel'" in capsys.readouterr().err
