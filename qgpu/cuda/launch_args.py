@@ -84,7 +84,7 @@ def parse_arg_sets(kernel, pairs: list[str]) -> list[dict]:
                                   "value per launch")
     launches = counts[0] if counts else 1
     return [{n: _array(p, given[n][i if len(given[n]) > 1 else 0]) if p.pointer
-             else _int(given[n][i if len(given[n]) > 1 else 0], n)
+             else _scalar(p, given[n][i if len(given[n]) > 1 else 0])
              for n, p in params.items()} for i in range(launches)]
 
 
