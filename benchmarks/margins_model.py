@@ -5,32 +5,32 @@ value (analysis.margins: prompt + expected trace teacher-forced through the nump
 engine, every threshold, live signal, norm and logit observed).
 
     python benchmarks/margins_model.py [--no-suite] [--no-long] [--per-kernel]
-                                       [--max-positions N] [--jobs N] [NAME ...]
+                                       [--max-positions N] [NAME ...]
+                                       [--ray [ADDRESS] [--ray-workers N]]
 
-One line per launch (refused launches with the reason), then the totals. --jobs N
-measures N launches at a time in forked worker processes (they share the compiled
-machine and the numpy engine, built before the fork; each ~1 GiB more of its own).
+One line per launch (refused launches with the reason), then the totals. --ray measures
+the launches (the long run among them) on Ray (qgpu.campaign: a local Ray of
+--ray-workers CPUs, or the cluster at ADDRESS), one launch a task, each worker process
+compiling the margin machine once (~25 s and ~1 GiB each, from the disk cache): the same
+reports, printed in the same order.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import multiprocessing
 import os
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from qgpu.analysis.margins import MarginReport
-from qgpu.analysis.suite_margins import (
-    launch_margins,
-    load_margin_machine,
-    numpy_engine,
-    suite_cases,
-)
+from qgpu.analysis.suite_margins import load_margin_machine, measure, pool_margins, suite_cases
+from qgpu.campaign import add_arguments, open_pool
 from qgpu.isa.asm import assemble
 from qgpu.progress import progress_callback
+from qgpu.runtime.compiled import DEFAULT_SPEC
 
 
 def line(case: str, report: MarginReport, seconds: float) -> str:
@@ -46,33 +46,6 @@ def line(case: str, report: MarginReport, seconds: float) -> str:
             f"{report.norm_failures}  {ok}  {seconds:.0f}s")
 
 
-def _measure(machine, item, **kwargs):
-    """(case, report or reason, seconds) of one of suite_cases' items."""
-    case, launch = item
-    if isinstance(launch, str):
-        return case, launch, 0.0
-    t = time.perf_counter()
-    return case, launch_margins(machine, *launch, **kwargs), time.perf_counter() - t
-
-
-_machine = None  # the margin machine the forked workers inherit
-
-
-def _measure_inherited(item):
-    return _measure(_machine, item)
-
-
-def _suite_in_parallel(machine, args):
-    """(case, report or reason, seconds) of the suite's cases, args.jobs at a time, in
-    suite order."""
-    global _machine
-    _machine = machine
-    numpy_engine(machine)  # built once, before the fork
-    cases = list(suite_cases(machine, args.names, args.per_kernel, args.max_positions))
-    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-        yield from pool.imap(_measure_inherited, cases)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="suite kernels (default: all)")
@@ -82,49 +55,64 @@ def main() -> int:
                         help="one launch per kernel: its shortest multi-warp launch")
     parser.add_argument("--max-positions", type=int, default=None,
                         help="only launches of at most N positions (prompt + trace)")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="suite launches measured at a time (forked processes)")
+    add_arguments(parser)
     args = parser.parse_args()
     start = time.perf_counter()
-    machine = load_margin_machine(progress=False)
-    plan = machine.compiled.plan
-    print(f"machine: {plan.n_layers} layers, hidden {plan.hidden}, "
-          f"{len(machine.compiled.thresholds)} thresholds; loaded in "
-          f"{time.perf_counter() - start:.0f}s (load average {os.getloadavg()[0]:.1f})",
-          flush=True)
-    total, measured, refused = MarginReport(), 0, 0
-    if not args.no_suite:
-        if args.jobs > 1:
-            results = _suite_in_parallel(machine, args)
+    pool = open_pool(args.ray, args.ray_workers)
+    with pool:
+        if args.ray is None:
+            machine = load_margin_machine(progress=False)
+            plan = machine.compiled.plan
+            print(f"machine: {plan.n_layers} layers, hidden {plan.hidden}, "
+                  f"{len(machine.compiled.thresholds)} thresholds; loaded in "
+                  f"{time.perf_counter() - start:.0f}s (load average {load():.1f})", flush=True)
+        else:   # the workers compile the machine; here its spec chooses the launches
+            machine = SimpleNamespace(spec=DEFAULT_SPEC)
+            print(f"Ray: {pool.workers} CPUs, ready in {time.perf_counter() - start:.0f}s",
+                  flush=True)
+        items = [] if args.no_suite else list(
+            suite_cases(machine, args.names, args.per_kernel, args.max_positions))
+        if not args.no_long:
+            items.append((LONG, long_launch()))
+        if args.ray is None:
+            results = (measure(machine, item, progress=progress_callback(
+                f"margins ({item[0]})", "pos")) for item in items)
         else:
-            progress = progress_callback("margins", "pos")
-            results = (_measure(machine, item, progress=progress) for item in
-                       suite_cases(machine, args.names, args.per_kernel, args.max_positions))
+            results = pool_margins(pool, items)
+        suite_total, total, measured, refused = MarginReport(), MarginReport(), 0, 0
         for case, result, seconds in results:
             if isinstance(result, str):
                 refused += 1
                 print(f"{case:44s} refused: {result[:100]}", flush=True)
+                continue
+            print(line(case, result, seconds), flush=True)
+            total = total.merge(result)
+            if case == LONG:
+                print(f"long run:\n{result}", flush=True)
             else:
                 measured += 1
-                total = total.merge(result)
-                print(line(case, result, seconds), flush=True)
-        print(f"suite: {measured} launches measured, {refused} refused by check_launch",
-              flush=True)
-        print(f"suite overall:\n{total}", flush=True)
-    if not args.no_long:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the checkout: tests/
-        from tests.runtime.test_long_run import LONG_LOOP
-
-        t = time.perf_counter()
-        memory = [0x9E3779B9, 7, 0xFFFFFFFF, 0x80000000]
-        long = launch_margins(machine, assemble(LONG_LOOP), 1, 4, memory,
-                              progress=progress_callback("margins (long run)", "pos"))
-        print(line("long run (test_long_run)", long, time.perf_counter() - t), flush=True)
-        print(f"long run:\n{long}", flush=True)
-        total = total.merge(long)
+                suite_total = suite_total.merge(result)
+    if not args.no_suite:
+        print(f"suite: {measured} launches measured, {refused} refused by check_launch")
+        print(f"suite overall:\n{suite_total}")
     print(f"overall:\n{total}")
-    print(f"total {time.perf_counter() - start:.0f}s (load average {os.getloadavg()[0]:.1f})")
+    print(f"total {time.perf_counter() - start:.0f}s (load average {load():.1f})")
     return 0 if total.exact else 1
+
+
+LONG = "long run (test_long_run)"
+
+
+def long_launch() -> tuple:
+    """tests/runtime/test_long_run.py's 12,577-token launch: (program, grid, block, memory)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the checkout: tests/
+    from tests.runtime.test_long_run import LONG_LOOP
+
+    return assemble(LONG_LOOP), 1, 4, [0x9E3779B9, 7, 0xFFFFFFFF, 0x80000000]
+
+
+def load() -> float:
+    return os.getloadavg()[0]
 
 
 if __name__ == "__main__":

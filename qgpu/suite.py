@@ -7,8 +7,10 @@ Each suite kernel is a pair of files: `kernels/<name>.cu` (CUDA source) and
   LAUNCHES = [{"grid": G, "block": B, "args": {"param": value, ...}}, ...]
   def oracle(args, grid, block) -> dict[str, np.ndarray]
 
-`args` is keyed by the parameter names of the kernel's signature: numpy int32/uint32 arrays
-for pointer parameters, Python ints for scalars. The oracle computes, independently of any
+`args` is keyed by the parameter names of the kernel's signature: 1-D numpy arrays of one
+of ARRAY_DTYPES for pointer parameters (int32/uint32, float32, int8/uint8/bool,
+int16/uint16: what the launch API takes for the element type), Python ints for integer
+scalars and Python or numpy floats for `float` scalars. The oracle computes, independently of any
 GPU model, the final contents of every pointer argument. Files whose name starts with "_"
 are not kernels.
 
@@ -16,19 +18,23 @@ This module also holds the C integer semantics (32-bit wrap-around, truncating d
 that the oracles and the CUDA fuzzer share.
 
 Owns: the kernel suite. May import: cuda (compiling, the signature parser, launching),
-isa, errors; `main` alone imports qgpu.runtime, for a model engine (the README explains
-this one import against the pipeline).
+isa, errors, campaign (`--ray`); `main` and its campaign workers' set-up alone import
+qgpu.runtime, for a model engine (the README explains this one import against the
+pipeline).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
+from qgpu.campaign import add_arguments, batch_size, batched, open_pool
 from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.signature import parse_kernels
 from qgpu.errors import QgpuError
@@ -37,7 +43,8 @@ from qgpu.isa import limits
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 DEMO_KERNEL = "dot"   # `qgpu demo`'s kernel: kernels/dot.cu
 
-ARRAY_DTYPES = (np.dtype(np.int32), np.dtype(np.uint32))
+ARRAY_DTYPES = tuple(np.dtype(t) for t in ("int32", "uint32", "float32", "int8", "uint8",
+                                             "bool", "int16", "uint16"))
 
 
 class SuiteError(QgpuError):
@@ -87,6 +94,7 @@ class Param:
     ctype: str          # the type without the name, e.g. "const int*" ("unsigned" for uint32_t)
     pointer: bool
     unsigned: bool
+    dtype: str | None = None   # numpy dtype of the (pointed-to) element; None: raw words
 
 
 def kernel_params(source: str, kernel: str) -> list[Param]:
@@ -96,7 +104,7 @@ def kernel_params(source: str, kernel: str) -> list[Param]:
     if not found:
         raise SuiteError(f"no `__global__ void {kernel}(...)` in the source")
     return [Param(p.name, f"{'const ' if p.const else ''}{p.ctype}{'*' if p.pointer else ''}",
-                  p.pointer, not p.signed) for p in found[0].params]
+                  p.pointer, not p.signed, p.dtype) for p in found[0].params]
 
 
 # --- the spec ----------------------------------------------------------------------------
@@ -139,10 +147,30 @@ def copy_args(args: dict) -> dict:
 
 
 def wrap_to_dtype(values, dtype: np.dtype) -> np.ndarray:
-    """values (integers of any size) wrapped into int32 or uint32, C-style."""
-    flat = [u32(v) for v in np.asarray(values, dtype=object).ravel()]
-    wrapped = np.array(flat, dtype=np.uint32).reshape(np.shape(values))
-    return wrapped.view(np.int32) if dtype == np.int32 else wrapped
+    """values in the argument's dtype: integers of any size wrapped to its width C-style;
+    for float32 a float32 array (kept bit for bit) or its bit patterns as 32-bit integers
+    (a float64 array would have been rounded by someone: refused); for bool, nonzero."""
+    dtype = np.dtype(dtype)
+    given = np.asarray(values)
+    if dtype.kind == "f":
+        if given.dtype == np.float32:
+            return given.copy()
+        if given.dtype.kind in "iu" and given.dtype.itemsize == 4:
+            return given.astype(np.uint32).view(np.float32)
+        raise SuiteError(f"a float32 output must be a float32 array (or its uint32 bit "
+                         f"patterns), not {given.dtype}")
+    if dtype.kind == "b":
+        return given.astype(bool)
+    bits = 8 * dtype.itemsize
+    flat = [int(v) & ((1 << bits) - 1) for v in np.asarray(values, dtype=object).ravel()]
+    unsigned = np.dtype(f"uint{bits}")
+    return np.array(flat, dtype=unsigned).reshape(np.shape(values)).view(dtype)
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal dtype, shape and bytes (a NaN equals the same NaN, -0 differs from +0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 def check_launch_config(name: str, params: list[Param], launch: dict, index: int) -> None:
@@ -166,9 +194,11 @@ def check_launch_config(name: str, params: list[Param], launch: dict, index: int
         if p.pointer:
             if not isinstance(value, np.ndarray) or value.dtype not in ARRAY_DTYPES \
                     or value.ndim != 1 or value.size == 0:
-                raise SuiteError(f"{where}: {p.name} must be a non-empty 1-D int32 or "
-                                 "uint32 numpy array")
-            words += value.size
+                raise SuiteError(f"{where}: {p.name} must be a non-empty 1-D numpy array of "
+                                 f"{'/'.join(d.name for d in ARRAY_DTYPES)}")
+            words += -(-value.nbytes // 4)       # each array starts on a word
+        elif p.dtype == "float32" and isinstance(value, float | np.floating):
+            continue
         elif not isinstance(value, int) or isinstance(value, bool) \
                 or not -(1 << 31) <= value <= limits.WORD_MASK:
             raise SuiteError(f"{where}: scalar {p.name} must be a 32-bit Python int")
@@ -197,6 +227,15 @@ def load_kernel(spec_path: Path) -> KernelSpec:
     for index, launch in enumerate(launches):
         check_launch_config(name, params, launch, index)
     return KernelSpec(name, module.KERNEL, source, params, launches, module, spec_path)
+
+
+def load_named(name: str) -> KernelSpec:
+    """Suite kernel `name` (kernels/<name>.py and .cu)."""
+    path = KERNELS_DIR / f"{name}.py"
+    if name.startswith("_") or not path.is_file():
+        known = sorted(p.stem for p in KERNELS_DIR.glob("*.py") if not p.name.startswith("_"))
+        raise SuiteError(f"no suite kernel {name!r} (kernels/: {', '.join(known)})")
+    return load_kernel(path)
 
 
 def kernel_source(name: str) -> str:
@@ -263,22 +302,55 @@ def run_case(spec: KernelSpec, launch: dict, engine: str = "interp"):
 # --- the suite as a table ----------------------------------------------------------------
 
 
-def suite_table(specs: list[KernelSpec], engine: str = "interp") -> list[dict]:
-    """One row per (kernel, launch): whether the outputs equal the oracle, and the
-    launch's trace tokens (None when the engine does not report them)."""
-    rows = []
-    for spec in specs:
-        for index, launch in enumerate(spec.launches):
-            row = {"case": spec.case_id(index), "ok": False, "tokens": None, "error": None}
-            try:
-                outputs, expected, tokens = run_case(spec, launch, engine)
-            except QgpuError as exc:
-                row["error"] = f"{type(exc).__name__}: {exc}"
-            else:
-                row["ok"] = all(np.array_equal(outputs[k], v) for k, v in expected.items())
-                row["tokens"] = tokens
-            rows.append(row)
-    return rows
+def case_row(spec: KernelSpec, index: int, engine: str = "interp") -> dict:
+    """One launch of the suite as a table row: whether the outputs equal the oracle, and
+    the launch's trace tokens (None when the engine does not report them)."""
+    row = {"case": spec.case_id(index), "ok": False, "tokens": None, "error": None}
+    try:
+        outputs, expected, tokens = run_case(spec, spec.launches[index], engine)
+    except QgpuError as exc:
+        row["error"] = f"{type(exc).__name__}: {exc}"
+    else:
+        row["ok"] = all(same_bits(outputs[k], v) for k, v in expected.items())
+        row["tokens"] = tokens
+    return row
+
+
+def suite_table(specs: list[KernelSpec], engine: str = "interp", pool=None) -> list[dict]:
+    """case_row for every (kernel, launch), in order: here, or in batches on a campaign
+    pool's workers (qgpu.campaign, e.g. on Ray), each of which loads the kernels' specs
+    from their files and, for a model engine, the machine once."""
+    if pool is None:
+        return [case_row(spec, index, engine) for spec in specs
+                for index in range(len(spec.launches))]
+    launches = [(str(spec.path), index) for spec in specs for index in range(len(spec.launches))]
+    batches = batched(launches, batch_size(len(launches), pool.workers))
+    return [row for rows in pool.map(partial(_rows, engine=engine), batches,
+                                     partial(_worker_setup, engine), desc=f"suite ({engine})",
+                                     unit="launch") for row in rows]
+
+
+def register_engines(engine: str) -> None:
+    """For a model engine, import qgpu.runtime, which registers the model's engines: the
+    one import against the pipeline (README, "Architecture"), made by main and by its
+    campaign workers; the suite sits below the runtime."""
+    if engine != "interp":
+        import qgpu.runtime  # noqa: F401
+
+
+def _worker_setup(engine: str) -> dict:
+    """A campaign worker's set-up: the engine registered; its specs, loaded as batches
+    name them."""
+    register_engines(engine)
+    return {}
+
+
+def _rows(specs: dict, batch: list[tuple[str, int]], engine: str) -> list[dict]:
+    """A campaign batch: case_row of each (spec file, launch index)."""
+    for path, _ in batch:
+        if path not in specs:
+            specs[path] = load_kernel(Path(path))
+    return [case_row(specs[path], index, engine) for path, index in batch]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -291,13 +363,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default="interp",
                         help="interp, model, model-check (generate, then compare with the "
                              "interpreter) or model-forced (the check by teacher forcing)")
+    add_arguments(parser)
     args = parser.parse_args(argv)
-    if args.engine != "interp":
-        # the one import against the pipeline (README, "Architecture"): the suite sits
-        # below the runtime, whose import registers the model's engines
-        import qgpu.runtime  # noqa: F401
-    specs = [s for s in load_suite() if not args.names or s.name in args.names]
-    rows = suite_table(specs, args.engine)
+    register_engines(args.engine)
+    try:   # named kernels alone: loading one parses its source with clang (~0.3 s)
+        specs = load_suite() if not args.names else [load_named(n) for n in args.names]
+    except SuiteError as exc:
+        print(f"python -m qgpu.suite: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        pool = open_pool(args.ray, args.ray_workers) if args.ray is not None else None
+    except QgpuError as exc:
+        print(f"python -m qgpu.suite: error: {exc}", file=sys.stderr)
+        return 2
+    if pool is None:
+        rows = suite_table(specs, args.engine)
+    else:
+        with pool:
+            rows = suite_table(specs, args.engine, pool)
     for row in rows:
         status = "ok" if row["ok"] else ("ERROR " + row["error"] if row["error"] else "WRONG")
         tokens = "" if row["tokens"] is None else f"{row['tokens']:7d} tokens"
@@ -310,4 +393,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # main of the imported module, not of __main__: Ray's workers import the campaign's
+    # functions by their module's name
+    from qgpu import suite
+
+    raise SystemExit(suite.main())

@@ -7,15 +7,22 @@ launches that the machine accepts (`spec.check_launch`) are measured one by one.
     machine = load_margin_machine()   # or runtime.compiled.load_machine()
     report = launch_margins(machine, program, grid, block, memory)
     for case, report_or_reason in suite_margins(machine): ...
+    for case, report_or_reason, seconds in pool_margins(pool, items): ...   # e.g. on Ray
+
+pool_margins measures launches in batches on a campaign pool's workers (qgpu.campaign;
+`--ray` of benchmarks/margins_model.py), each of which compiles the margin machine once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from qgpu import suite
 from qgpu.analysis.margins import MarginReport, margin_report
+from qgpu.campaign import batched
 from qgpu.circuit.compile import Compiled
 from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.multiply import UNIT
@@ -142,3 +149,36 @@ def suite_margins(machine, names=None, per_kernel: bool = False,
             yield case, launch
         else:
             yield case, launch_margins(machine, *launch, **kwargs)
+
+
+def measure(machine, item: tuple, **kwargs) -> tuple[str, MarginReport | str, float]:
+    """(case, report or reason, seconds) of one of suite_cases' items (a reason passes
+    through unmeasured); kwargs go to launch_margins."""
+    case, launch = item
+    if isinstance(launch, str):
+        return case, launch, 0.0
+    start = time.perf_counter()
+    return case, launch_margins(machine, *launch, **kwargs), time.perf_counter() - start
+
+
+def measure_batch(machine, items: Sequence[tuple]) -> list[tuple]:
+    """A campaign batch (qgpu.campaign's task): measure each item, in order."""
+    return [measure(machine, item) for item in items]
+
+
+def margin_worker(spec: MachineSpec | None = None) -> MarginMachine:
+    """A campaign worker's machine (qgpu.campaign's setup): the margin machine and its
+    numpy engine, built once per worker process."""
+    machine = load_margin_machine(spec)
+    numpy_engine(machine)
+    return machine
+
+
+def pool_margins(pool, items: Sequence[tuple], spec: MachineSpec | None = None,
+                 batch: int = 1) -> Iterator[tuple[str, MarginReport | str, float]]:
+    """measure() of every item (suite_cases' items, or any (case, (program, grid, block,
+    memory))) on a campaign pool's workers, `batch` launches a task (a launch is seconds to
+    minutes: one a task keeps the workers busy to the end), in the items' order."""
+    for results in pool.map(measure_batch, batched(items, batch), partial(margin_worker, spec),
+                            desc="margins", unit="launch"):
+        yield from results

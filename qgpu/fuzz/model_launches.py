@@ -18,12 +18,14 @@ counted with their reason, not hidden.
 
   python -m qgpu.fuzz.model_launches --cases 2000 --seed 1 [--mode forced|generate]
       [--source isa|cuda|both] [--multi-warp 0.25] [--max-blocks 12] [--max-memory 128]
-      [--minimise] [--show 3]
+      [--minimise] [--show 3] [--ray [ADDRESS] [--ray-workers 2]]
 
 Prints cases run, passed, refused (by reason), mismatches, tokens (prompt and trace) and
 time; exit status 1 on any mismatch, fault or crash. SIGINT or SIGTERM stops the campaign
-early and prints the summary of the cases run. The machine is compiled (or loaded
-from the disk cache) once per process: load_machine().
+early and prints the summary of the cases run. The machine is compiled (or loaded from
+the disk cache) once per process: load_machine(). --ray runs the cases in batches on Ray
+(qgpu.campaign: a local Ray of --ray-workers CPUs, or the cluster at ADDRESS), each
+worker process loading the machine once: the same cases, verdicts and order as here.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
+from qgpu.campaign import LocalPool, add_arguments, batch_size, batched, open_pool
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.cuda import compile as compile_cuda
 from qgpu.errors import CheckMismatch, LaunchError, MachineError, ProgramError, QgpuError
@@ -49,7 +53,6 @@ from qgpu.interp import run_launch
 from qgpu.isa import limits
 from qgpu.isa.asm import disassemble
 from qgpu.isa.program import Block, Program
-from qgpu.progress import progress as progress_bar
 from qgpu.protocol import expected_trace
 from qgpu.runtime.check import check_trace, forced_launch
 from qgpu.runtime.compiled import load_machine
@@ -198,33 +201,54 @@ def describe(case: Case) -> str:
 # --- the campaign ------------------------------------------------------------------------
 
 
+def run_case(machine, seed: int, index: int, mode: str = "forced", source: str = "isa",
+             multi_warp: float = 0.03, **gen) -> Outcome:
+    """Case `index` of the campaign of `seed` (source "both": every fourth one from the
+    CUDA fuzzer): the same case wherever and in whatever order it runs."""
+    case_seed = seed * 1_000_003 + index
+    if source == "cuda" or (source == "both" and index % 4 == 3):
+        return cuda_case(machine, case_seed, mode, multi_warp=multi_warp)
+    return isa_case(machine, case_seed, mode, multi_warp=multi_warp, **gen)
+
+
+def run_cases(machine, indices, seed: int, mode: str, source: str, multi_warp: float,
+              gen: dict) -> list[Outcome]:
+    """A batch of the campaign (campaign's task): run_case for each index, in order."""
+    return [run_case(machine, seed, i, mode, source, multi_warp, **gen) for i in indices]
+
+
+def worker_machine():
+    """The machine a campaign worker loads once (campaign's setup)."""
+    return load_machine(progress=False)
+
+
 def fuzz(machine, cases: int, seed: int, mode: str = "forced", source: str = "isa",
-         progress: bool = False, multi_warp: float = 0.03, **gen) -> list[Outcome]:
-    """`cases` seeded cases (source "both": every fourth one from the CUDA fuzzer). With
-    progress, an interrupt (SIGINT, or SIGTERM under main) ends the campaign early with the
-    cases run so far."""
-    results, bad, tokens = [], 0, 0
-    bar = progress_bar(total=cases, desc=f"fuzz model ({mode})", unit="case", enabled=progress,
-                       leave=True)
+         progress: bool = False, multi_warp: float = 0.03, pool=None, **gen) -> list[Outcome]:
+    """`cases` seeded cases (run_case) on `machine`, or, with a campaign pool (qgpu.campaign:
+    on Ray; machine None), in batches on its workers, each of which loads the machine
+    once: the same outcomes in the same order. With progress, an interrupt (SIGINT, or
+    SIGTERM under main) ends the campaign early with the batches finished so far."""
+    task = partial(run_cases, seed=seed, mode=mode, source=source, multi_warp=multi_warp,
+                   gen=gen)
+    if pool is None:
+        pool = LocalPool()
+    batches = batched(range(cases), batch_size(cases, pool.workers))
+    setup = worker_machine if machine is None else (lambda: machine)
+    results, count = [], {"bad": 0, "tokens": 0}
+
+    def postfix(outcomes: list[Outcome]) -> str:
+        count["bad"] += sum(r.status not in PASSING for r in outcomes)
+        count["tokens"] += sum(r.prompt_tokens + r.trace_tokens for r in outcomes)
+        return f"{count['bad']} failures, {count['tokens']:,} tokens"
+
     try:
-        for i in range(cases):
-            case_seed = seed * 1_000_003 + i
-            use_cuda = source == "cuda" or (source == "both" and i % 4 == 3)
-            if use_cuda:
-                results.append(cuda_case(machine, case_seed, mode, multi_warp=multi_warp))
-            else:
-                results.append(isa_case(machine, case_seed, mode, multi_warp=multi_warp,
-                                        **gen))
-            bad += results[-1].status not in PASSING
-            tokens += results[-1].prompt_tokens + results[-1].trace_tokens
-            bar.set_postfix_str(f"{bad} failures, {tokens:,} tokens", refresh=False)
-            bar.update()
+        for outcomes in pool.map(task, batches, setup, desc=f"fuzz model ({mode})",
+                                 unit="case", progress=progress, postfix=postfix):
+            results.extend(outcomes)
     except KeyboardInterrupt:
         if not progress:
             raise
         print(f"  interrupted after {len(results)} cases", file=sys.stderr, flush=True)
-    finally:
-        bar.close()
     return results
 
 
@@ -262,6 +286,7 @@ def main(argv=None) -> int:
     parser.add_argument("--show", type=int, default=3, help="failures to print in full")
     parser.add_argument("--minimise", action="store_true",
                         help="also print a greedily shrunk program for each isa failure shown")
+    add_arguments(parser)
     args = parser.parse_args(argv)
 
     def stop(_signum, _frame):  # SIGTERM (as SIGINT) ends the campaign with a summary
@@ -270,24 +295,42 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     t0 = time.perf_counter()
-    machine = load_machine()
-    loaded = time.perf_counter() - t0
-    started = time.perf_counter()
-    results = fuzz(machine, args.cases, args.seed, args.mode, args.source, progress=True,
-                   multi_warp=args.multi_warp, max_blocks=args.max_blocks,
-                   max_memory=args.max_memory)
-    elapsed = time.perf_counter() - started
+    try:
+        pool = open_pool(args.ray, args.ray_workers)
+    except QgpuError as exc:
+        print(f"qgpu.fuzz.model_launches: error: {exc}", file=sys.stderr)
+        return 2
+    with pool:
+        # on Ray the workers load the machine (once each); the driver only if it minimises
+        machine = load_machine() if args.ray is None else None
+        loaded = time.perf_counter() - t0
+        started = time.perf_counter()
+        results = fuzz(machine, args.cases, args.seed, args.mode, args.source, progress=True,
+                       multi_warp=args.multi_warp, max_blocks=args.max_blocks,
+                       max_memory=args.max_memory, pool=pool)
+        elapsed = time.perf_counter() - started
+        spread = getattr(pool, "worker_batches", None)
     bad = [r for r in results if r.status not in PASSING]
     for r in bad[:args.show]:
         print(f"--- {r.source} seed {r.seed}: {r.status}: {r.detail}")
         if r.case is not None:
             print(r.extra.get("cuda", "") + describe(r.case))
             if args.minimise and r.status == "mismatch":
+                machine = machine or load_machine()
                 print("--- minimised:\n" + describe(minimise(machine, r.case, args.mode)))
-    print(f"machine loaded in {loaded:.1f} s; mode {args.mode}")
+    if spread is None:
+        print(f"machine loaded in {loaded:.1f} s; mode {args.mode}")
+    else:
+        print(f"Ray ready in {loaded:.1f} s ({pool.workers} CPUs); batches per worker "
+              f"process: {', '.join(f'{w} {n}' for w, n in sorted(spread.items()))}; "
+              f"mode {args.mode}")
     print(summary(results, elapsed))
     return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # main of the imported module, not of __main__: Ray's workers import the campaign's
+    # functions by their module's name
+    from qgpu.fuzz import model_launches
+
+    sys.exit(model_launches.main())

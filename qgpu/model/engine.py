@@ -61,6 +61,11 @@ class Engine:
         argmax without every logit (FastEngine) override it."""
         return self.greedy(self.step(state, token))
 
+    def step_greedy_many(self, states: Sequence[ModelState], tokens: Sequence[int]) -> list[int]:
+        """One token into each of several states (independent sequences); the greedy next
+        token of each. Engines that step them together (FastEngine) override it."""
+        return [self.step_greedy(s, t) for s, t in zip(states, tokens, strict=True)]
+
     def consume(self, state: ModelState, tokens: Sequence[int]) -> None:
         """Feed tokens whose logits are not read (a prompt), on the recurrent path.
         FastEngine skips the output head for them."""

@@ -29,6 +29,7 @@ import numpy as np
 
 from qgpu.model.config import FULL
 from qgpu.model.engine import Engine
+from qgpu.model.fast_multi import run_multi
 from qgpu.model.fast_native import load_kernel
 from qgpu.model.fast_numpy import NumpyFastEngine
 from qgpu.model.fast_plan import NativePlan
@@ -127,6 +128,19 @@ class FastEngine(Engine):
         ids = self._check_tokens(tokens)
         out = self.plan.run_forced(state, ids)
         state.position += len(ids)
+        return out.tolist()
+
+    def step_greedy_many(self, states: Sequence[ModelState], tokens: Sequence[int]) -> list[int]:
+        """One token into each of several states (distinct: independent sequences);
+        returns the greedy next token of each, what `step_greedy` returns state by state
+        (the same values and states, bit for bit). The native backend steps them in one
+        call (model.fast_multi: each layer's weights read once for all of them)."""
+        if self._numpy is not None or not states:
+            return [self.step_greedy(s, t) for s, t in zip(states, tokens, strict=True)]
+        ids = self._check_tokens(tokens)
+        out = run_multi(self.plan, states, ids)
+        for state in states:
+            state.position += 1
         return out.tolist()
 
     def consume(self, state: ModelState, tokens: Sequence[int]) -> None:

@@ -32,6 +32,19 @@
  */
 #include "fast_batch_ops.c"
 
+/* Rows that are not positions of one sequence but one position of each of n sequences
+   (generation of several launches, fast_multi.c): each row's own recurrent states, conv
+   states and conv window lists, per layer. NULL for teacher forcing. */
+typedef struct {
+    float *const *const *states;   /* [n] row's per-layer table of recurrent states */
+    float *const *const *convs;    /* [n] row's per-layer table of live-channel conv states */
+    int32_t *const *const *wins;   /* [n] row's per-layer table of window lists */
+    int32_t *const *counts;        /* [n] row's per-layer window counts */
+} Rows;
+
+static void multi_conv(const Model *m, const Layer *L, Batch *b, const Rows *rows,
+                       int32_t layer, int32_t n_ch);
+
 /* --- optional timing by phase (benchmarks/bench_batched_check.py --phases): seconds
    added into the calling thread's buffer of one double per name of BATCH_PHASES, set by
    qgpu_set_batch_profile (NULL, the default: off, one test per mark) --- */
@@ -56,18 +69,11 @@ static inline void phase(int p) {  /* the time since the last mark goes to its p
     phase_at = p;
 }
 
-static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batch *b,
-                      float *S_all, float *conv, int32_t *win, int32_t *n_win) {
-    const int32_t dk = m->dk, dv = m->dv, K = m->conv_k, nh = L->n_heads, nkh = L->n_key_heads;
-    const int32_t n_qk = nkh * dk, n_ch = 2 * n_qk + nh * dv, n = b->n, N = b->N;
-    phase(PH_MIXER_NORM);
-    batch_norm_scale(m, b);
-    batch_fill(m, b, L->in_norm, L->proj.col, L->proj.n_cols);
-    clear_flags(b->stt, L->n_slots);
-    phase(PH_PROJ);
-    product(&bl->proj, &L->proj, NULL, b->XF, b->xnz, b->ST, b->stt, b);
-    phase(PH_CONV);
-    /* the causal conv, channel by channel over the positions */
+/* the causal conv of one sequence's positions: channel by channel over the positions
+   (CT rows, cact), the conv state and its window list advanced past the last position */
+static void batch_conv(const Model *m, const Layer *L, Batch *b, float *conv, int32_t *win,
+                       int32_t *n_win, int32_t n_ch) {
+    const int32_t K = m->conv_k, n = b->n, N = b->N;
     int32_t kept = 0;
     float *seq = b->row2;  /* the window then the first inputs */
     for (int32_t k = 0; k < *n_win; k++) b->wflag[win[k]] = 1;  /* state not all 0 */
@@ -133,6 +139,22 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
         silu_array(out, n);
     }
     *n_win = kept;
+}
+
+static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batch *b,
+                      float *S_all, float *conv, int32_t *win, int32_t *n_win,
+                      const Rows *rows, int32_t layer) {
+    const int32_t dk = m->dk, dv = m->dv, nh = L->n_heads, nkh = L->n_key_heads;
+    const int32_t n_qk = nkh * dk, n_ch = 2 * n_qk + nh * dv, n = b->n, N = b->N;
+    phase(PH_MIXER_NORM);
+    batch_norm_scale(m, b);
+    batch_fill(m, b, L->in_norm, L->proj.col, L->proj.n_cols);
+    clear_flags(b->stt, L->n_slots);
+    phase(PH_PROJ);
+    product(&bl->proj, &L->proj, NULL, b->XF, b->xnz, b->ST, b->stt, b);
+    phase(PH_CONV);
+    if (rows) multi_conv(m, L, b, rows, layer, n_ch);
+    else batch_conv(m, L, b, conv, win, n_win, n_ch);
     phase(PH_RECUR);
     /* head by head (heads are independent: each has its own state), position by
        position within a head: q/k lists and norms of its key head, the delta rule, the
@@ -185,7 +207,8 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
         for (int32_t s = 0; s < nh; s++) {
             if (L->key_slot[s] != kh) continue;
             phase(PH_RECUR);
-            float *S = S_all + (int64_t)L->head_ids[s] * dk * dv;
+            const int64_t head_at = (int64_t)L->head_ids[s] * dk * dv;
+            float *S = rows ? NULL : S_all + head_at;  /* rows of sequences: each row's */
             int32_t read = 0;  /* the head read at some position */
             for (int32_t t = 0; t < n; t++) b->hmask[t] = 0;
             float *VT = b->vt, *OT = b->ot;  /* [N][dv]: v and o * r by position */
@@ -205,6 +228,7 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
                 const float decay = a_rows
                     ? np_expf(L->neg_exp_a_log[s] * softplus(st_at(b, a0 + s, t) + L->dt_bias[s]))
                     : decay0;
+                if (rows) S = rows->states[t][layer] + head_at;
                 if (decay != 1.0f) for (int64_t i = 0; i < (int64_t)dk * dv; i++) S[i] *= decay;
                 const int32_t nk = b->nk[t], *nzk = b->nzk + (int64_t)t * dk;
                 const float *kn = b->kn + (int64_t)t * dk;
@@ -410,18 +434,9 @@ static void batch_destroy(void *p) {
 
 static void batch_key_init(void) { pthread_key_create(&batch_key, batch_destroy); }
 
-/* Teacher forcing in batch: qgpu_forward_forced's contract (hs: n * hidden floats, the
-   residual stream of each token after the last layer; greedy[t], -1 where the head's
-   input is not finite), every layer's products over all n positions at once; with
-   all_hidden 0, hs receives only the rows of the positions whose greedy is -1 (the
-   others are left as they are: the transpose is skipped). layers[i]:
-   layer i's products by rows and the columns its MLP reads (fast_plan.NativePlan).
-   Returns 0, or -1 when its scratch cannot be allocated (nothing was run). */
-int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
-                           int32_t *const *wins, int32_t *win_counts, const int64_t *tokens,
-                           int32_t n, float *hs, int32_t all_hidden, int32_t *greedy,
-                           const BatchLayer *layers) {
-    phase(PH_SETUP);
+/* this thread's scratch for n rows (kept between calls, grown when needed), the residual
+   stream holding the tokens' embeddings; NULL when it cannot be allocated */
+static Batch *batch_start(const Model *m, const int64_t *tokens, int32_t n) {
     const int64_t H = m->hidden;
     int64_t rows = 1, chans = 1, yrows = 1, units = 1;
     for (int32_t i = 0; i < m->n_layers; i++) {
@@ -433,15 +448,13 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
         if ((int64_t)L->n_heads * m->dv > yrows) yrows = (int64_t)L->n_heads * m->dv;
         if (L->n_units > units) units = L->n_units;
     }
-    /* the scratch is kept between calls (per thread) and grown when needed */
     pthread_once(&batch_once, batch_key_init);
     BatchKept *kept = pthread_getspecific(batch_key);
     if (!kept) {
         kept = calloc(1, sizeof *kept);
         if (!kept || pthread_setspecific(batch_key, kept) != 0) {
             free(kept);
-            phase(PH_END);
-            return -1;
+            return NULL;
         }
     }
     const int64_t want[BATCH_SIZES] = {H, ((n + TILE - 1) / TILE) * TILE + 16, rows, chans,
@@ -458,8 +471,7 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
         memset(kept->sizes, 0, sizeof kept->sizes);
         if (batch_alloc(&kept->b, sizes) != 0 || m->conv_k > 64) {
             batch_free(&kept->b);
-            phase(PH_END);
-            return -1;
+            return NULL;
         }
         memcpy(kept->sizes, sizes, sizeof sizes);
     }
@@ -474,15 +486,16 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
             b->HT[(int64_t)m->embed_col[p] * N + t] = m->embed_val[p];
             b->hnz[m->embed_col[p]] |= f2u(m->embed_val[p]) != 0;  /* -0 too */
         }
-    for (int32_t i = 0; i < m->n_layers; i++) {
-        const Layer *L = &m->layers[i];
-        if (L->kind == 1 && L->n_heads)
-            batch_gdn(m, L, &layers[i], b, states[i], convs[i], wins[i], win_counts + i);
-        if (L->n_units) batch_mlp(m, L, &layers[i], b);
-    }
-    phase(PH_HEAD);
-    /* the final norm (normalize's operations) at the columns the head reads, then the
-       argmax, position by position */
+    return b;
+}
+
+/* the final norm (normalize's operations) at the columns the head reads, then the
+   argmax, row by row; hs: every row's residual stream when all_hidden, else only those
+   of the rows whose greedy is -1 (the head's input not finite) */
+static void batch_head(const Model *m, Batch *b, float *hs, int32_t all_hidden,
+                       int32_t *greedy) {
+    const int32_t n = b->n;
+    const int64_t H = m->hidden, N = b->N;
     if (all_hidden) transpose(b->HT, N, hs, H, (int32_t)H, n);
     batch_norm_scale(m, b);
     const Head *hd = &m->head;
@@ -496,6 +509,36 @@ int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
         if (greedy[t] < 0 && !all_hidden)  /* the row the caller's fallback reads */
             for (int64_t c = 0; c < H; c++) hs[t * H + c] = b->HT[c * N + t];
     }
+}
+
+/* Teacher forcing in batch: qgpu_forward_forced's contract (hs: n * hidden floats, the
+   residual stream of each token after the last layer; greedy[t], -1 where the head's
+   input is not finite), every layer's products over all n positions at once; with
+   all_hidden 0, hs receives only the rows of the positions whose greedy is -1 (the
+   others are left as they are: the transpose is skipped). layers[i]:
+   layer i's products by rows and the columns its MLP reads (fast_plan.NativePlan).
+   Returns 0, or -1 when its scratch cannot be allocated (nothing was run). */
+int32_t qgpu_forward_batch(Model *m, float *const *states, float *const *convs,
+                           int32_t *const *wins, int32_t *win_counts, const int64_t *tokens,
+                           int32_t n, float *hs, int32_t all_hidden, int32_t *greedy,
+                           const BatchLayer *layers) {
+    phase(PH_SETUP);
+    Batch *b = batch_start(m, tokens, n);
+    if (!b) {
+        phase(PH_END);
+        return -1;
+    }
+    for (int32_t i = 0; i < m->n_layers; i++) {
+        const Layer *L = &m->layers[i];
+        if (L->kind == 1 && L->n_heads)
+            batch_gdn(m, L, &layers[i], b, states[i], convs[i], wins[i], win_counts + i,
+                      NULL, i);
+        if (L->n_units) batch_mlp(m, L, &layers[i], b);
+    }
+    phase(PH_HEAD);
+    batch_head(m, b, hs, all_hidden, greedy);
     phase(PH_END);
     return 0;
 }
+
+#include "fast_multi.c"

@@ -30,7 +30,7 @@ from qgpu.files import atomic_write, clean_leftovers
 SOURCE = Path(__file__).with_name("fast_kernel.c")
 INCLUDED = tuple(Path(__file__).with_name(name) for name in (  # #included by SOURCE
     "fast_math.c", "fast_layout.c", "fast_gdn.c", "fast_team.c", "fast_head.c", "fast_batch.c",
-    "fast_batch_ops.c"))
+    "fast_batch_ops.c", "fast_multi.c"))
 FLAGS = ["-O3", "-g", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-pthread"]
 F32P = ctypes.POINTER(ctypes.c_float)
 I32P = ctypes.POINTER(ctypes.c_int32)
@@ -220,6 +220,11 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_forward_batch.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
                                        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                        ctypes.c_void_p, I32, ctypes.c_void_p, I32,
+                                       ctypes.c_void_p, ctypes.c_void_p]
+    lib.qgpu_forward_multi.restype = I32
+    lib.qgpu_forward_multi.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
+                                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                       ctypes.c_void_p, I32, ctypes.c_void_p,
                                        ctypes.c_void_p, ctypes.c_void_p]
     lib.qgpu_head_logits_of.restype = None
     lib.qgpu_head_logits_of.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,

@@ -71,6 +71,12 @@ class OffsetEngine:
     def step_greedy(self, state: ModelState, token: int) -> int:
         return self._out(self.inner.step_greedy(state, self.offset + int(token)))
 
+    def step_greedy_many(self, states: Sequence[ModelState], tokens: Sequence[int]) -> list[int]:
+        """step_greedy of each state; an id outside the GPU tokens comes back as -1 - id
+        (runtime.generate_many ends that launch with _out's error, the others go on)."""
+        out = self.inner.step_greedy_many(states, [self.offset + int(t) for t in tokens])
+        return [t - self.offset if 0 <= t - self.offset < self.tokens else -1 - t for t in out]
+
     def forced_greedy(self, state: ModelState, tokens: Sequence[int]) -> list[int]:
         """Teacher forcing (FastEngine.forced_greedy); a greedy id outside the GPU tokens
         comes back as -1 - id (no GPU token: the check reports it as a mismatch)."""

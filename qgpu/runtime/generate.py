@@ -66,7 +66,8 @@ def step_margin(engine, state, token: int) -> tuple[int, float]:
 class ModelRun:
     prompt: list[int]
     trace: list[int]  # the model's tokens, first EXEC .. HALT
-    state: ModelState  # after HALT: the results live here
+    state: ModelState | None  # after HALT: the results live here (generate_many: None
+    # unless asked to keep it)
     seconds: float
     memory: list[int]  # global memory read back from `state` (the memory table's rows)
     margins: list[float] | None = None  # per trace token: top-1 minus top-2 logit
@@ -83,6 +84,39 @@ def _kind(token: int, position: int) -> str:
         raise ProtocolError(f"the model wrote token id {token} at trace position {position}, "
                             f"outside the protocol's vocabulary (0..{VOCAB_SIZE - 1}): a "
                             f"corrupted model") from None
+
+
+class TraceWriter:
+    """What the host does with each token the model writes, until the launch ends: the
+    trace, the block budget, the TRAP record's length, the token limit. `add` takes the
+    next token and says whether the launch has ended; it raises what the launch raises
+    (the interpreter's budget error, LaunchError, ProtocolError) when it must stop
+    without an end. Shared by one launch's loop (generate_launch) and many launches
+    stepped together (runtime.generate_many), so both end every launch alike."""
+
+    def __init__(self, max_tokens: int, max_blocks: int):
+        self.max_tokens, self.max_blocks = max_tokens, max_blocks
+        self.trace: list[int] = []
+        self.blocks = 0
+        self.trap_at: int | None = None  # the model wrote TRAP: its record is 3 tokens
+
+    def add(self, token: int) -> bool:
+        trace = self.trace
+        trace.append(token)
+        if token == HALT:
+            return True
+        if self.trap_at is not None and len(trace) >= self.trap_at + 3:
+            return True
+        if len(trace) >= self.max_tokens:
+            raise LaunchError(f"the model wrote {self.max_tokens} tokens without HALT")
+        kind = _kind(token, len(trace) - 1)
+        if kind == "EXEC":
+            self.blocks += 1
+            if self.blocks > self.max_blocks:
+                raise budget_error(self.max_blocks)
+        elif kind == "TRAP" and self.trap_at is None:
+            self.trap_at = len(trace) - 1
+        return False
 
 
 def generate_launch(machine: LaunchMachine, program: Program, grid: int, block: int,
@@ -109,29 +143,17 @@ def generate_launch(machine: LaunchMachine, program: Program, grid: int, block: 
         gaps.append(gap)
         return token
     step = recording if margins else engine.step_greedy
+    writer = TraceWriter(max_tokens, max_blocks)
     token = step(state, prompt[-1])
-    trace = [token]
-    blocks = 0
-    trap_at = None          # where the model wrote TRAP: its record is 3 tokens, then it ends
     # a bar (tokens, tokens/s, blocks of the budget) once a launch has taken 2 s, on a
     # terminal only
     with progress(desc="model launch", unit="tok", delay=2.0, miniters=64) as bar:
-        while token != HALT:
-            if trap_at is not None and len(trace) >= trap_at + 3:
-                break
-            if len(trace) >= max_tokens:
-                raise LaunchError(f"the model wrote {max_tokens} tokens without HALT")
-            kind = _kind(token, len(trace) - 1)
-            if kind == "EXEC":
-                blocks += 1
-                if blocks > max_blocks:
-                    raise budget_error(max_blocks)
-                if blocks % 256 == 0:
-                    bar.set_postfix_str(f"{blocks:,} of {max_blocks:,} blocks", refresh=False)
-            elif kind == "TRAP" and trap_at is None:
-                trap_at = len(trace) - 1
+        while not writer.add(token):
+            if writer.blocks % 256 == 0 and writer.blocks:
+                bar.set_postfix_str(f"{writer.blocks:,} of {max_blocks:,} blocks",
+                                    refresh=False)
             token = step(state, token)
-            trace.append(token)
             bar.update()
+    trace = writer.trace
     seconds = time.perf_counter() - start
     return ModelRun(prompt, trace, state, seconds, machine.read_memory(state), gaps)

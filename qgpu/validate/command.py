@@ -18,7 +18,12 @@ from qgpu.files import check_output
 from qgpu.progress import progress
 from qgpu.suite import load_suite
 from qgpu.validate.gpu import CupyBackend
-from qgpu.validate.reference import build_reference, load_reference, save_reference
+from qgpu.validate.reference import (
+    build_reference,
+    load_reference,
+    merge_references,
+    save_reference,
+)
 from qgpu.validate.report import markdown, write_report
 from qgpu.validate.run import report_from_journal, validate
 
@@ -73,7 +78,9 @@ def _read(load, path: str, what: str):
                         f"{' '.join(str(exc).split())[:100]})") from None
 
 
-def main(args) -> int:
+def main(args, extra=None) -> int:
+    """extra: None, or a callable returning a reference document whose cases join the
+    suite's when the reference is built here (the CLI's float fuzz sample)."""
     import qgpu.runtime  # noqa: F401 - registers the model's engines (not at import: ~0.4 s)
 
     names = set(args.kernels.split(",")) if args.kernels is not None else None
@@ -92,12 +99,15 @@ def main(args) -> int:
         specs = [s for s in load_suite() if not names or s.name in names]
         reference = build_reference(specs, engine=args.engine, progress=_progress(
             "ref", sum(len(s.launches) for s in specs)))
+        if extra is not None:
+            reference = merge_references(reference, extra())
         if args.prepare:
             save_reference(reference, args.prepare)
             failed = sum(c.get("interp") is None for c in reference["cases"])
+            floats = sum(bool(k.get("float")) for k in reference["kernels"].values())
             print(f"{args.prepare}: {len(reference['cases'])} cases of "
-                  f"{len(reference['kernels'])} kernels, {failed} without interpreter "
-                  "outputs")
+                  f"{len(reference['kernels'])} kernels ({floats} computing with floats), "
+                  f"{failed} without interpreter outputs")
             return 0
     try:
         backend = CupyBackend()

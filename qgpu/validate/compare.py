@@ -1,6 +1,8 @@
 """validate.compare: array comparison for a validation case. A case matches when the GPU's
-output arrays equal the reference interpreter's and the oracle's, element for element;
-every difference is kept with its array, index and the three values."""
+output arrays equal the reference interpreter's and the oracle's, element for element
+(float32 bit for bit: a NaN's payload and the sign of a zero count; a float element is
+reported as "value (0xbits)"); every difference is kept with its array, index and the
+three values."""
 
 from __future__ import annotations
 
@@ -16,12 +18,24 @@ def diff_arrays(name: str, got: np.ndarray, want: np.ndarray) -> dict | None:
         return {"array": name, "problem": f"shape {got.shape} != {want.shape}"}
     if got.dtype != want.dtype:
         return {"array": name, "problem": f"dtype {got.dtype} != {want.dtype}"}
-    bad = np.flatnonzero(got != want)
+    if got.dtype.kind == "f":   # bit for bit: NaN payloads and the sign of zero count
+        bits_got, bits_want = got.view(np.uint32), want.view(np.uint32)
+        bad = np.flatnonzero(bits_got != bits_want)
+        show = [(_float(got[i], bits_got[i]), _float(want[i], bits_want[i]))
+                for i in bad[:MAX_DETAILS]]
+    else:
+        bad = np.flatnonzero(got != want)
+        show = [(int(got[i]), int(want[i])) for i in bad[:MAX_DETAILS]]
     if bad.size == 0:
         return None
     return {"array": name, "count": int(bad.size), "size": int(got.size),
-            "elements": [{"index": int(i), "got": int(got[i]), "want": int(want[i])}
-                         for i in bad[:MAX_DETAILS]]}
+            "elements": [{"index": int(i), "got": g, "want": w}
+                         for i, (g, w) in zip(bad[:MAX_DETAILS], show, strict=False)]}
+
+
+def _float(value, bits) -> str:
+    """A float32 element as the report shows it: value and bit pattern."""
+    return f"{float(value)!r} (0x{int(bits):08x})"
 
 
 def diff_outputs(got: dict, want: dict) -> list[dict]:

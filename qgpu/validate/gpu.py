@@ -14,10 +14,12 @@ import subprocess
 
 import numpy as np
 
-from qgpu.suite import Param
+from qgpu.suite import ARRAY_DTYPES, Param
 
 # NVRTC has no <stdint.h> by default; repeating a typedef of the same type is legal C++.
-GPU_PRELUDE = "typedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+GPU_PRELUDE = ("typedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+               "typedef signed char int8_t;\ntypedef unsigned char uint8_t;\n"
+               "typedef short int16_t;\ntypedef unsigned short uint16_t;\n")
 
 NVRTC_OPTIONS = ("-std=c++17",)
 
@@ -39,16 +41,20 @@ def extern_c_source(source: str, entry: str) -> str:
 
 def host_arguments(params: list[Param], args: dict) -> list:
     """The launch arguments in signature order, typed for a raw CUDA launch: arrays as
-    fresh int32/uint32 copies, scalars as np.int32 or np.uint32 (a Python int would be
-    passed as 64 bits)."""
+    fresh copies in their dtype (one of the suite's ARRAY_DTYPES), scalars as np.int32,
+    np.uint32 or np.float32 (a Python int or float would be passed as 64 bits)."""
     values = []
     for p in params:
         value = args[p.name]
         if p.pointer:
             array = np.asarray(value)
-            if array.dtype not in (np.int32, np.uint32):
-                raise TypeError(f"{p.name}: int32/uint32 array expected, got {array.dtype}")
+            if array.dtype not in ARRAY_DTYPES:
+                raise TypeError(f"{p.name}: an array of "
+                                f"{'/'.join(d.name for d in ARRAY_DTYPES)} expected, got "
+                                f"{array.dtype}")
             values.append(array.copy())
+        elif p.dtype == "float32" or isinstance(value, float | np.floating):
+            values.append(np.float32(value))
         elif p.unsigned:
             values.append(np.uint32(int(value) & 0xFFFFFFFF))
         else:

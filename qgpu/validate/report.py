@@ -1,5 +1,6 @@
 """validate.report: the validation report. JSON (machine, date, counts, every case with its
-status and every mismatch in detail) and a short markdown summary."""
+status and every mismatch in detail; which cases computed with floats and how many of
+those matched bit for bit) and a short markdown summary."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ def build_report(device: dict, cases: list[dict], reference_meta: dict) -> dict:
     for case in cases:
         kernels.setdefault(case["kernel"], []).append(case["status"])
     counts = {s: sum(c["status"] == s for c in cases) for s in STATUSES}
+    floats = [c for c in cases if c.get("float")]
     return {
+        "float_cases_run": len(floats),
+        "float_cases_matched": sum(c["status"] == "match" for c in floats),
+        "float_kernels": sorted({c["kernel"] for c in floats}),
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "device": device,
         "reference": reference_meta,
@@ -51,6 +56,9 @@ def markdown(report: dict) -> str:
         f"{report['reference'].get('created', '?')} |",
         f"| kernels matched / run | {report['kernels_matched']} / {report['kernels_run']} |",
         f"| launches matched / run | {report['cases_matched']} / {report['cases_run']} |",
+        f"| float launches matched / run | {report.get('float_cases_matched', 0)} / "
+        f"{report.get('float_cases_run', 0)} (bit for bit; kernels: "
+        f"{_cell(_float_kernels(report))}) |",
         "",
     ]
     bad = [c for c in report["cases"] if c["status"] != "match"]
@@ -60,9 +68,17 @@ def markdown(report: dict) -> str:
         return "\n".join(lines) + "\n"
     lines += ["## Mismatches and errors", "", "| case | status | detail |", "|---|---|---|"]
     for case in bad:
-        lines.append(f"| {_cell(case['id'])} | {case['status']} | "
+        lines.append(f"| {_cell(case['id'])}{' (float)' if case.get('float') else ''} | "
+                     f"{case['status']} | "
                      f"{_cell(_summary(case))} |")
     return "\n".join(lines) + "\n"
+
+
+def _float_kernels(report: dict) -> str:
+    names = report.get("float_kernels") or []
+    fuzz = [n for n in names if n.startswith("ffuzz_")]
+    named = [n for n in names if not n.startswith("ffuzz_")]
+    return ", ".join(named + ([f"{len(fuzz)} float fuzz programs"] if fuzz else [])) or "none"
 
 
 def _summary(case: dict) -> str:

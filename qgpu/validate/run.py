@@ -26,7 +26,7 @@ def validate_case(reference: dict, case: dict, backend) -> dict:
     kernel = reference["kernels"][case["kernel"]]
     params = params_from_records(kernel["params"])
     result = {"id": case["id"], "kernel": case["kernel"], "grid": case["grid"],
-              "block": case["block"]}
+              "block": case["block"], "float": bool(kernel.get("float"))}
     started = time.perf_counter()
     try:
         gpu = backend.run(kernel, params, case, decode_args(case["args"]))

@@ -9,7 +9,13 @@ import math
 import pytest
 
 from qgpu import suite
-from qgpu.analysis.suite_margins import launch_margins, load_margin_machine, suite_margins
+from qgpu.analysis.suite_margins import (
+    launch_margins,
+    load_margin_machine,
+    measure,
+    pool_margins,
+    suite_margins,
+)
 from qgpu.isa import limits
 from qgpu.isa.asm import assemble
 from tests.runtime.programs import MEMORY_PROGRAMS
@@ -66,16 +72,16 @@ def test_refused_launches_are_reported_not_measured(machine):
     assert any(isinstance(r, str) and "warp" in r for r in results.values())
 
 
-def test_parallel_jobs_give_the_sequential_reports(machine):
-    """benchmarks/margins_model.py --jobs 2: forked workers measure the same reports."""
-    from types import SimpleNamespace
+@pytest.mark.xdist_group("ray")
+def test_ray_workers_measure_the_local_reports(machine, ray_cluster):
+    """benchmarks/margins_model.py --ray: pool_margins on a local two-CPU Ray gives the
+    reports measured here, in order; a refused launch's reason passes through. One batch:
+    one worker compiles the margin machine (~25 s), the other core stays free."""
+    from qgpu.campaign import RayPool
 
-    from benchmarks.margins_model import _suite_in_parallel
-
-    names = ["abs_neg_minmax"]
-    sequential = list(suite_margins(machine, names))
-    args = SimpleNamespace(names=names, per_kernel=False, max_positions=None, jobs=2)
-    parallel = list(_suite_in_parallel(machine, args))
-    assert [case for case, _, _ in parallel] == [case for case, _ in sequential]
-    for (_, got, _), (_, want) in zip(parallel, sequential, strict=True):
-        assert got == want
+    items = [("mul", (assemble(MUL), 1, 3, [])), ("refused", "LaunchError: too many warps"),
+             ("same_word", (assemble(MEMORY_PROGRAMS["same_word"]), 1, 4, [1, 4, 7, 10]))]
+    local = [measure(machine, item) for item in items]
+    remote = list(pool_margins(RayPool(), items, batch=len(items)))   # one worker compiles
+    assert [r[:2] for r in remote] == [r[:2] for r in local]
+    assert remote[1][1] == "LaunchError: too many warps"

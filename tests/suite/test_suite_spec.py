@@ -119,7 +119,7 @@ def test_loader_rejects_wrong_array_dtypes(tmp_path):
     path = _write_kernel(tmp_path, 'KERNEL = "k"\nLAUNCHES = [{"grid": 1, "block": 4, '
                          '"args": {"out": np.zeros(4, np.int64)}}]\n'
                          "def oracle(args, grid, block): return args\n")
-    with pytest.raises(SuiteError, match="int32 or uint32"):
+    with pytest.raises(SuiteError, match="numpy array of int32/uint32/float32"):
         load_kernel(path)
 
 

@@ -40,3 +40,14 @@ def test_case_status_for_each_agreement_pattern():
     assert compare_case(bad, good, good)["status"] == "gpu_differs"
     assert compare_case(None, good, good)["status"] == "error"
     assert compare_case(good, None, good)["status"] == "error"
+
+
+def test_floats_compare_bit_for_bit():
+    def f(*bits):
+        return np.array(bits, np.uint32).view(np.float32)
+
+    assert diff_arrays("x", f(0x7FC00001, 0x3F800000), f(0x7FC00001, 0x3F800000)) is None
+    diff = diff_arrays("x", f(0x80000000, 0x7FFFFFFF), f(0, 0x7FC00000))
+    assert diff["count"] == 2                                    # -0 vs +0, NaN payloads
+    assert diff["elements"][0] == {"index": 0, "got": "-0.0 (0x80000000)",
+                                   "want": "0.0 (0x00000000)"}

@@ -43,3 +43,17 @@ def test_host_arguments_reject_other_array_types():
     with pytest.raises(TypeError, match="int64"):
         host_arguments(params, {"a": np.zeros(2, np.int64), "m": 0, "n": 0,
                                 "out": np.zeros(2, np.uint32)})
+
+
+def test_host_arguments_take_float_and_narrow_arrays_and_float_scalars():
+    src = ("__global__ void f(const float* x, unsigned char* m, bool* b, short* s, float a) "
+           "{ }")
+    params = kernel_params(src, "f")
+    x = np.array([1.5, np.nan], np.float32)
+    values = host_arguments(params, {"x": x, "m": np.zeros(2, np.uint8),
+                                     "b": np.zeros(2, bool), "s": np.zeros(2, np.int16),
+                                     "a": 0.1})
+    assert values[0].dtype == np.float32 and values[0].tobytes() == x.tobytes()
+    assert [v.dtype for v in values[1:4]] == [np.uint8, bool, np.int16]
+    assert isinstance(values[4], np.float32) and values[4] == np.float32(0.1)
+    assert "typedef unsigned char uint8_t;" in gpu_source(src)

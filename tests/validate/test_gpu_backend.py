@@ -34,9 +34,10 @@ def _stand_in_cupy(calls, refuse_name_expressions=False):
             def launch(grid, block, args):
                 assert isinstance(grid, tuple) and isinstance(block, tuple)
                 for a in args:   # raw launches need 32-bit scalars, never Python ints
-                    assert isinstance(a, np.ndarray | np.int32 | np.uint32), type(a)
-                values = [a if isinstance(a, np.ndarray) and a.ndim == 1 else int(a)
-                          for a in args]
+                    assert isinstance(a, np.ndarray | np.int32 | np.uint32 | np.float32), \
+                        type(a)
+                values = [a if isinstance(a, np.ndarray) and a.ndim == 1 else
+                          float(a) if isinstance(a, np.float32) else int(a) for a in args]
                 kernel(grid[0], block[0], values)
             return launch
 
@@ -49,7 +50,7 @@ def _stand_in_cupy(calls, refuse_name_expressions=False):
 
 
 @pytest.mark.parametrize("refuse", [False, True], ids=["name_expressions", "extern_c"])
-@pytest.mark.parametrize("name", ["dot", "saxpy_u32_wrap", "vote_ballot_group"])
+@pytest.mark.parametrize("name", ["dot", "saxpy_u32_wrap", "vote_ballot_group", "saxpy_f32"])
 def test_backend_runs_suite_cases_through_the_stand_in(monkeypatch, name, refuse):
     calls = []
     monkeypatch.setitem(sys.modules, "cupy", _stand_in_cupy(calls, refuse))
@@ -70,3 +71,33 @@ def test_backend_runs_suite_cases_through_the_stand_in(monkeypatch, name, refuse
     assert backend.function(kernel)[1] == ("extern_c" if refuse else "name_expressions")
     if refuse:
         assert f'extern "C" __global__ void {spec.kernel}(' in calls[0]["code"]
+
+
+def test_backend_runs_float_fuzz_programs_through_the_stand_in(monkeypatch):
+    """The float fuzzer's reference cases as the GPU side gets them: the source NVRTC
+    compiles (no qgpu-only names), float32 arrays in and out, bit for bit."""
+    from qgpu.fuzz.float_kernels import fuzz_reference
+    from qgpu.validate.reference import params_from_records
+    from qgpu.validate.run import validate
+
+    document = fuzz_reference(3, seed=5)
+    assert document["cases"] and all(k["float"] for k in document["kernels"].values())
+    monkeypatch.setitem(sys.modules, "cupy", _stand_in_cupy([]))
+    backend = CupyBackend()
+    case = document["cases"][0]
+    kernel = document["kernels"][case["kernel"]]
+    outputs = backend.run(kernel, params_from_records(kernel["params"]), case,
+                          decode_args(case["args"]))
+    assert outputs["fo"].dtype == np.float32
+    for name, want in decode_outputs(case["oracle"]).items():
+        assert outputs[name].tobytes() == want.tobytes(), name
+
+    class Stand:                      # the stand-in GPU through the whole validation loop
+        def device_info(self):
+            return {"gpu": "stand-in"}
+
+        def run(self, kernel, params, case, args):
+            return backend.run(kernel, params, case, args)
+
+    report = validate(document, Stand())
+    assert report["float_cases_run"] == report["float_cases_matched"] == len(document["cases"])

@@ -17,9 +17,32 @@ def test_arrays_round_trip_with_their_dtype():
         assert back.dtype == array.dtype and np.array_equal(back, array)
 
 
-def test_only_32_bit_arrays_are_stored():
+def test_float_byte_short_and_bool_arrays_round_trip_bit_for_bit():
+    floats = np.array([0x7FC00001, 0xFFFFFFFF, 0x80000000, 0x7F800000, 1], np.uint32)
+    for array in (floats.view(np.float32), np.array([0, 255, 7], np.uint8),
+                  np.array([-128, 127], np.int8), np.array([-32768, 5], np.int16),
+                  np.array([65535, 0], np.uint16), np.array([True, False, True])):
+        stored = ref.encode_array(array)
+        back = ref.decode_array(stored)
+        assert back.dtype == array.dtype and back.tobytes() == array.tobytes()
+    assert ref.encode_array(floats.view(np.float32))["values"][0] == 0x7FC00001   # bits
+    params = ref.params_from_records([{"name": "a", "ctype": "float", "pointer": False,
+                                       "unsigned": False, "dtype": "float32"}])
+    stored = ref.encode_args(params, {"a": np.float32(-0.0)})
+    back = ref.decode_args(stored)["a"]
+    assert isinstance(back, np.float32) and np.signbit(back)
+
+
+def test_other_arrays_are_refused():
     with pytest.raises(ValueError, match="int64"):
         ref.encode_array(np.zeros(3, np.int64))
+    with pytest.raises(ValueError, match="float64"):
+        ref.encode_array(np.zeros(3, np.float64))
+
+
+def test_kernel_records_say_which_compute_with_floats():
+    assert ref.computes_floats(SUITE["dot_f32"].source)
+    assert not ref.computes_floats(SUITE["dot"].source)
 
 
 def test_args_round_trip_in_the_signature_order():

@@ -8,7 +8,7 @@ import numpy as np
 
 import qgpu.validate.reference as ref
 from qgpu.cli import validate_gpu
-from qgpu.suite import load_suite
+from qgpu.suite import KERNELS_DIR, load_kernel
 from qgpu.validate.report import markdown, write_report
 from qgpu.validate.run import report_from_journal, validate
 
@@ -37,7 +37,7 @@ class StandInBackend:
 def _reference(monkeypatch, names):
     monkeypatch.setattr(ref, "run_case",
                         lambda spec, launch, engine: (spec.oracle(launch), None, None))
-    specs = [s for s in load_suite() if s.name in names]
+    specs = [load_kernel(KERNELS_DIR / f"{name}.py") for name in sorted(names)]
     return ref.build_reference(specs)
 
 
@@ -82,3 +82,34 @@ def test_cli_rebuilds_a_report_from_a_journal(monkeypatch, tmp_path, capsys):
     assert (tmp_path / "o" / "report.json").exists()
     assert np.all([c["status"] == "gpu_differs" for c in
                    json.loads((tmp_path / "o" / "report.json").read_text())["cases"]])
+
+
+def test_report_says_which_cases_were_float(monkeypatch, tmp_path):
+    reference = _reference(monkeypatch, {"dot", "dot_f32"})
+    assert reference["kernels"]["dot_f32"]["float"] and not reference["kernels"]["dot"]["float"]
+    report = validate(reference, StandInBackend(reference, "dot_f32", None))
+    n = sum(c["kernel"] == "dot_f32" for c in reference["cases"])
+    assert report["float_cases_run"] == n and report["float_cases_matched"] == 0
+    assert report["float_kernels"] == ["dot_f32"]
+    text = markdown(report)
+    assert "| float launches matched / run | 0 / 2 (bit for bit; kernels: dot_f32) |" in text
+    assert "dot_f32[0:g1b16] (float)" in text
+
+
+def test_cli_prepares_suite_kernels_and_a_float_fuzz_sample(monkeypatch, tmp_path, capsys):
+    from qgpu.validate import command
+
+    # the named kernel alone (loading the whole suite parses every kernel with clang)
+    monkeypatch.setattr(command, "load_suite",
+                        lambda: [load_kernel(KERNELS_DIR / "vec_add_f32.py")])
+    parser = argparse.ArgumentParser()
+    validate_gpu.add_arguments(parser)
+    out = tmp_path / "ref.json"
+    args = parser.parse_args(["--prepare", str(out), "--kernels", "vec_add_f32",
+                              "--float-fuzz", "2", "--float-fuzz-seed", "3"])
+    assert validate_gpu.main(args) == 0
+    document = ref.load_reference(out)
+    fuzz = [k for k in document["kernels"] if k.startswith("ffuzz_")]
+    assert "vec_add_f32" in document["kernels"] and 1 <= len(fuzz) <= 2
+    assert all(k["float"] for k in document["kernels"].values())
+    assert "computing with floats" in capsys.readouterr().out

@@ -49,11 +49,27 @@ __QGPU_FN float ceilf(float x) { return __builtin_ceilf(x); }
 __QGPU_FN float truncf(float x) { return __builtin_truncf(x); }
 __QGPU_FN float rintf(float x) { return __builtin_rintf(x); }
 __QGPU_FN float copysignf(float a, float b) { return __builtin_copysignf(a, b); }
-__QGPU_FN float __fadd_rn(float a, float b) { return a + b; }
-__QGPU_FN float __fmul_rn(float a, float b) { return a * b; }
+/* the _rn intrinsics are never contracted into an fma (CUDA's promise): add.rn/mul.rn */
+__QGPU_FN float __fadd_rn(float a, float b) { return __nvvm_add_rn_f(a, b); }
+__QGPU_FN float __fsub_rn(float a, float b) { return __nvvm_add_rn_f(a, -b); }
+__QGPU_FN float __fmul_rn(float a, float b) { return __nvvm_mul_rn_f(a, b); }
 __QGPU_FN float __fdiv_rn(float a, float b) { return a / b; }
 __QGPU_FN float __fsqrt_rn(float x) { return __builtin_sqrtf(x); }
 __QGPU_FN float __fmaf_rn(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+/* float -> int in a rounding mode: PTX's cvt.r{n,z,m,p}i (NaN -> 0, saturating). clang-19
+ * rewrites the .rz builtins into C's (int)x, whose out-of-range result is undefined
+ * (__nvvm_f2i_rz(1e10f) was folded away, no store): rz is built from rm and rp. */
+__QGPU_FN int __float2int_rn(float x) { return __nvvm_f2i_rn(x); }
+__QGPU_FN int __float2int_rz(float x) { return x < 0.0f ? __nvvm_f2i_rp(x) : __nvvm_f2i_rm(x); }
+__QGPU_FN int __float2int_rd(float x) { return __nvvm_f2i_rm(x); }
+__QGPU_FN int __float2int_ru(float x) { return __nvvm_f2i_rp(x); }
+__QGPU_FN unsigned __float2uint_rn(float x) { return __nvvm_f2ui_rn(x); }
+/* floor = trunc at or above 0; below 0 both saturate to 0 */
+__QGPU_FN unsigned __float2uint_rz(float x) { return __nvvm_f2ui_rm(x); }
+__QGPU_FN unsigned __float2uint_rd(float x) { return __nvvm_f2ui_rm(x); }
+__QGPU_FN unsigned __float2uint_ru(float x) { return __nvvm_f2ui_rp(x); }
+__QGPU_FN float __int2float_rn(int x) { return (float)x; }
+__QGPU_FN float __uint2float_rn(unsigned x) { return (float)x; }
 __QGPU_FN float atomicAdd(float *p, float v) { return __nvvm_atom_add_gen_f(p, v); }
 
 /* --- atomics (generic pointers: clang infers .global or .shared) --- */
