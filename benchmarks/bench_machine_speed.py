@@ -7,8 +7,11 @@ machine is shared, the load average is printed with every figure), the native ke
 time per token split by layer into mixer and MLP (plus the final norm and output head),
 the work per token (the kernel's counters: entries of each sparse product, state rows,
 head rows) with the bytes it reads and the limit those bytes set at the measured memory
-bandwidth, the same tokens through the same kernel layer by layer (each layer's weights
-in cache across 128 tokens: what cache misses cost a generated token), and (with
+bandwidth, the work and time per token kind (the kind of the token fed: EXEC, V, R,
+ADDR, END, ...) with and without reusing layer results whose input repeats (fast_memo.c;
+the generation runs are interleaved pairs without and with it), the same tokens through
+the same kernel layer by layer (each layer's weights in cache across 128 tokens: what
+cache misses cost a generated token), and (with
 --numpy-tokens N) the numpy backend on the first N tokens. Every run's tokens are
 checked against the interpreter's trace.
 
@@ -33,6 +36,7 @@ from qgpu.isa.asm import assemble  # noqa: E402
 from qgpu.model.fast import FastEngine  # noqa: E402
 from qgpu.model.fast_native import COUNTERS  # noqa: E402
 from qgpu.protocol import encode_prompt, expected_trace  # noqa: E402
+from qgpu.protocol.vocab import kind_of  # noqa: E402
 from qgpu.runtime.compiled import load_machine  # noqa: E402
 from qgpu.runtime.generate import generate_launch  # noqa: E402
 
@@ -86,24 +90,75 @@ def main() -> None:
           f"tokens, {len(want)} trace tokens", flush=True)
 
     min_seconds = np.inf
+    native = engine.backend == "native"
     for rep in range(args.repeats):
-        before = load()
-        cpu = time.process_time()
-        run = generate_launch(machine, program, 1, 4, MEMORY, max_tokens=len(want) + 8)
-        cpu = time.process_time() - cpu
-        assert run.trace == want, "the model's trace differs from the interpreter's"
-        min_seconds = min(min_seconds, run.seconds)
-        n = len(prompt) + len(run.trace)
-        print(f"native generate_launch #{rep + 1}: {run.tokens_per_second:,.0f} trace tok/s "
-              f"wall ({n / run.seconds:,.0f} tok/s counting the prompt), "
-              f"{n / cpu:,.0f} tok/s per CPU second; {before} -> {load()}", flush=True)
+        for reuse in (False, True) if native else (True,):
+            if native:
+                set_reuse(engine, reuse)
+            before = load()
+            cpu = time.process_time()
+            run = generate_launch(machine, program, 1, 4, MEMORY, max_tokens=len(want) + 8)
+            cpu = time.process_time() - cpu
+            assert run.trace == want, "the model's trace differs from the interpreter's"
+            if reuse:
+                min_seconds = min(min_seconds, run.seconds)
+            n = len(prompt) + len(run.trace)
+            print(f"native generate_launch #{rep + 1}{REUSE[reuse] if native else ''}: "
+                  f"{run.tokens_per_second:,.0f} trace tok/s wall ({n / run.seconds:,.0f} "
+                  f"tok/s counting the prompt), {n / cpu:,.0f} tok/s per CPU second; "
+                  f"{before} -> {load()}", flush=True)
 
-    if engine.backend == "native":
+    if native:
+        for reuse in (False, True):
+            by_kind(engine, prompt + want, reuse)
         profile(engine, prompt + want)
         layer_by_layer(engine, prompt + want)
         limit(engine, prompt + want, len(want) / min_seconds)
     if args.numpy_tokens:
         numpy_backend(machine, prompt, want, args.numpy_tokens)
+
+
+REUSE = {False: " (plain)", True: " (reuse)"}
+
+
+def set_reuse(engine: FastEngine, on: bool) -> None:
+    """The per-token kernel with (the default) or without the steady conv path and the
+    reuse of layer results whose input repeats (the code before them: the plain path)."""
+    engine.plan.reuse = on
+    engine.plan.lib.qgpu_set_memo(int(on))
+KIND_COLUMNS = ("proj", "gate", "units", "down", "conv", "proj_reused", "mlp_reused", "key")
+
+
+def by_kind(engine: FastEngine, tokens: list[int], reuse: bool) -> None:
+    """Work and wall time per token by the kind of the token fed (the kernel's counters,
+    one buffer per kind; the wall time of each step, Python's share included), with the
+    reuse of layer results on or off."""
+    lib = engine.plan.lib
+    set_reuse(engine, reuse)
+    state = engine.new_state()
+    counts: dict[str, np.ndarray] = {}
+    seconds: dict[str, float] = {}
+    before = load()
+    try:
+        for t in tokens:
+            kind = kind_of(t)[0]
+            buf = counts.setdefault(kind, np.zeros(len(COUNTERS), np.int64))
+            lib.qgpu_set_counts(buf.ctypes.data)
+            start = time.perf_counter()
+            engine.step_greedy(state, t)
+            seconds[kind] = seconds.get(kind, 0.0) + time.perf_counter() - start
+    finally:
+        lib.qgpu_set_counts(None)
+        set_reuse(engine, True)
+    total = sum(counts.values())
+    counts["all"], seconds["all"] = total, sum(seconds.values())
+    print(f"work per token by kind{REUSE[reuse]} ({before} -> {load()}):")
+    print(f"  {'kind':>6} {'tokens':>6} {'us':>6} " + " ".join(f"{c:>11}" for c in KIND_COLUMNS))
+    for kind in sorted(counts, key=lambda k: -counts[k][COUNTERS.index("tokens")]):
+        n = int(counts[kind][COUNTERS.index("tokens")])
+        per = dict(zip(COUNTERS, counts[kind] / n, strict=True))
+        print(f"  {kind:>6} {n:>6} {seconds[kind] / n * 1e6:>6.0f} "
+              + " ".join(f"{per[c]:>11,.0f}" for c in KIND_COLUMNS))
 
 
 def numpy_backend(machine, prompt, want, n_tokens) -> None:
@@ -179,7 +234,8 @@ def limit(engine: FastEngine, tokens: list[int], reached: float) -> None:
     4-byte value and a 4-byte index; a state row dv floats; a conv channel its window and
     weights; an MLP unit visited 16 bytes of unit tables; every gate form 12 (its value,
     its on end's bias, the list of forms kept); every layer reads h and two norm weight
-    vectors), and the time those bytes take at the measured bandwidth."""
+    vectors; a key float of a looked-up layer part 8: h's and the stored key's), and the
+    time those bytes take at the measured bandwidth."""
     counts = np.zeros(len(COUNTERS), np.int64)
     lib, c = engine.plan.lib, engine.config
     state = engine.new_state()
@@ -196,7 +252,8 @@ def limit(engine: FastEngine, tokens: list[int], reached: float) -> None:
     nbytes = (8 * (per["gate"] + per["proj"] + per["down"] + per["up"] + per["out"])
               + 8 * per["gate_cols"] + 16 * per["units"] + 8 * per["acts"] + 12 * forms
               + 4 * c.linear_value_head_dim * per["state_rows"] * 2 + 32 * per["conv"]
-              + 8 * head_nnz * per["head_rows"] + 3 * 4 * c.hidden_size * c.num_hidden_layers)
+              + 8 * head_nnz * per["head_rows"] + 3 * 4 * c.hidden_size * c.num_hidden_layers
+              + 8 * per["key"])
     bw = bandwidth()
     print("work per token: " + ", ".join(f"{k} {v:,.0f}" for k, v in per.items()
                                          if k != "tokens"))

@@ -51,8 +51,15 @@ def parse_args(kernel, pairs: list[str]) -> dict:
     if missing:
         raise LaunchArgumentError(f"missing --arg for {', '.join(missing)} "
                                   f"({kernel.signature})")
-    return {n: _array(p, given[n]) if p.pointer else _int(given[n], n)
+    return {n: _array(p, given[n]) if p.pointer else _scalar(p, given[n])
             for n, p in params.items()}
+
+
+def _scalar(param, text: str):
+    """An integer (a bool parameter also takes true/false)."""
+    if param.dtype == "bool" and text.strip().lower() in ("true", "false"):
+        return text.strip().lower() == "true"
+    return _int(text, param.name)
 
 
 def _int(text: str, name: str) -> int:

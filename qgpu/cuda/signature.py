@@ -136,9 +136,9 @@ def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | Non
             "long long int": "long long", "unsigned long long int": "unsigned long long",
             "_Bool": "bool"}.get(base, base)
     if base in ("long", "unsigned long"):
-        return None, (f"parameter '{shown}{name}' is {base} (size_t is unsigned long): 64 "
-                      "bits on a GPU, 32 in qgpu's 32-bit compile; use long long / int64_t "
-                      "(64 bits in both) or int")
+        return None, (f"parameter '{shown}{name}' is 64 bits on a GPU ({base}; size_t is "
+                      "unsigned long) but 32 in qgpu's 32-bit compile: use long long / "
+                      "int64_t (64 bits in both) or int")
     if base in _WIDE:
         return None, (f"parameter '{shown}{name}' is 64 bits on a GPU ({base}); the "
                       "machine computes in 32 bits: use int or unsigned")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import signal
 import sys
 import time
 from collections import Counter
@@ -61,11 +62,13 @@ class CaseResult:
     want: list = field(default_factory=list)   # the host's (float bits, ints, nan flag)
 
 
-def case_setup(seed: int):
+def case_setup(seed: int, model: bool = False):
+    """The seed's program, grid, block and inputs (model: a program the model runs, one
+    warp of 4 threads at most: float operations cost the model ~1,000 tokens each)."""
     rng = random.Random(seed)
-    program = generate_program(rng)
-    grid = rng.choice([1, 1, 2])
-    block = rng.randint(1, 8 if grid == 1 else 4)
+    program = generate_program(rng, model)
+    grid = 1 if model else rng.choice([1, 1, 2])
+    block = rng.randint(1, 4 if model or grid > 1 else 8)
     return program, grid, block, make_inputs(rng, grid * block)
 
 
@@ -126,7 +129,7 @@ def compare(result: CaseResult, got, want) -> CaseResult:
 
 def run_batch(seeds: list[int], engine: str = "interp", runner=run_qgpu) -> list[CaseResult]:
     """The seeds' cases: one native oracle build for all of them, then qgpu case by case."""
-    setups = [case_setup(s) for s in seeds]
+    setups = [case_setup(s, model=engine != "interp") for s in seeds]
     want = run_host([(p, inputs) for p, _g, _b, inputs in setups])
     results = []
     for seed, (program, grid, block, inputs), host in zip(seeds, setups, want, strict=True):
@@ -149,17 +152,26 @@ def run_batch(seeds: list[int], engine: str = "interp", runner=run_qgpu) -> list
 
 
 def fuzz(cases: int, seed: int, engine: str = "interp", progress: bool = False,
-         runner=run_qgpu) -> list[CaseResult]:
+         runner=run_qgpu, log=None) -> list[CaseResult]:
+    """Run `cases` seeded cases (in batches of HOST_BATCH, one oracle build each). log:
+    called with a line after every batch. KeyboardInterrupt (SIGINT, or SIGTERM in
+    main) ends the campaign: the cases of the batches completed are returned."""
     seeds = [seed * 1_000_003 + i for i in range(cases)]
     results: list[CaseResult] = []
     with progress_bar(total=cases, desc=f"fuzz float ({engine})", unit="case",
                       enabled=progress, leave=True) as bar:
-        for start in range(0, cases, HOST_BATCH):
-            for r in run_batch(seeds[start:start + HOST_BATCH], engine, runner):
-                results.append(r)
-                bar.update()
-            bad = sum(r.status not in ("ok", "over_limits") for r in results)
-            bar.set_postfix_str(f"{bad} failures", refresh=False)
+        try:
+            for start in range(0, cases, HOST_BATCH):
+                batch = run_batch(seeds[start:start + HOST_BATCH], engine, runner)
+                results += batch
+                bar.update(len(batch))
+                bad = sum(r.status not in ("ok", "over_limits") for r in results)
+                bar.set_postfix_str(f"{bad} failures", refresh=False)
+                if log:
+                    log(f"{len(results)} cases, {bad} failures")
+        except KeyboardInterrupt:
+            if log:
+                log(f"stopped after {len(results)} cases")
     return results
 
 
@@ -229,7 +241,13 @@ def main(argv=None) -> int:
         save_reference(document, args.reference)
         print(f"{args.reference}: {len(document['cases'])} float fuzz cases")
         return 0
-    results = fuzz(args.cases, args.seed, args.engine, progress=True)
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    results = fuzz(args.cases, args.seed, args.engine, progress=True,
+                   log=lambda line: print(f"[{time.strftime('%H:%M:%S')}] {line}",
+                                          file=sys.stderr, flush=True))
     elapsed = time.perf_counter() - started
     s = summary(results)
     for r in [r for r in results if r.status not in ("ok", "over_limits")][: args.show]:

@@ -24,9 +24,15 @@
  * _mm256_fmadd_ps); without it, the same scalar code as the tails. Timing:
  * qgpu_set_profile(buf) adds each layer's mixer and MLP seconds.
  *
+ * Generation (qgpu_forward_steady) skips work whose result is known exactly: a GDN
+ * projection or an MLP whose input (the norm scale and h at the columns it reads) equals,
+ * bit for bit, one of the last 32 that layer part saw takes the result computed then
+ * (fast_memo.c), and a conv channel whose window is constant and whose input repeats is
+ * left alone (fast_gdn.c, Steady). qgpu_forward is the plain path (window lists).
+ *
  * One translation unit over #included parts (fast_native.INCLUDED), in this order:
  * fast_math.c (elementary functions, the GDN head's delta rule and read), fast_layout.c
- * (the data layout), fast_gdn.c (a mixer layer), fast_team.c (the second thread),
+ * (the data layout), fast_memo.c (reused results), fast_gdn.c (a mixer layer), fast_team.c (the second thread),
  * fast_head.c (the output head), fast_batch.c and fast_batch_ops.c (the batched kernel).
  */
 #include <math.h>
@@ -35,6 +41,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #ifdef __AVX2__
@@ -64,7 +71,7 @@ static void normalize(const Model *m, const float *h, const float *w, float *out
    and head rows touched; what the limit analysis of benchmarks/bench_machine_speed.py
    turns into bytes per token */
 enum { C_GATE, C_GATE_COLS, C_PROJ, C_UNITS, C_ACTS, C_DOWN, C_UP, C_OUT, C_STATE_ROWS,
-       C_CONV, C_HEAD_ROWS, C_TOKENS, C_N };
+       C_CONV, C_HEAD_ROWS, C_TOKENS, C_PROJ_REUSED, C_MLP_REUSED, C_KEY, C_N };
 static int64_t *count_buf = NULL;
 
 void qgpu_set_counts(int64_t *buf) { count_buf = buf; }
@@ -124,6 +131,8 @@ static int32_t merge(const int32_t *a, int32_t na, const int32_t *b, int32_t nb,
     }
     return k;
 }
+
+#include "fast_memo.c"
 
 #include "fast_gdn.c"
 
@@ -264,7 +273,7 @@ static void mlp_down_part(const Model *m, const Layer *L, int part) {
     for (int32_t t = a; t < b; t++) m->h[rows[t]] += m->mixed[rows[t]];
 }
 
-static void mlp_layer(const Model *m, const Layer *L) {
+static void mlp_compute(const Model *m, const Layer *L) {
     const int used = team_begin();
     run_parts(m, L, mlp_gate_part, used);
     run_parts(m, L, mlp_units_part, used);
@@ -280,6 +289,18 @@ static void mlp_layer(const Model *m, const Layer *L) {
             if (u >= L->n_single) COUNT(C_UP, L->up_ptr[u + 1] - L->up_ptr[u]);
         }
     }
+}
+
+/* the MLP, its result reused when its input repeats (fast_memo.c) */
+static void mlp_layer(const Model *m, const Layer *L, Memo *mo) {
+    MemoTable *t = memo_table(mo, m, L, 1);
+    int way = -1;
+    if (t) {
+        COUNT(C_KEY, t->n_key);
+        if (memo_mlp_lookup(mo, t, m, L, &way) != MEMO_MISS) { COUNT(C_MLP_REUSED, 1); return; }
+    }
+    mlp_compute(m, L);
+    if (t && way >= 0) memo_mlp_store(t, way, m, L);
 }
 
 #include "fast_head.c"
@@ -303,20 +324,29 @@ static inline double now(void) {
    the full vocabulary row, zero-filled by the caller. Returns the greedy token when
    want_argmax (computed from logits when given), else 0; -1 when the head's input is not
    finite and the caller must take the argmax of the full logits. */
-int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
-                     int32_t *const *wins, int32_t *win_counts, int64_t token,
-                     float *logits, int32_t want_argmax) {
+static int32_t forward(const Model *m, float *const *states, float *const *convs,
+                       int32_t *const *wins, int32_t *win_counts, float *const *lasts,
+                       float *const *outs, int32_t *const *movings, int32_t *moving_counts,
+                       int64_t token, float *logits, int32_t want_argmax) {
     embed_row(m, token, m->h);
     COUNT(C_TOKENS, 1);
+    Memo *mo = memo_on ? m->memo : NULL;  /* the plan's tables, unless another thread has them */
+    if (mo && pthread_mutex_trylock(&mo->lock) != 0) mo = NULL;
     double *prof = prof_buf, t0 = prof ? now() : 0.0, t1;
     for (int32_t i = 0; i < m->n_layers; i++) {
         const Layer *L = &m->layers[i];
-        if (L->kind == 1 && L->n_heads)
-            gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i);
+        if (L->kind == 1 && L->n_heads) {
+            const Steady sd = {lasts ? lasts[i] : NULL, outs ? outs[i] : NULL,
+                               movings ? movings[i] : NULL,
+                               moving_counts ? moving_counts + i : NULL};
+            gdn_layer(m, L, states[i], convs[i], wins ? wins[i] : NULL,
+                      win_counts ? win_counts + i : NULL, mo, lasts ? &sd : NULL);
+        }
         if (prof) { t1 = now(); prof[2 * i] += t1 - t0; t0 = t1; }
-        if (L->n_units) mlp_layer(m, L);
+        if (L->n_units) mlp_layer(m, L, mo);
         if (prof) { t1 = now(); prof[2 * i + 1] += t1 - t0; t0 = t1; }
     }
+    if (mo) pthread_mutex_unlock(&mo->lock);
     normalize(m, m->h, m->final_norm, m->head_x);
     const Head *hd = &m->head;
     int32_t out = 0;
@@ -327,6 +357,23 @@ int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
     }
     if (prof) prof[2 * m->n_layers] += now() - t0;
     return out;
+}
+
+int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
+                     int32_t *const *wins, int32_t *win_counts, int64_t token,
+                     float *logits, int32_t want_argmax) {
+    return forward(m, states, convs, wins, win_counts, NULL, NULL, NULL, NULL, token, logits,
+                   want_argmax);
+}
+
+/* qgpu_forward on the steady path (fast_gdn.c, Steady): per GDN layer i, lasts[i],
+   outs[i], movings[i], moving_counts[i] instead of the window lists; the same results. */
+int32_t qgpu_forward_steady(const Model *m, float *const *states, float *const *convs,
+                            float *const *lasts, float *const *outs, int32_t *const *movings,
+                            int32_t *moving_counts, int64_t token, float *logits,
+                            int32_t want_argmax) {
+    return forward(m, states, convs, NULL, NULL, lasts, outs, movings, moving_counts, token,
+                   logits, want_argmax);
 }
 
 /* The full logits of the token last run (after qgpu_forward returned -1). */
@@ -354,8 +401,8 @@ void qgpu_forward_forced(Model *m, float *const *states, float *const *convs,
         for (int32_t t = 0; t < n; t++) {
             m->h = hs + t * H;
             if (L->kind == 1 && L->n_heads)
-                gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i);
-            if (L->n_units) mlp_layer(m, L);
+                gdn_layer(m, L, states[i], convs[i], wins[i], win_counts + i, NULL, NULL);
+            if (L->n_units) mlp_layer(m, L, NULL);
         }
     }
     for (int32_t t = 0; t < n; t++) {

@@ -93,6 +93,8 @@ typedef struct {
     int32_t *unit_list2;          /* the second thread's list of forms */
     int32_t *unit_bits;           /* [2][units / 32 + 1]: each part's units with an act */
     int32_t *n_visited, *n_list;  /* [2] units each part visited; [1] acts listed */
+    void *memo;                   /* the plan's tables of results to reuse (fast_memo.c),
+                                     shared by its scratch copies; NULL: none */
 } Model;
 
 /* The layout as this compiler lays it out: "Struct=sizeof Struct.field=offset ...",
@@ -135,7 +137,7 @@ const char *qgpu_layout(void) {
     PUT(Model, nq); PUT(Model, nk); PUT(Model, nzch); PUT(Model, newc); PUT(Model, proc);
     PUT(Model, unit_list); PUT(Model, group_order); PUT(Model, group_ub); PUT(Model, conv_out);
     PUT(Model, acts); PUT(Model, x2); PUT(Model, unit_list2); PUT(Model, unit_bits); PUT(Model, n_visited);
-    PUT(Model, n_list);
+    PUT(Model, n_list); PUT(Model, memo);
     return buf;
 }
 

@@ -31,10 +31,13 @@ def run_multi(plan: NativePlan, states: Sequence[ModelState], tokens) -> np.ndar
     tables = plan._batch_layers()
     if not tables.finite:
         return _one_by_one(plan, states, tokens, greedy)
-    entries = [plan._binding(state) for state in states]
-    rows = (ctypes.c_void_p * (4 * n))()  # per row: its states, convs, windows, counts
+    bindings = [plan._binding(state) for state in states]
+    # per row: its states, convs, windows, counts (the window lists, rebuilt where the
+    # steady path ran last: model.fast_binding)
+    row_tables = [b.window_tables() for b in bindings]
+    rows = (ctypes.c_void_p * (4 * n))()
     for k in range(4):
-        rows[k * n:(k + 1) * n] = [e[2 + k] for e in entries]
+        rows[k * n:(k + 1) * n] = [t[k] for t in row_tables]
     base, size = ctypes.addressof(rows), n * ctypes.sizeof(ctypes.c_void_p)
     hs = np.zeros((n, plan.config.hidden_size), np.float32)
     with plan._scratch() as model:
@@ -43,8 +46,8 @@ def run_multi(plan: NativePlan, states: Sequence[ModelState], tokens) -> np.ndar
                                        hs.ctypes.data, greedy.ctypes.data,
                                        tables.table) != 0:
             return _one_by_one(plan, states, tokens, greedy)  # no scratch: nothing ran
-        for entry, state in zip(entries, states, strict=True):
-            entry[-1][0] = state.position + 1  # the binding's position after the token
+        for binding, state in zip(bindings, states, strict=True):
+            binding.position = state.position + 1  # the binding's position after the token
         for t in np.flatnonzero(greedy < 0).tolist():  # not finite: numpy's argmax
             full = np.zeros(plan.config.vocab_size, np.float32)
             plan.lib.qgpu_head_logits_of(model, hs[t].ctypes.data, full.ctypes.data)

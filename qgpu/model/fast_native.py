@@ -29,8 +29,8 @@ from qgpu.files import atomic_write, clean_leftovers
 
 SOURCE = Path(__file__).with_name("fast_kernel.c")
 INCLUDED = tuple(Path(__file__).with_name(name) for name in (  # #included by SOURCE
-    "fast_math.c", "fast_layout.c", "fast_gdn.c", "fast_team.c", "fast_head.c", "fast_batch.c",
-    "fast_batch_ops.c", "fast_multi.c"))
+    "fast_math.c", "fast_layout.c", "fast_memo.c", "fast_gdn.c", "fast_team.c", "fast_head.c",
+    "fast_batch.c", "fast_batch_ops.c", "fast_multi.c"))
 FLAGS = ["-O3", "-g", "-ffp-contract=off", "-fno-fast-math", "-fPIC", "-shared", "-pthread"]
 F32P = ctypes.POINTER(ctypes.c_float)
 I32P = ctypes.POINTER(ctypes.c_int32)
@@ -94,13 +94,15 @@ class Model(ctypes.Structure):
         ("group_order", I32P),
         ("group_ub", F64P), ("conv_out", F32P), ("acts", F32P),
         ("x2", F32P), ("unit_list2", I32P), ("unit_bits", I32P), ("n_visited", I32P),
-        ("n_list", I32P),
+        ("n_list", I32P), ("memo", ctypes.c_void_p),
     ]
 
 
 # qgpu_set_counts(buf): buf[k] accumulates, over the tokens run, counter k of fast_kernel.c
+# (proj_reused, mlp_reused: layer parts whose result was reused, fast_memo.c; key: the
+# floats of their keys compared)
 COUNTERS = ("gate", "gate_cols", "proj", "units", "acts", "down", "up", "out", "state_rows",
-            "conv", "head_rows", "tokens")
+            "conv", "head_rows", "tokens", "proj_reused", "mlp_reused", "key")
 POINTER_DTYPES = {F32P: np.float32, I32P: np.int32, F64P: np.float64}
 
 
@@ -211,6 +213,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_forward.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p, ctypes.c_void_p,
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                  ctypes.c_void_p, I32]
+    lib.qgpu_forward_steady.restype = I32
+    lib.qgpu_forward_steady.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p, ctypes.c_void_p,
+                                        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                        ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, I32]
     lib.qgpu_forward_forced.restype = None
     lib.qgpu_forward_forced.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
                                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -247,6 +253,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_set_threads.argtypes = [ctypes.c_int]
     lib.qgpu_set_counts.restype = None
     lib.qgpu_set_counts.argtypes = [ctypes.c_void_p]
+    lib.qgpu_memo_new.restype = ctypes.c_void_p
+    lib.qgpu_memo_new.argtypes = [I32]
+    lib.qgpu_memo_free.restype = None
+    lib.qgpu_memo_free.argtypes = [ctypes.c_void_p]
+    lib.qgpu_set_memo.restype = None
+    lib.qgpu_set_memo.argtypes = [ctypes.c_int]
     lib.qgpu_set_exp_mode.restype = None
     lib.qgpu_set_exp_mode.argtypes = [ctypes.c_int]
 

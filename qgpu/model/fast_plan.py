@@ -24,7 +24,6 @@ once, each on its own state: the weights' arrays are only read, and every call t
 from __future__ import annotations
 
 import ctypes
-import operator
 import threading
 import weakref
 from contextlib import contextmanager
@@ -35,6 +34,7 @@ import numpy as np
 from qgpu.model.config import LINEAR
 from qgpu.model.csr import Csr, indptr_of
 from qgpu.model.fast_batch_plan import BatchTables, batch_tables
+from qgpu.model.fast_binding import Binding
 from qgpu.model.fast_native import POINTER_DTYPES, Layer, Model, field_owner, field_type
 from qgpu.model.fast_numpy import LiveHeads, live_gdn_heads, live_mlp_units
 from qgpu.model.state import ModelState
@@ -288,7 +288,7 @@ class PlanBuilder:
 def _forget(bindings: dict, key: int, ref: weakref.ref) -> None:
     """A state is gone: drop its binding (unless the key is a newer state's already)."""
     entry = bindings.get(key)
-    if entry is not None and entry[0] is ref:
+    if entry is not None and entry.ref is ref:
         bindings.pop(key, None)
 
 
@@ -299,7 +299,11 @@ class NativePlan:
     def __init__(self, lib: ctypes.CDLL, fields: dict, config):
         self.lib, self.config, self.fields = lib, config, fields
         self._keep: list[np.ndarray] = []
-        self._bindings: dict[int, tuple] = {}
+        self._bindings: dict[int, Binding] = {}
+        # run: the steady conv path and reused layer results (fast_gdn.c, fast_memo.c);
+        # False: the plain path, every visited channel and layer part computed (the
+        # benchmark's before; both give the same bits)
+        self.reuse = True
         self._scratch_sizes: dict[str, int] = {}
         self._free: list[tuple] = []  # (Model, its byref, its scratch arrays), not in use
         self._pool_lock = threading.Lock()
@@ -316,6 +320,11 @@ class NativePlan:
         self._layers = (Layer * config.num_hidden_layers)()
         m = self.model = Model()
         m.layers = self._layers
+        # the tables of results reused when a layer part's input repeats (fast_memo.c):
+        # the plan's, shared by the scratch copies of m, freed with the plan
+        m.memo = lib.qgpu_memo_new(config.num_hidden_layers)
+        if m.memo:
+            weakref.finalize(self, lib.qgpu_memo_free, m.memo)
         for path, value in fields.items():
             if not path.startswith(("live.", "sizes.")):
                 self._set(path, value)
@@ -381,55 +390,33 @@ class NativePlan:
                 self._free.append(item)
 
     # -- running --
-    def _binding(self, state: ModelState):
-        """Pointer tables to the state's arrays, cached per state and rebuilt when an array
-        was replaced; with them, per GDN layer, the list of conv channels whose window
-        holds a nonzero (found by a scan here, then kept up to date by the kernel; scanned
-        again when the state's position is not the one this plan left it at: another
-        engine or plan stepped it)."""
-        arrays = [state.recurrent.get(i) for i in range(self.config.num_hidden_layers)]
-        arrays += [state.conv.get(i) for i in range(self.config.num_hidden_layers)]
-        cached = self._bindings.get(id(state))
-        if cached is not None and cached[0]() is state and cached[-1][0] == state.position \
-                and all(map(operator.is_, cached[1], arrays)):
-            return cached
+    def _binding(self, state: ModelState) -> Binding:
+        """The state's tables (model.fast_binding), cached per state and made anew when an
+        array was replaced or the state's position is not the one this plan left it at
+        (another engine or plan stepped it)."""
         n = self.config.num_hidden_layers
-        ptrs = (ctypes.c_void_p * (3 * n))()
-        for k, a in enumerate(arrays):
-            if a is None:
-                continue
-            if a.dtype != F32 or not a.flags.c_contiguous or not a.flags.writeable:
-                raise ValueError("state arrays must be writable C-contiguous float32")
-            ptrs[k] = a.ctypes.data
-        counts = np.zeros(n, np.int32)
-        windows = []
-        for i, conv in state.conv.items():
-            if i in self.live:
-                live = np.flatnonzero(np.any(conv != 0, axis=1)).astype(np.int32)
-                window = np.zeros(len(conv), np.int32)
-                window[:len(live)], counts[i] = live, len(live)
-                windows.append(window)
-                ptrs[2 * n + i] = window.ctypes.data
-        base = ctypes.cast(ptrs, ctypes.c_void_p).value
-        size = n * ctypes.sizeof(ctypes.c_void_p)
-        tables = (base, base + size, base + 2 * size, counts.ctypes.data)
-        # dropped when the state is: a finished launch's arrays are not kept alive here
-        ref = weakref.ref(state, partial(_forget, self._bindings, id(state)))
-        entry = (ref, arrays, *tables, ptrs, counts, windows, [state.position])
-        self._bindings[id(state)] = entry
-        return entry
+        cached = self._bindings.get(id(state))
+        if cached is not None and cached.matches(state, n):
+            return cached
+        binding = Binding(state, n, set(self.live),
+                          partial(_forget, self._bindings, id(state)))
+        self._bindings[id(state)] = binding
+        return binding
 
     def run(self, state: ModelState, token: int, logits: np.ndarray | None,
             want_argmax: bool) -> int:
         """One token; writes the logits row when given (zero-filled by the caller).
         Returns the greedy token when want_argmax, else 0."""
-        entry = self._binding(state)
-        states, convs, windows, counts = entry[2:6]
+        binding = self._binding(state)
+        row = None if logits is None else logits.ctypes.data
         with self._scratch() as model:
-            out = self.lib.qgpu_forward(model, states, convs, windows, counts, token,
-                                        None if logits is None else logits.ctypes.data,
-                                        int(want_argmax))
-            entry[-1][0] = state.position + 1  # the engine counts the token
+            if self.reuse:
+                out = self.lib.qgpu_forward_steady(model, *binding.steady_tables(), token, row,
+                                                   int(want_argmax))
+            else:
+                out = self.lib.qgpu_forward(model, *binding.window_tables(), token, row,
+                                            int(want_argmax))
+            binding.position = state.position + 1  # the engine counts the token
             if logits is not None and want_argmax:
                 return int(np.argmax(logits))
             if out < 0:  # the head's input is not finite: numpy's argmax rules
@@ -460,8 +447,8 @@ class NativePlan:
         greedy = np.zeros(n, np.int32)
         if not n:
             return greedy
-        entry = self._binding(state)
-        states, convs, windows, counts = entry[2:6]
+        binding = self._binding(state)
+        states, convs, windows, counts = binding.window_tables()
         hs = np.zeros((n, self.config.hidden_size), F32) if hidden is None else hidden
         if hs.shape != (n, self.config.hidden_size) or hs.dtype != F32 \
                 or not hs.flags.c_contiguous:
@@ -478,7 +465,7 @@ class NativePlan:
                 self.lib.qgpu_forward_forced(model, states, convs, windows, counts,
                                              tokens.ctypes.data, n, hs.ctypes.data,
                                              greedy.ctypes.data)
-            entry[-1][0] = state.position + n  # the engine counts the tokens
+            binding.position = state.position + n  # the engine counts the tokens
             for t in np.flatnonzero(greedy < 0).tolist():  # not finite: numpy's argmax
                 full = np.zeros(self.config.vocab_size, F32)
                 self.lib.qgpu_head_logits_of(model, hs[t].ctypes.data, full.ctypes.data)

@@ -41,8 +41,9 @@ def extern_c_source(source: str, entry: str) -> str:
 
 def host_arguments(params: list[Param], args: dict) -> list:
     """The launch arguments in signature order, typed for a raw CUDA launch: arrays as
-    fresh copies in their dtype (one of the suite's ARRAY_DTYPES), scalars as np.int32,
-    np.uint32 or np.float32 (a Python int or float would be passed as 64 bits)."""
+    fresh copies in their dtype (one of the suite's ARRAY_DTYPES), scalars as numpy
+    scalars of the parameter's width (np.int32, np.uint32, np.float32, np.int16, ...: a
+    Python int or float would be passed as 64 bits)."""
     values = []
     for p in params:
         value = args[p.name]
@@ -55,6 +56,12 @@ def host_arguments(params: list[Param], args: dict) -> list:
             values.append(array.copy())
         elif p.dtype == "float32" or isinstance(value, float | np.floating):
             values.append(np.float32(value))
+        elif p.dtype in ("bool", "int8", "uint8", "int16", "uint16"):
+            # a char/short/bool parameter is 1 or 2 bytes in the kernel's parameter block
+            dtype = np.dtype(p.dtype)
+            bits = 8 * dtype.itemsize
+            raw = np.array(int(value) & ((1 << bits) - 1), f"uint{bits}")
+            values.append(raw.astype(bool)[()] if dtype.kind == "b" else raw.view(dtype)[()])
         elif p.unsigned:
             values.append(np.uint32(int(value) & 0xFFFFFFFF))
         else:

@@ -134,3 +134,19 @@ __global__ void saxpy(int a, const int *x, int *y, int *out, int n) {
     doc = json.loads(proc.stdout)
     y = [3 * x + 1 for x in range(1, 8)]
     assert doc["args"]["y"] == y and doc["args"]["out"] == [sum(y)]
+
+
+def test_narrow_bool_and_long_long_arguments_from_the_command_line(tmp_path, capsys):
+    path = tmp_path / "s.cu"
+    path.write_text("__global__ void k(long long *x, char c, bool b, unsigned long long u) "
+                    "{ x[threadIdx.x] += c * (b ? 2 : 3) + (long long)u; }\n")
+    rc = main(["run", str(path), "--grid", "1", "--block", "2", "--engine", "interp",
+               "--arg", "x=i64:-5,9000000000", "--arg", "c=-3", "--arg", "b=true",
+               "--arg", "u=0x100000000", "--json"])
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out)["args"]["x"] == [-5 - 6 + (1 << 32),
+                                                                9000000000 - 6 + (1 << 32)]
+    assert main(["run", str(path), "--grid", "1", "--block", "2", "--engine", "interp",
+                 "--arg", "x=zeros:2", "--arg", "c=200", "--arg", "b=0",
+                 "--arg", "u=0"]) == 1
+    assert "c = 200 does not fit char" in capsys.readouterr().err

@@ -57,3 +57,10 @@ def test_host_arguments_take_float_and_narrow_arrays_and_float_scalars():
     assert [v.dtype for v in values[1:4]] == [np.uint8, bool, np.int16]
     assert isinstance(values[4], np.float32) and values[4] == np.float32(0.1)
     assert "typedef unsigned char uint8_t;" in gpu_source(src)
+
+
+def test_narrow_scalars_keep_their_width():
+    src = "__global__ void g(short s, unsigned char c, bool b, int n) { }"
+    values = host_arguments(kernel_params(src, "g"), {"s": -2, "c": 255, "b": 1, "n": 7})
+    assert [type(v) for v in values] == [np.int16, np.uint8, np.bool_, np.int32]
+    assert values[0] == -2 and values[1] == 255 and values[2]
