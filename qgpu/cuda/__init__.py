@@ -20,5 +20,7 @@ runtime registers the model's engines). May import: protocol, interp, isa, error
 """
 
 from qgpu.cuda.api import ENGINES, Kernel, LaunchResult, Module, compile
+from qgpu.cuda.many import BATCH_ENGINES, launch_many
 
-__all__ = ["ENGINES", "Kernel", "LaunchResult", "Module", "compile"]
+__all__ = ["BATCH_ENGINES", "ENGINES", "Kernel", "LaunchResult", "Module", "compile",
+           "launch_many"]

@@ -75,7 +75,8 @@ def test_readable_report(cu, capsys, machine):
     (["--kernel", "vadd", "--arg", "a=1"], "missing --arg for b, c, n"),
     (["--kernel", "vadd", "--arg", "zz=1"], "has no parameter 'zz'"),
     (["--kernel", "vadd", "--arg", "a"], "expected NAME=VALUE"),
-    (["--kernel", "vadd", "--arg", "a=1", "--arg", "a=2"], "given twice"),
+    (["--kernel", "vadd", "--arg", "a=1", "--arg", "a=2", "--arg", "b=1", "--arg", "b=2",
+      "--arg", "b=3", "--arg", "c=1", "--arg", "n=1"], "different numbers of times"),
     (["--kernel", "vadd", "--arg", "a=x", "--arg", "b=1", "--arg", "c=1", "--arg", "n=1"],
      "not an integer"),
     (["--kernel", "vadd", "--arg", "a=zeros:200", "--arg", "b=1", "--arg", "c=1",
@@ -134,6 +135,20 @@ __global__ void saxpy(int a, const int *x, int *y, int *out, int n) {
     doc = json.loads(proc.stdout)
     y = [3 * x + 1 for x in range(1, 8)]
     assert doc["args"]["y"] == y and doc["args"]["out"] == [sum(y)]
+
+
+def test_an_arg_given_several_times_makes_several_launches(cu, capsys, machine):
+    """--arg a given twice (b, c, n once): two launches, run together on the model, each
+    reported; with --json one object per line."""
+    argv = ["--grid", "1", "--block", "2", "--kernel", "vadd", "--arg", "a=1,2",
+            "--arg", "a=10,20", "--arg", "b=3,4", "--arg", "c=zeros:2", "--arg", "n=2"]
+    rc, out, _ = run(capsys, cu, *argv)
+    assert rc == 0 and "launch 2 of 2" in out
+    assert "after  [4, 6]" in out and "after  [13, 24]" in out
+    rc, out, _ = run(capsys, cu, *argv, "--json")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert rc == 0 and [r["launch"] for r in lines] == [1, 2]
+    assert [r["args"]["c"] for r in lines] == [[4, 6], [13, 24]]
 
 
 def test_narrow_bool_and_long_long_arguments_from_the_command_line(tmp_path, capsys):
