@@ -22,12 +22,12 @@ import numpy as np
 
 from qgpu.cuda import ptx
 from qgpu.cuda.codegen import compile_kernel
-from qgpu.cuda.driver import compile_to_ptx, kernel_ast
+from qgpu.cuda.driver import compile_to_ptx
 from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.many import launch_many
 from qgpu.cuda.printf import Buffer, device_fault, finish_buffer, printf_reserve
 from qgpu.cuda.shape import Shape, launch_shape
-from qgpu.cuda.signature import KernelSignature, find_kernel, kernels_from_ast
+from qgpu.cuda.signature import KernelSignature, find_kernel, parse_kernels
 from qgpu.errors import CompileError, LaunchError, ProgramError
 from qgpu.interp import Machine
 from qgpu.isa import Program, limits
@@ -513,8 +513,7 @@ class Module:
         self.filename = os.fsdecode(filename)
         self.engine = engine
         includes = tuple(os.fsdecode(d) for d in include_dirs)
-        self.signatures = kernels_from_ast(kernel_ast(source, filename, includes),
-                                           self.filename)
+        self.signatures = parse_kernels(source, filename, includes)
         self.ptx = compile_to_ptx(source, filename, includes)
         self.ptx_module = ptx.parse(self.ptx)
         self._kernels: dict[str, Kernel] = {}
