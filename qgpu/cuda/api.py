@@ -22,12 +22,12 @@ import numpy as np
 
 from qgpu.cuda import ptx
 from qgpu.cuda.codegen import compile_kernel
-from qgpu.cuda.driver import compile_to_ptx, kernel_ast
+from qgpu.cuda.driver import compile_to_ptx
 from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.many import launch_many
 from qgpu.cuda.printf import Buffer, device_fault, finish_buffer, printf_reserve
 from qgpu.cuda.shape import Shape, launch_shape
-from qgpu.cuda.signature import KernelSignature, find_kernel, kernels_from_ast
+from qgpu.cuda.signature import KernelSignature, find_kernel, parse_kernels
 from qgpu.errors import CompileError, LaunchError, ProgramError
 from qgpu.interp import Machine
 from qgpu.isa import Program, limits
@@ -444,8 +444,7 @@ class Kernel:
 
     def _refuse_native_floats(self, shape: Shape) -> None:
         """The model runs float32 as integer code (cuda.softfloat); an operation with no
-        integer lowering yet (div, sqrt, round-to-integral) is refused, naming it and
-        its source line."""
+        integer lowering yet (sqrt) is refused, naming it and its source line."""
         template = self.template_for(shape)
         for b, blk in enumerate(template.program.blocks):
             ops = [ins.op for st in blk.stages for ins in st if ins.op in FLOAT_OPS]
@@ -454,8 +453,8 @@ class Kernel:
                                   template.stats["origins"][b]["source"]) or "?"
                 raise ProgramError(f"{self.name} ({where}): float32 operation '{ops[0]}' "
                                    f"has no integer lowering for the model yet (it runs "
-                                   f"add/sub/mul/fma, compares, min/max and int "
-                                   f"conversions); run it with engine='interp' "
+                                   f"add/sub/mul/fma/div, compares, min/max, rounding "
+                                   f"and conversions); run it with engine='interp' "
                                    f"(--engine interp); docs/cuda.md, 'float32'")
 
     def _copy_back(self, arrays, layout, memory) -> None:
@@ -514,8 +513,7 @@ class Module:
         self.filename = os.fsdecode(filename)
         self.engine = engine
         includes = tuple(os.fsdecode(d) for d in include_dirs)
-        self.signatures = kernels_from_ast(kernel_ast(source, filename, includes),
-                                           self.filename)
+        self.signatures = parse_kernels(source, filename, includes)
         self.ptx = compile_to_ptx(source, filename, includes)
         self.ptx_module = ptx.parse(self.ptx)
         self._kernels: dict[str, Kernel] = {}
