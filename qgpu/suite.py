@@ -101,7 +101,8 @@ class Param:
 def kernel_params(source: str, kernel: str) -> list[Param]:
     """The parameters of `__global__ void <kernel>(...)` in source, in order (read by the
     front end's parser, cuda.signature)."""
-    found = [k for k in parse_kernels(source, f"{kernel}.cu") if k.name == kernel]
+    # the file name compiled_module's qgpu.cuda.compile gives: one clang AST per source
+    found = [k for k in parse_kernels(source, "kernel.cu") if k.name == kernel]
     if not found:
         raise SuiteError(f"no `__global__ void {kernel}(...)` in the source")
     return [Param(p.name, f"{'const ' if p.const else ''}{p.ctype}{'*' if p.pointer else ''}",

@@ -89,9 +89,16 @@ def parse_arg_sets(kernel, pairs: list[str]) -> list[dict]:
 
 
 def _scalar(param, text: str):
-    """An integer (a bool parameter also takes true/false)."""
+    """An integer (a bool parameter also takes true/false, a float one a decimal number,
+    inf or nan, rounded to float32 as a C literal `2.5f` is)."""
     if param.dtype == "bool" and text.strip().lower() in ("true", "false"):
         return text.strip().lower() == "true"
+    if param.dtype == "float32":
+        try:
+            return float(text.strip())
+        except ValueError:
+            raise LaunchArgumentError(f"--arg {param.name}: '{text}' is not a number "
+                                      f"({param.ctype} parameter)") from None
     return _int(text, param.name)
 
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from qgpu.cli import main
@@ -165,3 +166,22 @@ def test_narrow_bool_and_long_long_arguments_from_the_command_line(tmp_path, cap
                  "--arg", "x=zeros:2", "--arg", "c=200", "--arg", "b=0",
                  "--arg", "u=0"]) == 1
     assert "c = 200 does not fit char" in capsys.readouterr().err
+
+
+def test_float_scalars_and_arrays_from_the_command_line(tmp_path, capsys):
+    """A tutorial's SAXPY takes `float a` by value: --arg a=2.5 as a C literal 2.5f."""
+    path = tmp_path / "saxpy.cu"
+    path.write_text("__global__ void saxpy(int n, float a, const float *x, float *y) {\n"
+                    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  if (i < n) y[i] = a * x[i] + y[i];\n}\n")
+    rc = main(["run", str(path), "--grid", "1", "--block", "4", "--engine", "interp",
+               "--arg", "n=4", "--arg", "a=0.1", "--arg", "x=1,2,3,-inf",
+               "--arg", "y=0.5,0.5,0.5,0.5", "--json"])
+    assert rc == 0
+    a, x, y = np.float32(0.1), np.array([1, 2, 3, -np.inf], np.float32), np.float32(0.5)
+    want = [float(np.float32(float(a) * float(v) + float(y))) for v in x]  # fma: one rounding
+    assert json.loads(capsys.readouterr().out)["args"]["y"] == want
+    assert main(["run", str(path), "--grid", "1", "--block", "4", "--engine", "interp",
+                 "--arg", "n=4", "--arg", "a=two", "--arg", "x=zeros:4",
+                 "--arg", "y=zeros:4"]) == 1
+    assert "--arg a: 'two' is not a number (float parameter)" in capsys.readouterr().err
