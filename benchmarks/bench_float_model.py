@@ -37,6 +37,7 @@ COST_KINDS = {"xor (integer)": "__float_as_uint(a) ^ __float_as_uint(b)",
               "fma": "__float_as_uint(fmaf(a, b, 1.5f))", "lt": "a < b",
               "min": "__float_as_uint(fminf(a, b))", "int to float": "__float_as_uint((float)"
               "__float_as_int(a))", "float to int": "(int)a",
+              "div": "__float_as_uint(a / b)", "floorf": "__float_as_uint(floorf(a))",
               "two adds (a routine)": "__float_as_uint((a + b) + (a + 3.0f))"}
 
 

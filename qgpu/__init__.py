@@ -20,3 +20,15 @@ def compile(source, filename: str = "kernel.cu",  # noqa: A001 - cupy.RawModule'
     from qgpu.cuda import compile as compile_cuda
 
     return compile_cuda(source, filename=filename, engine=engine, include_dirs=include_dirs)
+
+
+def launch_many(launches, engine: str | None = None, **options):
+    """Many launches at once, `(kernel, grid, block, args)` each (qgpu.cuda.launch_many):
+    on the model the launches in flight are stepped together, one pass over the weights
+    per token for all of them (`in_flight=64`, `jobs=1` or 2 threads); each launch's
+    arrays receive its results. `kernel.launch_many(grid, block, [args, ...])` does the
+    same for one kernel and shape."""
+    import qgpu.runtime  # noqa: F401 - registers the model's engines (loaded on first use)
+    from qgpu.cuda import launch_many as launch_many_cuda
+
+    return launch_many_cuda(launches, engine=engine, **options)

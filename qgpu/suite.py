@@ -35,6 +35,7 @@ from types import ModuleType
 import numpy as np
 
 from qgpu.campaign import add_arguments, batch_size, batched, open_pool
+from qgpu.cuda import BATCH_ENGINES, launch_many
 from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.signature import parse_kernels
 from qgpu.errors import QgpuError
@@ -100,7 +101,8 @@ class Param:
 def kernel_params(source: str, kernel: str) -> list[Param]:
     """The parameters of `__global__ void <kernel>(...)` in source, in order (read by the
     front end's parser, cuda.signature)."""
-    found = [k for k in parse_kernels(source, f"{kernel}.cu") if k.name == kernel]
+    # the file name compiled_module's qgpu.cuda.compile gives: one clang AST per source
+    found = [k for k in parse_kernels(source, "kernel.cu") if k.name == kernel]
     if not found:
         raise SuiteError(f"no `__global__ void {kernel}(...)` in the source")
     return [Param(p.name, f"{'const ' if p.const else ''}{p.ctype}{'*' if p.pointer else ''}",
@@ -316,13 +318,19 @@ def case_row(spec: KernelSpec, index: int, engine: str = "interp") -> dict:
     return row
 
 
-def suite_table(specs: list[KernelSpec], engine: str = "interp", pool=None) -> list[dict]:
+def suite_table(specs: list[KernelSpec], engine: str = "interp", pool=None,
+                **options) -> list[dict]:
     """case_row for every (kernel, launch), in order: here, or in batches on a campaign
     pool's workers (qgpu.campaign, e.g. on Ray), each of which loads the kernels' specs
-    from their files and, for a model engine, the machine once."""
+    from their files and, for a model engine, the machine once. On an engine that runs
+    launches together (cuda.BATCH_ENGINES: the model's "model", "model-check") the
+    launches here, or a worker's batch, go in one launch_many call (options: its
+    in_flight, jobs)."""
     if pool is None:
-        return [case_row(spec, index, engine) for spec in specs
-                for index in range(len(spec.launches))]
+        cases = [(spec, index) for spec in specs for index in range(len(spec.launches))]
+        if engine in BATCH_ENGINES:
+            return batched_rows(cases, engine, **options)
+        return [case_row(spec, index, engine) for spec, index in cases]
     launches = [(str(spec.path), index) for spec in specs for index in range(len(spec.launches))]
     batches = batched(launches, batch_size(len(launches), pool.workers))
     return [row for rows in pool.map(partial(_rows, engine=engine), batches,
@@ -350,12 +358,40 @@ def _rows(specs: dict, batch: list[tuple[str, int]], engine: str) -> list[dict]:
     for path, _ in batch:
         if path not in specs:
             specs[path] = load_kernel(Path(path))
+    if engine in BATCH_ENGINES:
+        return batched_rows([(specs[path], index) for path, index in batch], engine)
     return [case_row(specs[path], index, engine) for path, index in batch]
 
 
+def batched_rows(cases: list[tuple[KernelSpec, int]], engine: str, **options) -> list[dict]:
+    """case_row of each (spec, launch index), the launches run together: one launch_many
+    call on a batch engine (the model's: generated in one batch, runtime.generate_many)."""
+    values, launches = [], []
+    for spec, index in cases:
+        launch = spec.launches[index]
+        values.append(positional_args(spec, launch["args"]))
+        launches.append((compiled_module(spec.source).get_function(spec.kernel),
+                         launch["grid"], launch["block"], values[-1]))
+    results = launch_many(launches, engine=engine, errors="return", **options)
+    rows = []
+    for (spec, index), args, result in zip(cases, values, results, strict=True):
+        row = {"case": spec.case_id(index), "ok": False, "tokens": None, "error": None}
+        if isinstance(result, QgpuError):
+            row["error"] = f"{type(result).__name__}: {result}"
+        else:
+            outputs = {p.name: v for p, v in zip(spec.params, args, strict=True) if p.pointer}
+            row["ok"] = all(same_bits(outputs[k], v)
+                            for k, v in spec.oracle(spec.launches[index]).items())
+            row["tokens"] = result.tokens
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    """python -m qgpu.suite [--engine E] [NAME ...]: run the suite, print one line per
-    launch (status, tokens) and a summary; exit status 1 when any launch fails."""
+    """python -m qgpu.suite [--engine E] [--jobs N] [NAME ...]: run the suite, print one
+    line per launch (status, tokens) and a summary; exit status 1 when any launch fails.
+    On the model ("model", "model-check") the launches are generated together
+    (runtime.generate_many: 64 in flight per job, one pass over the weights per token)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m qgpu.suite", description=main.__doc__)
@@ -363,6 +399,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default="interp",
                         help="interp, model, model-check (generate, then compare with the "
                              "interpreter) or model-forced (the check by teacher forcing)")
+    parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
+                        help="model, model-check: threads generating launches, each a batch "
+                             "of launches stepped together (default 1; 2 uses both cores of "
+                             "a two-core machine)")
     add_arguments(parser)
     args = parser.parse_args(argv)
     register_engines(args.engine)
@@ -377,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m qgpu.suite: error: {exc}", file=sys.stderr)
         return 2
     if pool is None:
-        rows = suite_table(specs, args.engine)
+        options = {"jobs": args.jobs} if args.engine in BATCH_ENGINES else {}
+        rows = suite_table(specs, args.engine, **options)
     else:
         with pool:
             rows = suite_table(specs, args.engine, pool)

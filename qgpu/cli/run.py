@@ -30,7 +30,12 @@ whether each runs or why not. --kernel takes a C++ name (k, ns::k, reduce<int>, 
 NAME is a parameter's name in the kernel's source; every parameter needs one --arg. A
 pointer parameter takes comma-separated values of its element type (the array's initial
 contents) or zeros:N, with an optional type prefix (u8:1,2,3); an integer parameter takes
-one integer (cuda.launch_args reads them). --json
+one integer (cuda.launch_args reads them). Several launches in one command: give an
+--arg several times (`--arg n=4 --arg n=8 --arg n=16`: three launches); an --arg given
+once applies to every launch, and every repeated one must be given as many times. They
+run together (on the model, generated in one batch: runtime.generate_many), each
+reported in turn (with --json, one object per line, "launch": its number); the exit
+status is 1 when any failed. --json
 prints one JSON object: {"kernel", "engine", "args": {NAME: final contents (pointer
 parameters)}, "tokens"} and "printf" (the device's printf output) when it printed.
 --printf-words N sizes the device printf buffer (cuda.printf).
@@ -52,7 +57,7 @@ from qgpu.cli.html import (
     page_error,
 )
 from qgpu.cuda import compile as compile_cuda
-from qgpu.cuda.launch_args import parse_args, pick_kernel
+from qgpu.cuda.launch_args import parse_arg_sets, pick_kernel
 from qgpu.cuda.shape import parse_dims
 from qgpu.errors import QgpuError
 from qgpu.files import read_bytes_limited
@@ -108,7 +113,8 @@ def add_arguments(p) -> None:
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers (the "
                         "element type's values; a prefix u8: i16: u32: f32: ... names "
-                        "another), NAME=INT for integers")
+                        "another), NAME=INT for integers; an --arg given k times makes k "
+                        "launches, run together (one given once applies to all)")
 
 
 def _values(a: np.ndarray) -> list:
@@ -174,7 +180,11 @@ def run(args) -> dict:
         return {"listing": listing(module)}
     grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
     kernel = pick_kernel(module, args.kernel)
-    values = parse_args(kernel, args.arg)
+    sets = parse_arg_sets(kernel, args.arg)
+    if len(sets) > 1 and getattr(args, "html", None):
+        raise RunError("--html draws one launch; several --arg values make several "
+                       "launches: give each --arg once")
+    values = sets[0]
     for pair in getattr(args, "symbol", []) or []:
         name, eq, text = pair.partition("=")
         if not eq:
@@ -204,10 +214,18 @@ def run(args) -> dict:
 
         machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
         engine = engine_name(machine, check=args.check, forced=forced)
-    before = {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
     budget = getattr(args, "budget", None)
     if budget is not None and budget < 1:
         raise RunError(f"--budget {budget}: give at least 1 block")
+    if len(sets) > 1:  # launched together (on the model: generated in one batch)
+        befores = [_before(v) for v in sets]
+        results = kernel.launch_many(grid, block, sets, engine=engine, budget=budget,
+                                     shared_mem=getattr(args, "shared_bytes", 0),
+                                     printf_words=getattr(args, "printf_words", None),
+                                     errors="return")
+        return {"launches": [_outcome(kernel, args.engine, grid, block, before, v, res)
+                             for before, v, res in zip(befores, sets, results, strict=True)]}
+    before = _before(values)
     try:
         result = launch(kernel, grid, block, values, engine, getattr(args, "html", None),
                         budget, getattr(args, "shared_bytes", 0),
@@ -217,13 +235,27 @@ def run(args) -> dict:
             sys.stdout.write(err.printed)
             sys.stdout.flush()
         raise
-    return {"kernel": kernel.name, "engine": args.engine, "grid": _shown(grid),
-            "block": _shown(block), "before": before,
-            "args": {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},
-            "scalars": {p.name: values[p.name] for p in kernel.params if not p.pointer},
+    return _outcome(kernel, args.engine, grid, block, before, values, result)
+
+
+def _before(values: dict) -> dict:
+    return {n: _values(v) if isinstance(v, np.ndarray) else v for n, v in values.items()}
+
+
+def _outcome(kernel, engine: str, grid, block, before: dict, values: dict, result) -> dict:
+    """What `report` and --json show of one launch (result: its LaunchResult, or the
+    error of a launch that failed among several)."""
+    out = {"kernel": kernel.name, "engine": engine, "grid": _shown(grid),
+           "block": _shown(block), "before": before,
+           "scalars": {p.name: values[p.name] for p in kernel.params if not p.pointer},
+           "stats": kernel.template.stats, "signature": str(kernel.signature)}
+    if isinstance(result, QgpuError):
+        return {**out, "error": f"{type(result).__name__}: {result}",
+                "printed": getattr(result, "printed", "") or "", "page_error": None}
+    return {**out, "args": {p.name: _values(values[p.name]) for p in kernel.params
+                            if p.pointer},
             "tokens": result.tokens, "blocks_executed": result.blocks_executed,
-            "seconds": result.seconds, "stats": kernel.template.stats,
-            "signature": str(kernel.signature), "page_error": page_error(result),
+            "seconds": result.seconds, "page_error": page_error(result),
             "printed": result.printed}
 
 
@@ -256,6 +288,8 @@ def main(args) -> int:
     if "listing" in r:
         print(r["listing"])
         return 0
+    if "launches" in r:
+        return _many(args, r["launches"])
     if args.json:
         out = {"kernel": r["kernel"], "engine": r["engine"], "args": r["args"],
                "tokens": r["tokens"]}
@@ -269,3 +303,23 @@ def main(args) -> int:
     if r["page_error"] is not None:  # the results are out: now the page's error
         raise r["page_error"]
     return 0
+
+
+def _many(args, launches: list[dict]) -> int:
+    """Several launches: each one's report (or its error) in turn, or with --json one
+    JSON object per line; exit status 1 when any failed."""
+    failed = 0
+    for i, r in enumerate(launches, 1):
+        failed += "error" in r
+        if args.json:
+            out = {"launch": i, "kernel": r["kernel"], "engine": r["engine"]}
+            out.update({"error": r["error"]} if "error" in r else
+                       {"args": r["args"], "tokens": r["tokens"]})
+            if r["printed"]:
+                out["printf"] = r["printed"]
+            print(json.dumps(out))
+            continue
+        print(f"launch {i} of {len(launches)}")
+        sys.stdout.write(r["printed"])
+        print(f"  error: {r['error']}" if "error" in r else report(r))
+    return 1 if failed else 0

@@ -6,7 +6,9 @@ lowering to machine blocks (register allocation, block packing), and the launch 
     shape      dim3 launch shapes; threadIdx/blockIdx from the linear ids
     ptx        PTX text -> functions, instructions, operands
     lower      PTX -> IR: control flow, memory spaces, guards  (select: per instruction,
-               divide: div/rem loops)
+               divide: div/rem loops, wide: 64-bit on register pairs, devcalls: printf
+               and assert calls)
+    printf     format strings, call sites, the printf buffer read after a launch
     optimize   propagation, coalescing, CFG clean-up      layout  ROM order (reconvergence)
     schedule   stages and machine blocks                 regalloc  15 registers
     codegen    the pipeline, emission                    link      templates, binding
@@ -18,5 +20,7 @@ runtime registers the model's engines). May import: protocol, interp, isa, error
 """
 
 from qgpu.cuda.api import ENGINES, Kernel, LaunchResult, Module, compile
+from qgpu.cuda.many import BATCH_ENGINES, launch_many
 
-__all__ = ["ENGINES", "Kernel", "LaunchResult", "Module", "compile"]
+__all__ = ["BATCH_ENGINES", "ENGINES", "Kernel", "LaunchResult", "Module", "compile",
+           "launch_many"]

@@ -22,11 +22,12 @@ import numpy as np
 
 from qgpu.cuda import ptx
 from qgpu.cuda.codegen import compile_kernel
-from qgpu.cuda.driver import compile_to_ptx, kernel_ast
+from qgpu.cuda.driver import compile_to_ptx
 from qgpu.cuda.link import KernelTemplate
+from qgpu.cuda.many import launch_many
 from qgpu.cuda.printf import Buffer, device_fault, finish_buffer, printf_reserve
 from qgpu.cuda.shape import Shape, launch_shape
-from qgpu.cuda.signature import KernelSignature, find_kernel, kernels_from_ast
+from qgpu.cuda.signature import KernelSignature, find_kernel, parse_kernels
 from qgpu.errors import CompileError, LaunchError, ProgramError
 from qgpu.interp import Machine
 from qgpu.isa import Program, limits
@@ -45,12 +46,13 @@ _WIDTH_DTYPES = {1: ("int8", "uint8", "bool"), 2: ("int16", "uint16"), 4: ("int3
 class EngineRun:
     """What an engine returns: final global memory, block events, the trace tokens; a
     model engine may add each written token's logit margin and the interpreter's trace
-    it was checked against."""
+    it was checked against; a batch engine (cuda.many) each launch's own seconds."""
     memory: list[int]
     events: list
     trace: list[int]
     margins: list[float] | None = None
     expected: list[int] | None = None
+    seconds: float | None = None
 
 
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
@@ -109,6 +111,25 @@ class LaunchResult:
     def _repr_html_(self) -> str:   # notebooks show the launch viewer
         from qgpu.view import iframe
         return iframe(self.html())
+
+
+@dataclass
+class Prepared:
+    """A launch checked and linked, ready for its engine (Kernel.prepare)."""
+    kernel: Kernel
+    shape: Shape
+    grid: int
+    block: int
+    args: tuple | dict
+    engine: str
+    runner: Callable[..., EngineRun]
+    budget: int | None
+    program: Program
+    memory: list[int]
+    initial: list[int]
+    layout: dict
+    arrays: list
+    buffer: Buffer | None
 
 
 def _launch_args(args):
@@ -354,6 +375,32 @@ class Kernel:
     def __call__(self, grid, block, args, engine: str | None = None,
                  budget: int | None = None, shared_mem: int = 0,
                  printf_words: int | None = None) -> LaunchResult:
+        prep = self.prepare(grid, block, args, engine, budget, shared_mem, printf_words)
+        t0 = time.perf_counter()
+        try:
+            run = prep.runner(prep.program, prep.grid, prep.block, prep.memory, prep.budget)
+        except Fault as fault:      # a failed assert's trap: its file:line and condition
+            raise self.fault_error(prep, fault) from None
+        return self.finish(prep, run, time.perf_counter() - t0)
+
+    def launch_many(self, grid, block, arg_sets, engine: str | None = None,
+                    budget: int | None = None, shared_mem: int = 0,
+                    printf_words: int | None = None, errors: str = "raise",
+                    **options) -> list:
+        """One launch per argument set (each a tuple, list or dict, as `args` of a call),
+        all of the same grid and block, run together where the engine can (the model:
+        runtime.generate_many steps the launches in flight at once); see
+        cuda.many.launch_many for `errors` and `options`. Returns their LaunchResults in
+        order; each set's arrays receive its results, as after a call."""
+        return launch_many([(self, grid, block, args) for args in arg_sets], engine=engine,
+                           budget=budget, shared_mem=shared_mem, printf_words=printf_words,
+                           errors=errors, **options)
+
+    def prepare(self, grid, block, args, engine: str | None = None,
+                budget: int | None = None, shared_mem: int = 0,
+                printf_words: int | None = None) -> Prepared:
+        """Everything before the engine runs: the launch checked and linked (errors are
+        raised here, before anything runs)."""
         shape = launch_shape(grid, block)
         self._check_shared(shape, shared_mem)
         if self.signature.max_threads is not None and shape.threads > \
@@ -373,29 +420,31 @@ class Kernel:
             self._refuse_native_floats(shape)
         program, memory, layout, arrays, buffer = self._link(shape.grid, shape.block, args,
                                                              printf_words)
-        initial = list(memory)
-        t0 = time.perf_counter()
-        try:
-            run = runner(program, grid, block, memory, budget)
-        except Fault as fault:      # a failed assert's trap: its file:line and condition
-            raise device_fault(fault, buffer, program, self.name, shape) from None
-        seconds = time.perf_counter() - t0
-        printed = finish_buffer(buffer, run.memory, self.name, shape,
-                                lambda: self._copy_back(arrays, layout, run.memory))
-        params = self.signature.params
-        return LaunchResult(self.name, engine, grid, block, program, run.memory, run.events,
-                            run.trace, seconds, layout, initial=initial,
+        return Prepared(self, shape, grid, block, args, engine, runner, budget, program,
+                        memory, list(memory), layout, arrays, buffer)
+
+    def fault_error(self, prep: Prepared, fault: Fault):
+        """The error a launch that faulted raises (a failed assert: its file:line)."""
+        return device_fault(fault, prep.buffer, prep.program, self.name, prep.shape)
+
+    def finish(self, prep: Prepared, run: EngineRun, seconds: float) -> LaunchResult:
+        """After the engine ran: the printed text, the arrays copied back, the result."""
+        printed = finish_buffer(prep.buffer, run.memory, self.name, prep.shape,
+                                lambda: self._copy_back(prep.arrays, prep.layout,
+                                                        run.memory))
+        params, args = self.signature.params, prep.args
+        return LaunchResult(self.name, prep.engine, prep.grid, prep.block, prep.program,
+                            run.memory, run.events, run.trace, seconds, prep.layout,
+                            initial=prep.initial,
                             signed={p.name: p.signed for p in params if p.pointer},
                             scalars={p.name: int(a) for p, a in zip(params, args_list(
                                 params, args), strict=True) if not p.pointer},
                             sources=self.sources, margins=run.margins, expected=run.expected,
                             printed=printed)
 
-
     def _refuse_native_floats(self, shape: Shape) -> None:
         """The model runs float32 as integer code (cuda.softfloat); an operation with no
-        integer lowering yet (div, sqrt, round-to-integral) is refused, naming it and
-        its source line."""
+        integer lowering yet (sqrt) is refused, naming it and its source line."""
         template = self.template_for(shape)
         for b, blk in enumerate(template.program.blocks):
             ops = [ins.op for st in blk.stages for ins in st if ins.op in FLOAT_OPS]
@@ -404,8 +453,8 @@ class Kernel:
                                   template.stats["origins"][b]["source"]) or "?"
                 raise ProgramError(f"{self.name} ({where}): float32 operation '{ops[0]}' "
                                    f"has no integer lowering for the model yet (it runs "
-                                   f"add/sub/mul/fma, compares, min/max and int "
-                                   f"conversions); run it with engine='interp' "
+                                   f"add/sub/mul/fma/div, compares, min/max, rounding "
+                                   f"and conversions); run it with engine='interp' "
                                    f"(--engine interp); docs/cuda.md, 'float32'")
 
     def _copy_back(self, arrays, layout, memory) -> None:
@@ -464,8 +513,7 @@ class Module:
         self.filename = os.fsdecode(filename)
         self.engine = engine
         includes = tuple(os.fsdecode(d) for d in include_dirs)
-        self.signatures = kernels_from_ast(kernel_ast(source, filename, includes),
-                                           self.filename)
+        self.signatures = parse_kernels(source, filename, includes)
         self.ptx = compile_to_ptx(source, filename, includes)
         self.ptx_module = ptx.parse(self.ptx)
         self._kernels: dict[str, Kernel] = {}

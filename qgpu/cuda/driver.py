@@ -151,7 +151,6 @@ def compile_to_ptx(source: str | bytes, filename: str = "kernel.cu",
     return data.decode("utf-8", "replace")
 
 
-@functools.lru_cache(maxsize=16)
 def kernel_ast(source: str | bytes, filename: str = "kernel.cu",
                includes: tuple[str, ...] = ()) -> dict:
     """clang's AST of the source as JSON (for a 64-bit GPU: the types a GPU gives)."""

@@ -7,7 +7,8 @@ zeros:N, as an array of the parameter's element type (an `unsigned char *` takes
 values, a `short *` int16, an `int *` int32); a type prefix names another one of the same
 width, or the element layout of a struct or void pointer: `u8:1,2,3`, `i16:zeros:4`,
 `u32:...` (i8 u8 i16 u16 i32 u32 f32 bool). An integer parameter takes one integer
-(decimal, 0x.., 0o.., 0b..)."""
+(decimal, 0x.., 0o.., 0b..). `parse_arg_sets`: several launches, an --arg given once
+shared by all, one given k times making k launches (`qgpu run`)."""
 
 from __future__ import annotations
 
@@ -51,8 +52,54 @@ def parse_args(kernel, pairs: list[str]) -> dict:
     if missing:
         raise LaunchArgumentError(f"missing --arg for {', '.join(missing)} "
                                   f"({kernel.signature})")
-    return {n: _array(p, given[n]) if p.pointer else _int(given[n], n)
+    return {n: _array(p, given[n]) if p.pointer else _scalar(p, given[n])
             for n, p in params.items()}
+
+
+def parse_arg_sets(kernel, pairs: list[str]) -> list[dict]:
+    """Several launches' arguments (`qgpu run` with an --arg repeated): a parameter given
+    once applies to every launch, one given k times makes k launches, its i-th value the
+    i-th launch's (every repeated parameter must be given the same number of times).
+    Each launch gets arrays of its own. One launch: parse_args's result in a list."""
+    params = {p.name: p for p in kernel.params}
+    given: dict[str, list[str]] = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        name = name.strip()
+        if not eq:
+            raise LaunchArgumentError(f"--arg '{pair}': expected NAME=VALUE")
+        if name not in params:
+            raise LaunchArgumentError(f"--arg {name}: {kernel.name} has no parameter "
+                                      f"'{name}' (parameters: {', '.join(params) or 'none'})")
+        given.setdefault(name, []).append(value)
+    missing = [n for n in params if n not in given]
+    if missing:
+        raise LaunchArgumentError(f"missing --arg for {', '.join(missing)} "
+                                  f"({kernel.signature})")
+    counts = sorted({len(v) for v in given.values()} - {1})
+    if len(counts) > 1:
+        repeated = ", ".join(f"{n} {len(v)} times" for n, v in given.items() if len(v) > 1)
+        raise LaunchArgumentError(f"--arg given different numbers of times ({repeated}): "
+                                  "a parameter takes one value for every launch, or one "
+                                  "value per launch")
+    launches = counts[0] if counts else 1
+    return [{n: _array(p, given[n][i if len(given[n]) > 1 else 0]) if p.pointer
+             else _scalar(p, given[n][i if len(given[n]) > 1 else 0])
+             for n, p in params.items()} for i in range(launches)]
+
+
+def _scalar(param, text: str):
+    """An integer (a bool parameter also takes true/false, a float one a decimal number,
+    inf or nan, rounded to float32 as a C literal `2.5f` is)."""
+    if param.dtype == "bool" and text.strip().lower() in ("true", "false"):
+        return text.strip().lower() == "true"
+    if param.dtype == "float32":
+        try:
+            return float(text.strip())
+        except ValueError:
+            raise LaunchArgumentError(f"--arg {param.name}: '{text}' is not a number "
+                                      f"({param.ctype} parameter)") from None
+    return _int(text, param.name)
 
 
 def _int(text: str, name: str) -> int:

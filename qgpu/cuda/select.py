@@ -54,7 +54,7 @@ def select(lw, ins: ptx.PInstr) -> None:
         _param_load(lw, ins, Sym(f"param:{lw.params[addr.base.name]}"))
         return
     if _type(ins) in _NARROW and op in ("ld", "ldu") and "param" not in parts:
-        _narrow_load(lw, ins)
+        narrow_load(lw, ins)
         return
     if _type(ins) in _NARROW and op == "st" and "param" not in parts:
         _narrow_store(lw, ins)
@@ -268,7 +268,7 @@ def _narrow_address(lw, ins, operand) -> tuple[str, int, object]:
     return lw.space_of(ins), int(_type(ins)[1:]), addr
 
 
-def _narrow_load(lw, ins) -> None:
+def narrow_load(lw, ins) -> None:
     """ld.{u,s}{8,16} (clang narrows `a[i] & 255` or `a[i] >> 16` to these): load the
     aligned word, shift the wanted bytes down, zero- or sign-extend. The address is
     computed in full, since its low bits pick the bytes."""

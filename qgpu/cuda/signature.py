@@ -11,6 +11,8 @@ instead of stopping its siblings.
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from dataclasses import dataclass
 
@@ -136,9 +138,9 @@ def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | Non
             "long long int": "long long", "unsigned long long int": "unsigned long long",
             "_Bool": "bool"}.get(base, base)
     if base in ("long", "unsigned long"):
-        return None, (f"parameter '{shown}{name}' is {base} (size_t is unsigned long): 64 "
-                      "bits on a GPU, 32 in qgpu's 32-bit compile; use long long / int64_t "
-                      "(64 bits in both) or int")
+        return None, (f"parameter '{shown}{name}' is 64 bits on a GPU ({base}; size_t is "
+                      "unsigned long) but 32 in qgpu's 32-bit compile: use long long / "
+                      "int64_t (64 bits in both) or int")
     if base in _WIDE:
         return None, (f"parameter '{shown}{name}' is 64 bits on a GPU ({base}); the "
                       "machine computes in 32 bits: use int or unsigned")
@@ -306,10 +308,22 @@ def _walk_marking(node, locs: _Locations, out: dict, ns: tuple) -> dict:
     return typedefs
 
 
-def parse_kernels(source: str | bytes, filename: str = "kernel.cu") -> list[KernelSignature]:
+def parse_kernels(source: str | bytes, filename: str = "kernel.cu",
+                  includes: tuple[str, ...] = ()) -> list[KernelSignature]:
     """Every kernel of a source (clang's AST; CompileError when clang refuses the file)."""
+    return list(_kernels_of(source, filename, includes))
+
+
+# The AST of one file is ~6.5 MB of JSON (the shipped headers' declarations) and ~0.35 s
+# of CPU; the signatures are a few hundred bytes. Keeping the signatures (not the AST,
+# which costs tens of MB per file in Python) lets the suite, its tests and the API ask
+# again for free: the test session loaded the suite's 80+ files once per test module.
+@functools.lru_cache(maxsize=1024)
+def _kernels_of(source: str | bytes, filename: str,
+                includes: tuple[str, ...]) -> tuple[KernelSignature, ...]:
     from qgpu.cuda.driver import kernel_ast
-    return kernels_from_ast(kernel_ast(source, filename), filename)
+    return tuple(kernels_from_ast(kernel_ast(source, filename, includes),
+                                  os.fsdecode(filename)))
 
 
 def find_kernel(kernels: list[KernelSignature], name: str, filename: str) -> KernelSignature:

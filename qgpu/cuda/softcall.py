@@ -29,7 +29,16 @@ from qgpu.cuda import ptx
 from qgpu.cuda.float32 import is_float
 from qgpu.cuda.ir import BasicBlock, CondBr, Function, Goto, Op, V
 from qgpu.cuda.optimize import dead_code, rematerialize_in
-from qgpu.cuda.softfloat import LOWERED, ONE, RID_SHIFT, ROUTINES, SIGN, Emitter, emit_float
+from qgpu.cuda.softfloat import (
+    FMA_FAMILY,
+    LOWERED,
+    ONE,
+    RID_SHIFT,
+    ROUTINES,
+    SIGN,
+    Emitter,
+    emit_float,
+)
 from qgpu.isa import Imm
 
 
@@ -41,16 +50,20 @@ def _expand(fn: Function, op: Op) -> list[Op]:
                        op.origin)]
 
 
-def inline_floats(fn: Function) -> None:
-    """Replace each lowered float operation that is not a routine by its sequence."""
+# expanded in place after the optimizer: its common subexpressions between two uses on
+# one operand (floorf(a) and rintf(a)) would stay alive between them
+LATE = frozenset({"cvt.f32.f32"})
+
+
+def inline_floats(fn: Function, kinds=None) -> None:
+    """Replace each lowered float operation of `kinds` (default: those that are neither
+    routines nor LATE) by its sequence."""
+    kinds = kinds or (LOWERED - set(ROUTINES) - LATE)
     for b in fn.blocks.values():
-        if any(op.op in LOWERED and op.op not in ROUTINES for op in b.ops):
+        if any(op.op in kinds for op in b.ops):
             out: list[Op] = []
             for op in b.ops:
-                if op.op in LOWERED and op.op not in ROUTINES:
-                    out += _expand(fn, op)
-                else:
-                    out.append(op)
+                out += _expand(fn, op) if op.op in kinds else [op]
             b.ops = out
 
 
@@ -61,12 +74,14 @@ def call_floats(fn: Function) -> dict[str, int]:
         if any(is_float(op.origin) for op in b.ops      # alive; cuda.softfloat)
                if isinstance(op.origin, ptx.PInstr)):
             b.ordered = True
+    inline_floats(fn, LATE)
     counts: dict[str, int] = {}
     for b in fn.blocks.values():
         for op in b.ops:
             if op.op in ROUTINES:
                 counts[op.op] = counts.get(op.op, 0) + 1
-    if len(counts) > 1 and sum(counts.values()) > 2:
+    family = {k: n for k, n in counts.items() if k in FMA_FAMILY}
+    if len(family) > 1 and sum(family.values()) > 2:
         # several kinds: one fma routine for all (a + b = fma(a, 1, b), a * b =
         # fma(a, b, -0)), one copy in the ROM instead of one per kind
         for b in fn.blocks.values():
@@ -75,7 +90,8 @@ def call_floats(fn: Function) -> dict[str, int]:
                     op.op, op.srcs = "fma.f32", (op.srcs[0], Imm(ONE), op.srcs[1])
                 elif op.op == "mul.f32":
                     op.op, op.srcs = "fma.f32", (*op.srcs, Imm(SIGN))
-        counts = {"fma.f32": sum(counts.values())}
+        counts = {k: n for k, n in counts.items() if k not in FMA_FAMILY}
+        counts["fma.f32"] = sum(family.values())
     calls: dict[str, int] = {}
     for kind, n in counts.items():        # each pass finds its sites afresh (blocks split)
         if n == 1:

@@ -16,11 +16,14 @@ their result at the end (selp), so a sequence is one basic block.
                  bits were lost, so the rounding is exact) and packed.
   add(a, b)      fma(a, 1.0, b): a * 1 is exact, so the single rounding is the sum's.
   mul(a, b)      fma(a, b, -0.0): adding -0 changes no product, the zero included.
-  compares, min/max, setnan, cvt between f32 and s32/u32: short inline sequences.
+  div(a, b)      26 unrolled restoring division steps on the normalised significands,
+                 the remainder as the sticky bit, rounded once (rcp is 1 / a).
+  compares, min/max, setnan, cvt between f32 and s32/u32, round-to-integral: short
+                 inline sequences.
 
 `emit_float(op, e, srcs)` is the one entry point (cuda.softcall places the sequences in
 a kernel); `LOWERED` names the float operations it covers. What it does not cover
-(div, sqrt, round-to-integral) stays a native float operation: the interpreter runs it and
+(sqrt) stays a native float operation: the interpreter runs it and
 the model refuses it, naming the operation and its source line.
 """
 
@@ -212,6 +215,41 @@ def mul(e: Emitter, a, b, rid=None) -> V:
     return fma(e, a, b, SIGN, rid)
 
 
+def div(e: Emitter, a, b, rid=None) -> V:
+    """a / b correctly rounded (isa.f32.div, PTX div.rn.f32): the normalised significands
+    (24 bits, a's doubled when it is the smaller) divided by 26 unrolled restoring steps
+    (the unsigned minimum of r and r - mb is the restoring subtraction), the remainder the
+    sticky bit, then _round_pack. e.tag: a word with the return-site id (see fma)."""
+    sign = e("and", e("xor", a, b), SIGN)
+    word = sign if rid is None else e("or", sign, rid)
+    abs_a, abs_b = e("and", a, ABS), e("and", b, ABS)
+    # specials: NaN operands, inf / inf and 0 / 0 give NaN; inf / x and x / 0 infinity;
+    # x / inf and 0 / x zero (the sign is the xor of the operands' signs)
+    a_inf, b_inf = e("seteq", abs_a, INF), e("seteq", abs_b, INF)
+    a_zero, b_zero = e("seteq", abs_a, 0), e("seteq", abs_b, 0)
+    nan = e("or", e("setgt.u", e("max.u", abs_a, abs_b), INF),
+            e("or", e("and", a_inf, b_inf), e("and", a_zero, b_zero)))
+    to_inf = e("or", a_inf, b_zero)
+    special = e("selp", NAN, e("selp", e("or", sign, INF), sign, to_inf), nan)
+    is_special = e("or", e("or", nan, to_inf), e("or", a_zero, b_inf))
+    ma, ea = _unpack_normalised(e, a)
+    mb, eb = _unpack_normalised(e, b)
+    ma, mb = e("shr.u", ma, 8), e("shr.u", mb, 8)
+    small = e("setlt.u", ma, mb)
+    r = e("shl", ma, small)                     # r in [mb, 2 mb): the first bit is 1
+    er = e("sub", e("add", e("sub", ea, eb), 127), small)
+    q = 0
+    for _ in range(26):
+        c = e("setge.u", r, mb)
+        r = e("min.u", r, e("sub", r, mb))
+        q = e("or", e("shl", q, 1), c) if not isinstance(q, int) else c
+        r = e("shl", r, 1)
+    w = e("or", e("shl", q, 6), e("min.u", r, 1))
+    res = _round_pack(e, sign, w, er)
+    e.tag = word
+    return e("selp", special, res, is_special)
+
+
 # --- compares, min/max ------------------------------------------------------------------
 
 def _ordered(e: Emitter, a, b):
@@ -311,12 +349,32 @@ def to_int(e: Emitter, x, signed: bool, mode: int) -> V:
     return e("selp", 0, val, e("setgt.u", abs_x, INF))
 
 
+def round_integral(e: Emitter, x, mode: int) -> V:
+    """cvt.<mode>i.f32.f32 (rintf, truncf, floorf, ceilf): x rounded to an integral value
+    in mode 0..3; a zero result keeps x's sign, |x| >= 2^23 and infinities are already
+    integral, NaN gives the canonical NaN."""
+    abs_x = e("and", x, ABS)
+    ex = e("max.s", e("shr.u", abs_x, 23), 1)
+    m = e("or", e("shl", x, 8), e("selp", SIGN, 0, e("setge.u", abs_x, 0x800000)))
+    sh = e("min.u", e("sub", 150, ex), 32)      # ex >= 150: already integral (below)
+    w = e("or", e("shr.u", m, sh), e("min.u", e("shl", m, e("sub", 32, sh)), 1))
+    sign = e("and", x, SIGN)
+    mag = _round_word(e, sign, w, mode)         # <= 2^23: a float exactly
+    z = e("clz", mag)
+    f = e("add", e("shl", e("sub", 157, z), 23), e("shr.u", e("shl", mag, z), 8))
+    r = e("or", e("selp", f, 0, mag), sign)
+    r = e("selp", x, r, e("setge.s", ex, 150))
+    return e("selp", NAN, r, e("setgt.u", abs_x, INF))
+
+
 # --- the dispatch -----------------------------------------------------------------------
 
-ROUTINES = ("add.f32", "mul.f32", "fma.f32")     # one shared fma sequence (cuda.softcall)
+FMA_FAMILY = ("add.f32", "mul.f32", "fma.f32")   # one fma sequence when mixed
+ROUTINES = (*FMA_FAMILY, "div.f32")            # long: shared routines (cuda.softcall)
 LOWERED = frozenset({*ROUTINES, "min.f32", "max.f32", "setnan.f32",
                      *(f"set{h}.f32" for h in f32.COMPARES),
-                     "cvt.f32.s32", "cvt.f32.u32", "cvt.s32.f32", "cvt.u32.f32"})
+                     "cvt.f32.s32", "cvt.f32.u32", "cvt.s32.f32", "cvt.u32.f32",
+                     "cvt.f32.f32"})
 
 
 def emit_float(op: str, e: Emitter, srcs: tuple, rid=None) -> V:
@@ -329,6 +387,8 @@ def emit_float(op: str, e: Emitter, srcs: tuple, rid=None) -> V:
         return add(e, *srcs, rid=rid)
     if op == "mul.f32":
         return mul(e, *srcs, rid=rid)
+    if op == "div.f32":
+        return div(e, *srcs, rid=rid)
     if op in ("min.f32", "max.f32"):
         return minmax(e, op == "max.f32", *srcs)
     if op.startswith("set") and op.endswith(".f32"):
@@ -342,4 +402,6 @@ def emit_float(op: str, e: Emitter, srcs: tuple, rid=None) -> V:
             return from_int(e, x, False, mode)
         if op in ("cvt.s32.f32", "cvt.u32.f32"):
             return to_int(e, x, op == "cvt.s32.f32", mode)
+        if op == "cvt.f32.f32":
+            return round_integral(e, x, mode)
     raise KeyError(op)

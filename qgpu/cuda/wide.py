@@ -14,7 +14,7 @@ still refused by cuda.lower, naming the PTX and source line.
     add/sub.{u,s,b}64                      with the carry / borrow between the words
     and/or/xor.b64, mov, selp              per word
     shl.b64, shr.{u,s}64 by a constant     words shifted into each other
-    cvt between 32 and 64 bits             zero/sign extension, truncation to the low word
+    cvt between 8/16/32 and 64 bits        zero/sign extension, truncation to the low bits
     setp.{cmp}.{u,s}64                     high words first, low words (unsigned) on a tie
     bfe.{u,s}64 with constant fields       two shifts of the pair
     ld/st .u64 .s64 .b64 (global, shared)  two word accesses, low word first; a 32-bit
@@ -27,12 +27,13 @@ from __future__ import annotations
 from qgpu.cuda import ptx
 from qgpu.cuda.ir import Sym
 from qgpu.cuda.ptx import fail
-from qgpu.cuda.select import emit_mulhi
+from qgpu.cuda.select import emit_mulhi, narrow_load
 from qgpu.isa import Imm
 
 _WIDE = {"u64", "s64", "b64"}
 _OPS = {"mul", "mad", "add", "sub", "and", "or", "xor", "mov", "selp", "shl", "shr", "cvt",
         "setp", "ld", "ldu", "st", "bfe"}
+_CVT = {"u8", "s8", "u16", "s16", "u32", "s32", "b32", "u64", "s64", "b64"}
 _CMP_U = {"eq": "seteq", "ne": "setne", "lt": "setlt.u", "le": "setle.u", "gt": "setgt.u",
           "ge": "setge.u", "lo": "setlt.u", "ls": "setle.u", "hi": "setgt.u", "hs": "setge.u"}
 
@@ -59,9 +60,9 @@ def handles(ins: ptx.PInstr) -> bool:
     if op in ("shl", "shr"):
         return isinstance(ins.operands[2], ptx.PImm)
     if op == "cvt":
-        return all(t in ("u32", "s32", "u64", "s64", "b32", "b64") for t in ins.parts[-2:])
-    if op in ("ld", "ldu"):     # a 64-bit load, or a 32-bit one into a 64-bit register
-        return ins.parts[-1] in _WIDE | {"u32", "s32", "b32"} and _wide_reg(ins.operands[0]) \
+        return all(t in _CVT for t in ins.parts[-2:])
+    if op in ("ld", "ldu"):     # a 64-bit load, or a narrower one into a 64-bit register
+        return ins.parts[-1] in _CVT | {"b8", "b16"} and _wide_reg(ins.operands[0]) \
             and not any(p.startswith("v") and p[1:].isdigit() for p in ins.parts)
     if op == "st":
         return ins.parts[-1] in _WIDE and isinstance(ins.operands[1], ptx.PReg | ptx.PImm) \
@@ -218,9 +219,17 @@ def lower_wide(lw, ins: ptx.PInstr) -> None:
         to, frm = parts[-2], parts[-1]
         if to[1:] == "64":
             d = p.dst(ops[0], ins)
-            a = p.pair(ops[1], ins, signed_src=frm == "s32")
+            if frm[1:] in ("8", "16"):      # a narrow value extended by its type
+                lo = _extend(lw, lw.value(ops[1], ins), int(frm[1:]), frm[0] == "s", False)
+                a = p.pair(lo, ins, signed_src=frm[0] == "s") if frm[0] == "s" else (lo, Imm(0))
+            else:
+                a = p.pair(ops[1], ins, signed_src=frm == "s32")
             lw.b.emit("mov", d[0], a[0])
             lw.b.emit("mov", d[1], a[1])
+        elif to[1:] in ("8", "16"):         # 64 -> 8/16: the low bits, as PTX truncates
+            into16 = ops[0].name.startswith("%rs")
+            v = _extend(lw, p.pair(ops[1], ins)[0], int(to[1:]), to[0] == "s", into16)
+            lw.b.emit("mov", lw.dst(ops[0], ins), v)
         else:                       # 64 -> 32: the low word (PTX truncates)
             lw.b.emit("mov", lw.dst(ops[0], ins), p.pair(ops[1], ins)[0])
     elif op in ("ld", "ldu"):
@@ -263,6 +272,14 @@ def _load(lw, p: _Pairs, ins) -> None:
         lw.b.emit("mov", d[0], Sym(f"param:{k}"))
         lw.b.emit("mov", d[1], Sym(f"param:{k}:hi") if typ in _WIDE else Imm(0))
         return
+    if typ[1:] in ("8", "16"):   # the byte/halfword load into the low word (cuda.select)
+        narrow_load(lw, ptx.PInstr(ins.opcode, [ptx.PReg(ops[0].name + ":lo"), addr],
+                                   line=ins.line, text=ins.text, loc=ins.loc))
+        if typ[0] == "s":
+            lw.b.emit("shr.s", d[1], d[0], Imm(31))
+        else:
+            lw.b.emit("mov", d[1], Imm(0))
+        return
     space = lw.space_of(ins)
     base, off = lw.address(addr, ins)
     lw.b.emit(f"ld.{space}", d[0], base, offset=off)
@@ -272,3 +289,21 @@ def _load(lw, p: _Pairs, ins) -> None:
         lw.b.emit("shr.s", d[1], d[0], Imm(31))
     else:
         lw.b.emit("mov", d[1], Imm(0))
+
+
+def _extend(lw, v, bits: int, signed: bool, into16: bool):
+    """The low `bits` of v, sign- or zero-extended to 32 bits (kept zero-extended to 16
+    when the result lives in a 16-bit register)."""
+    b = lw.b
+    t = b.tmp()
+    if not signed:
+        b.emit("and", t, v, Imm((1 << bits) - 1))
+        return t
+    u = b.tmp()
+    b.emit("shl", u, v, Imm(32 - bits))
+    b.emit("shr.s", t, u, Imm(32 - bits))
+    if not into16:
+        return t
+    w = b.tmp()
+    b.emit("and", w, t, Imm(0xFFFF))
+    return w

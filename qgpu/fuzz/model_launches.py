@@ -18,7 +18,7 @@ counted with their reason, not hidden.
 
   python -m qgpu.fuzz.model_launches --cases 2000 --seed 1 [--mode forced|generate]
       [--source isa|cuda|both] [--multi-warp 0.25] [--max-blocks 12] [--max-memory 128]
-      [--minimise] [--show 3] [--ray [ADDRESS] [--ray-workers 2]]
+      [--minimise] [--show 3] [--outcomes FILE] [--ray [ADDRESS] [--ray-workers 2]]
 
 Prints cases run, passed, refused (by reason), mismatches, tokens (prompt and trace) and
 time; exit status 1 on any mismatch, fault or crash. SIGINT or SIGTERM stops the campaign
@@ -31,6 +31,7 @@ worker process loading the machine once: the same cases, verdicts and order as h
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import signal
@@ -46,6 +47,7 @@ from qgpu.campaign import LocalPool, add_arguments, batch_size, batched, open_po
 from qgpu.circuit.machine.spec import check_launch
 from qgpu.cuda import compile as compile_cuda
 from qgpu.errors import CheckMismatch, LaunchError, MachineError, ProgramError, QgpuError
+from qgpu.files import atomic_write
 from qgpu.fuzz.cuda_kernels import make_inputs
 from qgpu.fuzz.cuda_lang import generate_program, run_program_python
 from qgpu.fuzz.model_programs import Case, random_case
@@ -270,6 +272,15 @@ def summary(results: list[Outcome], seconds: float) -> str:
     return "\n".join(lines)
 
 
+def write_outcomes(path: str, results: list[Outcome]) -> None:
+    """One JSON line per case, in the campaign's order (--outcomes)."""
+    lines = [json.dumps({"source": r.source, "seed": r.seed, "status": r.status,
+                         "prompt_tokens": r.prompt_tokens, "trace_tokens": r.trace_tokens,
+                         "detail": r.detail}) + "\n" for r in results]
+    with atomic_write(path) as tmp:
+        tmp.write_text("".join(lines))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
@@ -286,6 +297,9 @@ def main(argv=None) -> int:
     parser.add_argument("--show", type=int, default=3, help="failures to print in full")
     parser.add_argument("--minimise", action="store_true",
                         help="also print a greedily shrunk program for each isa failure shown")
+    parser.add_argument("--outcomes", metavar="FILE",
+                        help="also write one JSON line per case (source, seed, status, "
+                             "tokens, detail): campaigns compared with diff")
     add_arguments(parser)
     args = parser.parse_args(argv)
 
@@ -310,6 +324,8 @@ def main(argv=None) -> int:
                        max_memory=args.max_memory, pool=pool)
         elapsed = time.perf_counter() - started
         spread = getattr(pool, "worker_batches", None)
+    if args.outcomes:
+        write_outcomes(args.outcomes, results)
     bad = [r for r in results if r.status not in PASSING]
     for r in bad[:args.show]:
         print(f"--- {r.source} seed {r.seed}: {r.status}: {r.detail}")

@@ -37,6 +37,11 @@ from qgpu.model.state import ModelState
 from qgpu.model.weights import QwenWeights
 
 BACKENDS = ("auto", "native", "numpy")
+# fewer sequences than this are stepped one by one by the per-token kernel: the batched
+# step's fixed cost (every layer's norms, bounds and scans over a batch) is ~5x one
+# token's (benchmarks/bench_batched_generation.py: 1 in flight 58 tokens/s against 298
+# one at a time, load ~6); from ~8 in flight the batch wins
+MULTI_FROM = 4
 
 
 class FastEngine(Engine):
@@ -135,7 +140,7 @@ class FastEngine(Engine):
         returns the greedy next token of each, what `step_greedy` returns state by state
         (the same values and states, bit for bit). The native backend steps them in one
         call (model.fast_multi: each layer's weights read once for all of them)."""
-        if self._numpy is not None or not states:
+        if self._numpy is not None or len(states) < MULTI_FROM:
             return [self.step_greedy(s, t) for s, t in zip(states, tokens, strict=True)]
         ids = self._check_tokens(tokens)
         out = run_multi(self.plan, states, ids)

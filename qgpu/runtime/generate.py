@@ -44,6 +44,11 @@ def record_margins(on: bool = True) -> Iterator[None]:
         _MARGINS.reset(reset)
 
 
+def recording_margins() -> bool:
+    """Whether launches run now record margins (inside `record_margins()`)."""
+    return _MARGINS.get()
+
+
 def step_margin(engine, state, token: int) -> tuple[int, float]:
     """Consume `token`; (the greedy next token, its logit minus the runner-up's). Every
     logit is computed (Engine.step; about 3x a greedy step of the fast engine, whose

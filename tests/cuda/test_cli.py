@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from qgpu.cli import main
@@ -75,7 +76,8 @@ def test_readable_report(cu, capsys, machine):
     (["--kernel", "vadd", "--arg", "a=1"], "missing --arg for b, c, n"),
     (["--kernel", "vadd", "--arg", "zz=1"], "has no parameter 'zz'"),
     (["--kernel", "vadd", "--arg", "a"], "expected NAME=VALUE"),
-    (["--kernel", "vadd", "--arg", "a=1", "--arg", "a=2"], "given twice"),
+    (["--kernel", "vadd", "--arg", "a=1", "--arg", "a=2", "--arg", "b=1", "--arg", "b=2",
+      "--arg", "b=3", "--arg", "c=1", "--arg", "n=1"], "different numbers of times"),
     (["--kernel", "vadd", "--arg", "a=x", "--arg", "b=1", "--arg", "c=1", "--arg", "n=1"],
      "not an integer"),
     (["--kernel", "vadd", "--arg", "a=zeros:200", "--arg", "b=1", "--arg", "c=1",
@@ -134,3 +136,52 @@ __global__ void saxpy(int a, const int *x, int *y, int *out, int n) {
     doc = json.loads(proc.stdout)
     y = [3 * x + 1 for x in range(1, 8)]
     assert doc["args"]["y"] == y and doc["args"]["out"] == [sum(y)]
+
+
+def test_an_arg_given_several_times_makes_several_launches(cu, capsys, machine):
+    """--arg a given twice (b, c, n once): two launches, run together on the model, each
+    reported; with --json one object per line."""
+    argv = ["--grid", "1", "--block", "2", "--kernel", "vadd", "--arg", "a=1,2",
+            "--arg", "a=10,20", "--arg", "b=3,4", "--arg", "c=zeros:2", "--arg", "n=2"]
+    rc, out, _ = run(capsys, cu, *argv)
+    assert rc == 0 and "launch 2 of 2" in out
+    assert "after  [4, 6]" in out and "after  [13, 24]" in out
+    rc, out, _ = run(capsys, cu, *argv, "--json")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert rc == 0 and [r["launch"] for r in lines] == [1, 2]
+    assert [r["args"]["c"] for r in lines] == [[4, 6], [13, 24]]
+
+
+def test_narrow_bool_and_long_long_arguments_from_the_command_line(tmp_path, capsys):
+    path = tmp_path / "s.cu"
+    path.write_text("__global__ void k(long long *x, char c, bool b, unsigned long long u) "
+                    "{ x[threadIdx.x] += c * (b ? 2 : 3) + (long long)u; }\n")
+    rc = main(["run", str(path), "--grid", "1", "--block", "2", "--engine", "interp",
+               "--arg", "x=i64:-5,9000000000", "--arg", "c=-3", "--arg", "b=true",
+               "--arg", "u=0x100000000", "--json"])
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out)["args"]["x"] == [-5 - 6 + (1 << 32),
+                                                                9000000000 - 6 + (1 << 32)]
+    assert main(["run", str(path), "--grid", "1", "--block", "2", "--engine", "interp",
+                 "--arg", "x=zeros:2", "--arg", "c=200", "--arg", "b=0",
+                 "--arg", "u=0"]) == 1
+    assert "c = 200 does not fit char" in capsys.readouterr().err
+
+
+def test_float_scalars_and_arrays_from_the_command_line(tmp_path, capsys):
+    """A tutorial's SAXPY takes `float a` by value: --arg a=2.5 as a C literal 2.5f."""
+    path = tmp_path / "saxpy.cu"
+    path.write_text("__global__ void saxpy(int n, float a, const float *x, float *y) {\n"
+                    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  if (i < n) y[i] = a * x[i] + y[i];\n}\n")
+    rc = main(["run", str(path), "--grid", "1", "--block", "4", "--engine", "interp",
+               "--arg", "n=4", "--arg", "a=0.1", "--arg", "x=1,2,3,-inf",
+               "--arg", "y=0.5,0.5,0.5,0.5", "--json"])
+    assert rc == 0
+    a, x, y = np.float32(0.1), np.array([1, 2, 3, -np.inf], np.float32), np.float32(0.5)
+    want = [float(np.float32(float(a) * float(v) + float(y))) for v in x]  # fma: one rounding
+    assert json.loads(capsys.readouterr().out)["args"]["y"] == want
+    assert main(["run", str(path), "--grid", "1", "--block", "4", "--engine", "interp",
+                 "--arg", "n=4", "--arg", "a=two", "--arg", "x=zeros:4",
+                 "--arg", "y=zeros:4"]) == 1
+    assert "--arg a: 'two' is not a number (float parameter)" in capsys.readouterr().err

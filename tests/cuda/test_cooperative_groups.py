@@ -53,10 +53,14 @@ def oracle(n: int, v: np.ndarray) -> np.ndarray:
     return out.astype(np.int64).astype(np.int32).reshape(-1)
 
 
+@pytest.fixture(scope="module")
+def mod():
+    return qgpu.compile(SRC, "tiles.cu", engine="interp")
+
+
 @pytest.mark.parametrize("n", [1, 2, 4])
 @pytest.mark.parametrize("block", [8, (4, 2), (2, 2, 3)])
-def test_tiles_compute_as_cuda_defines_them(n, block):
-    mod = qgpu.compile(SRC, "tiles.cu", engine="interp")
+def test_tiles_compute_as_cuda_defines_them(mod, n, block):
     threads = int(np.prod(block))
     v = np.random.default_rng(n * 10 + threads).integers(-9, 9, threads, dtype=np.int32)
     out = np.zeros(7 * threads, np.int32)
@@ -64,8 +68,7 @@ def test_tiles_compute_as_cuda_defines_them(n, block):
     assert list(out) == list(oracle(n, v))
 
 
-def test_a_larger_tile_is_refused_naming_its_line_and_siblings_run():
-    mod = qgpu.compile(SRC, "tiles.cu", engine="interp")
+def test_a_larger_tile_is_refused_naming_its_line_and_siblings_run(mod):
     with pytest.raises(CompileError, match=r"tiles.cu:23: kernel wide: tiled_partition<8>: "
                                            r"qgpu's tiles have 1, 2 or 4 threads"):
         mod.get_function("wide")

@@ -10,6 +10,7 @@ import pytest
 
 import qgpu
 from qgpu.errors import CompileError
+from qgpu.isa import f32
 
 CORPUS = Path(__file__).resolve().parents[2] / "kernels" / "corpus"
 RNG = np.random.default_rng(26)
@@ -72,6 +73,26 @@ def _scale_float():
     return "several.cu", "scale_float", 1, 4, [x, s], lambda: {0: x * s}
 
 
+def _matmul_f32(m=4, n=4, k=8):
+    """matmul_f32.cu: 4x4 tiles, two steps along K; the oracle sums in the kernel's order,
+    each step one fma rounded once (isa.f32.fma, checked against exact rationals)."""
+    a = (RNG.standard_normal(m * k) * 10).astype(np.float32)
+    b = (RNG.standard_normal(k * n) * 10).astype(np.float32)
+    c = np.zeros(m * n, np.float32)
+
+    def oracle():
+        ua, ub = a.view(np.uint32).reshape(m, k), b.view(np.uint32).reshape(k, n)
+        out = np.zeros((m, n), np.uint32)
+        for i in range(m):
+            for j in range(n):
+                s = 0
+                for x in range(k):
+                    s = f32.fma(int(ua[i, x]), int(ub[x, j]), s)
+                out[i, j] = s
+        return {2: out.reshape(-1).view(np.float32)}
+    return "matmul_f32.cu", "matMulTiled", (n // 4, m // 4), (4, 4), [a, b, c, m, n, k], oracle
+
+
 def _scan():
     x = RNG.integers(-50, 50, 7, dtype=np.int32)
     out = np.zeros(7, np.int32)
@@ -124,7 +145,7 @@ CASES = {
     "reduce_int": lambda: _reduce("reduceSum<int>", np.int32),
     "reduce_unsigned": lambda: _reduce("reduceSum<unsigned>", np.uint32),
     "bfs_int_flags": _bfs, "bfs_bool_flags": lambda: _bfs("bfsLevel", np.bool_),
-    "scale_float": _scale_float,
+    "scale_float": _scale_float, "matmul_f32_tiles": _matmul_f32,
     "namespace_ops": lambda: _apply("ops::apply", lambda x: np.clip(x, -5, 5)),
     "namespace_alt": lambda: _apply("alt::apply", lambda x: 0 - x),
     "scan_dynamic_shared": lambda: _scan(),
@@ -145,6 +166,8 @@ def _run(case: str, engine: str):
         mod.set_symbol(*SYMBOLS[case])
     mod.get_function(kernel)(grid, block, args, shared_mem=SHARED.get(case, 0))
     for k, expected in want.items():
+        if expected.dtype == np.float32:          # bit for bit (signed zeros, NaNs)
+            args[k], expected = args[k].view(np.uint32), expected.view(np.uint32)
         assert args[k].dtype == expected.dtype and list(args[k]) == list(expected), (case, k)
 
 

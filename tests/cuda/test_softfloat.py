@@ -121,6 +121,23 @@ def test_conversions_in_every_mode(mode, signed):
     check(run, lambda x: f32.to_int(x, signed, f32.MODES[mode]), [(x,) for x in floats])
 
 
+def test_division():
+    _, run = sequence(sf.div, 2)
+    r = random.Random(2707)
+    cases = [(a, b) for a in EDGES for b in EDGES]
+    cases += [(operand(r), operand(r)) for _ in range(1200)]
+    check(run, f32.div, cases)
+
+
+@pytest.mark.parametrize("mode", range(4))
+def test_round_to_integral(mode):
+    _, run = sequence(lambda e, x: sf.round_integral(e, x, mode), 1)
+    r = random.Random(2708 + mode)
+    floats = TO_INT_EDGES + [r.getrandbits(1) << 31 | r.randint(100, 155) << 23
+                             | r.getrandbits(23) for _ in range(600)]
+    check(run, lambda x: f32.round_integral(x, f32.MODES[mode]), [(x,) for x in floats])
+
+
 def test_the_fma_routine_fits_beside_a_kernel():
     """The routine's sequence keeps few values alive when run in the written order
     (what cuda.softcall asks the scheduler for): at most 9 with its return-site id."""

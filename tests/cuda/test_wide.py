@@ -121,3 +121,24 @@ def test_char_short_bool_and_long_long_scalars_by_value():
                 [o, 0, 0, 0, 0, 0, 0, 1 << 63, 0]):
         with pytest.raises(qgpu.errors.LaunchError, match="does not fit"):
             k(1, 1, bad)
+
+
+def test_narrow_values_widened_to_64_bits_and_back():
+    src = """__global__ void k(long long *x, const short *s, const unsigned char *u, short *o,
+                           signed char *c) {
+  int i = threadIdx.x;
+  x[i] = (long long)s[i] * 3 + (long long)u[i] + x[i];
+  o[i] = (short)(x[i] >> 3);
+  c[i] = (signed char)x[i];
+}"""
+    k = qgpu.compile(src, "n.cu", engine="interp").get_function("k")
+    x = np.array([1 << 40, -7, 123456789012, -(1 << 62)], np.int64)
+    s = np.array([-32768, 5, -1, 32767], np.int16)
+    u = np.array([255, 0, 128, 1], np.uint8)
+    o, c = np.zeros(4, np.int16), np.zeros(4, np.int8)
+    x0 = x.copy()
+    k(1, 4, [x, s, u, o, c])
+    want = [int(a) + int(b) * 3 + int(d) for a, b, d in zip(x0, s, u, strict=True)]
+    assert [int(v) for v in x] == want
+    assert list(o) == [((w >> 3) & 0xFFFF) - ((w >> 3) & 0x8000) * 2 for w in want]
+    assert list(c) == [(w & 0xFF) - (w & 0x80) * 2 for w in want]

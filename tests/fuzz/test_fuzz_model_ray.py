@@ -4,6 +4,7 @@ final memories, in the same order, as the same campaign in this process; a worke
 in the middle of the campaign is replaced and the campaign completes with the same
 results."""
 
+import json
 import os
 import signal
 import threading
@@ -44,7 +45,8 @@ def test_ray_campaign_gives_the_local_cases_and_verdicts(ray_cluster, local):
 
 def test_a_killed_worker_does_not_stop_the_campaign(ray_cluster, local):
     """SIGKILL to a worker once the first batches are back (it is in its next batch by
-    then): its batch runs again on a new worker process, the results are the same."""
+    then, most often): Ray runs its batch again on another worker process and starts a
+    new one; the results are the same."""
     pool = RayPool()
     killed = []
 
@@ -62,10 +64,14 @@ def test_a_killed_worker_does_not_stop_the_campaign(ray_cluster, local):
     results = fuzz(None, CASES, seed=11, source="both", pool=pool, **SMALL)
     killer.join()
     assert killed and verdicts(results) == local
-    assert len(pool.worker_batches) >= 3   # the killed worker's replacement ran batches
 
 
-def test_main_on_ray_prints_the_summary(ray_cluster, capsys):
-    assert main(["--cases", "4", "--seed", "2", "--source", "isa", "--ray"]) == 0
+def test_main_on_ray_prints_the_summary_and_writes_the_outcomes(ray_cluster, capsys, tmp_path):
+    outcomes = tmp_path / "outcomes.jsonl"
+    assert main(["--cases", "4", "--seed", "2", "--source", "isa", "--outcomes",
+                 str(outcomes), "--ray"]) == 0
     out = capsys.readouterr().out
     assert "Ray ready" in out and "cases run: 4" in out and "mismatches: 0" in out
+    lines = [json.loads(line) for line in outcomes.read_text().splitlines()]
+    assert [x["seed"] for x in lines] == [2 * 1_000_003 + i for i in range(4)]
+    assert all(x["status"] == "ok" and x["trace_tokens"] > 0 for x in lines)
