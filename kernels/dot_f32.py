@@ -9,18 +9,16 @@ def _launch(grid, block, n, seed):
     rng = np.random.default_rng(seed)
     x = (rng.standard_normal(16) * 10).astype(np.float32)
     y = (rng.standard_normal(16) * 10).astype(np.float32)
-    return {"grid": grid, "block": block, "args": {
-        "x_bits": x.view(np.uint32).copy(), "y_bits": y.view(np.uint32).copy(),
-        "out": np.zeros(1, np.uint32), "n": n}}
+    return {"grid": grid, "block": block,
+            "args": {"x": x, "y": y, "out": np.zeros(1, np.float32), "n": n}}
 
 
 LAUNCHES = [_launch(1, 16, 16, 310), _launch(2, 8, 15, 311)]
 
 
 def oracle(args, grid, block):
-    x, y = args["x_bits"].view(np.float32), args["y_bits"].view(np.float32)
+    x, y = args["x"], args["y"]
     acc = np.float32(0)
     for i in range(args["n"]):
         acc = np.float32(acc + np.float32(x[i] * y[i]))
-    return {"x_bits": args["x_bits"], "y_bits": args["y_bits"],
-            "out": np.array([acc], np.float32).view(np.uint32)}
+    return {"x": x, "y": y, "out": np.array([acc], np.float32)}

@@ -1,8 +1,6 @@
 // Float sum reduction in shared memory, the tutorial tree: each CTA halves its active
-// threads each step (s[t] += s[t + stride]), thread 0 writes the CTA's sum. Float bit
-// patterns in unsigned words.
-__global__ void reduce_f32_shared(const unsigned *in_bits, unsigned *sums) {
-  const float *in = (const float *)in_bits;
+// threads each step (s[t] += s[t + stride]), thread 0 writes the CTA's sum.
+__global__ void reduce_f32_shared(const float *in, float *sums) {
   __shared__ float s[16];
   int t = threadIdx.x;
   s[t] = in[blockIdx.x * blockDim.x + t];
@@ -11,5 +9,5 @@ __global__ void reduce_f32_shared(const unsigned *in_bits, unsigned *sums) {
     if (t < stride) s[t] += s[t + stride];
     __syncthreads();
   }
-  if (t == 0) ((float *)sums)[blockIdx.x] = s[0];
+  if (t == 0) sums[blockIdx.x] = s[0];
 }

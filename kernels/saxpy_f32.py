@@ -27,16 +27,13 @@ def _launch(grid, block, n, seed):
     x = (rng.standard_normal(n) * 100).astype(np.float32)
     y = (rng.standard_normal(n) * 100).astype(np.float32)
     a = np.float32(rng.standard_normal() * 3)
-    return {"grid": grid, "block": block, "args": {
-        "y_bits": y.view(np.uint32).copy(), "x_bits": x.view(np.uint32).copy(),
-        "a_bits": int(np.array([a]).view(np.uint32)[0]), "n": n}}
+    return {"grid": grid, "block": block, "args": {"n": n, "a": float(a), "x": x, "y": y}}
 
 
 LAUNCHES = [_launch(1, 16, 16, 300), _launch(4, 4, 13, 301), _launch(1, 4, 4, 302)]
 
 
 def oracle(args, grid, block):
-    a = np.array([args["a_bits"]], np.uint32).view(np.float32)[0]
-    x, y = args["x_bits"].view(np.float32), args["y_bits"].view(np.float32)
-    out = np.array([fma32(a, xv, yv) for xv, yv in zip(x, y, strict=True)], np.float32)
-    return {"x_bits": args["x_bits"], "y_bits": out.view(np.uint32)}
+    a, x, y, n = np.float32(args["a"]), args["x"], args["y"].copy(), args["n"]
+    y[:n] = [fma32(a, xv, yv) for xv, yv in zip(x[:n], y[:n], strict=True)]
+    return {"x": x, "y": y}
