@@ -60,6 +60,6 @@ def test_float_ops_without_an_integer_lowering_are_refused_on_the_model():
     src = """__global__ void k(unsigned *o) {
       ((float *)o)[0] = sqrtf(((float *)o)[1]); }"""
     kernel = qgpu.compile(src, filename="sqrt.cu").get_function("k")
-    with pytest.raises(ProgramError, match=r"k \(sqrt.cu:2\): float32 operation 'sqrt.f32' "
+    with pytest.raises(ProgramError, match=r"k \(.*sqrt.cu:2\): float32 operation 'sqrt.f32' "
                                            "has no integer lowering"):
         kernel(1, 1, [np.zeros(4, np.uint32)], engine="model")
