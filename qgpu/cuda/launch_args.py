@@ -34,26 +34,12 @@ def pick_kernel(module, name: str | None):
 
 
 def parse_args(kernel, pairs: list[str]) -> dict:
-    """Launch arguments by parameter name, from NAME=VALUE strings."""
-    params = {p.name: p for p in kernel.params}
-    given: dict[str, str] = {}
-    for pair in pairs:
-        name, eq, value = pair.partition("=")
-        name = name.strip()
-        if not eq:
-            raise LaunchArgumentError(f"--arg '{pair}': expected NAME=VALUE")
-        if name not in params:
-            raise LaunchArgumentError(f"--arg {name}: {kernel.name} has no parameter "
-                                      f"'{name}' (parameters: {', '.join(params) or 'none'})")
-        if name in given:
-            raise LaunchArgumentError(f"--arg {name} given twice")
-        given[name] = value
-    missing = [n for n in params if n not in given]
-    if missing:
-        raise LaunchArgumentError(f"missing --arg for {', '.join(missing)} "
-                                  f"({kernel.signature})")
-    return {n: _array(p, given[n]) if p.pointer else _scalar(p, given[n])
-            for n, p in params.items()}
+    """Launch arguments by parameter name, from NAME=VALUE strings (each name once)."""
+    given = _given(kernel, pairs)
+    twice = next((n for n, v in given.items() if len(v) > 1), None)
+    if twice:
+        raise LaunchArgumentError(f"--arg {twice} given twice")
+    return _launch(kernel, given, 0)
 
 
 def parse_arg_sets(kernel, pairs: list[str]) -> list[dict]:
@@ -61,7 +47,19 @@ def parse_arg_sets(kernel, pairs: list[str]) -> list[dict]:
     once applies to every launch, one given k times makes k launches, its i-th value the
     i-th launch's (every repeated parameter must be given the same number of times).
     Each launch gets arrays of its own. One launch: parse_args's result in a list."""
-    params = {p.name: p for p in kernel.params}
+    given = _given(kernel, pairs)
+    counts = sorted({len(v) for v in given.values()} - {1})
+    if len(counts) > 1:
+        repeated = ", ".join(f"{n} {len(v)} times" for n, v in given.items() if len(v) > 1)
+        raise LaunchArgumentError(f"--arg given different numbers of times ({repeated}): "
+                                  "a parameter takes one value for every launch, or one "
+                                  "value per launch")
+    return [_launch(kernel, given, i) for i in range(counts[0] if counts else 1)]
+
+
+def _given(kernel, pairs: list[str]) -> dict[str, list[str]]:
+    """The values given per parameter name, every parameter given at least once."""
+    params = [p.name for p in kernel.params]      # in order: the error lists them
     given: dict[str, list[str]] = {}
     for pair in pairs:
         name, eq, value = pair.partition("=")
@@ -72,20 +70,17 @@ def parse_arg_sets(kernel, pairs: list[str]) -> list[dict]:
             raise LaunchArgumentError(f"--arg {name}: {kernel.name} has no parameter "
                                       f"'{name}' (parameters: {', '.join(params) or 'none'})")
         given.setdefault(name, []).append(value)
-    missing = [n for n in params if n not in given]
+    missing = [p.name for p in kernel.params if p.name not in given]
     if missing:
         raise LaunchArgumentError(f"missing --arg for {', '.join(missing)} "
                                   f"({kernel.signature})")
-    counts = sorted({len(v) for v in given.values()} - {1})
-    if len(counts) > 1:
-        repeated = ", ".join(f"{n} {len(v)} times" for n, v in given.items() if len(v) > 1)
-        raise LaunchArgumentError(f"--arg given different numbers of times ({repeated}): "
-                                  "a parameter takes one value for every launch, or one "
-                                  "value per launch")
-    launches = counts[0] if counts else 1
-    return [{n: _array(p, given[n][i if len(given[n]) > 1 else 0]) if p.pointer
-             else _scalar(p, given[n][i if len(given[n]) > 1 else 0])
-             for n, p in params.items()} for i in range(launches)]
+    return given
+
+
+def _launch(kernel, given: dict[str, list[str]], i: int) -> dict:
+    """Launch i's arguments: a value given once serves every launch."""
+    return {p.name: (_array if p.pointer else _scalar)(p, v[i if len(v) > 1 else 0])
+            for p in kernel.params for v in [given[p.name]]}
 
 
 def _scalar(param, text: str):
