@@ -50,6 +50,9 @@ class Aside:
         state.position = self.position
 
 
+_COUNTERS = ("cumulative_length_linear", "cumulative_length")
+
+
 @dataclass
 class CacheAside:
     """The same for transformers' cache (Qwen3.5's DynamicCache: linear-attention layers
@@ -57,10 +60,14 @@ class CacheAside:
 
     length: int
     conv: dict[int, object]
+    # Token counters some transformers versions keep per layer (5.25's linear-attention
+    # layers count `cumulative_length_linear`, and the cache's position is read from layer
+    # 0, a linear one): rewound with the attention caches, or RoPE would keep the launch.
+    counters: dict[tuple[int, str], object]
 
     @classmethod
     def before(cls, cache, circuit_layers: int) -> CacheAside:
-        conv, length = {}, None
+        conv, length, counters = {}, None, {}
         for i, layer in enumerate(cache.layers):
             states = getattr(layer, "conv_states", None)
             if states is not None and i >= circuit_layers and states.get(0) is not None:
@@ -68,11 +75,21 @@ class CacheAside:
             keys = getattr(layer, "keys", None)
             if length is None and keys is not None and keys.numel():
                 length = keys.shape[-2]
-        return cls(length or 0, conv)
+            for name in _COUNTERS:
+                value = getattr(layer, name, None)
+                if value is not None:
+                    counters[i, name] = value.clone() if hasattr(value, "clone") else value
+        return cls(length or 0, conv, counters)
 
     def after(self, cache) -> None:
         for i, saved in self.conv.items():
             cache.layers[i].conv_states[0] = saved.clone()
+        for (i, name), saved in self.counters.items():
+            now = getattr(cache.layers[i], name)
+            if hasattr(now, "copy_"):
+                now.copy_(saved)  # in place: the tensor may be marked as a static address
+            else:
+                setattr(cache.layers[i], name, saved)
         for layer in cache.layers:
             keys = getattr(layer, "keys", None)
             if keys is not None and keys.numel() and keys.shape[-2] > self.length:
