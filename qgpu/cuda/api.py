@@ -444,7 +444,7 @@ class Kernel:
 
     def _refuse_native_floats(self, shape: Shape) -> None:
         """The model runs float32 as integer code (cuda.softfloat); an operation with no
-        integer lowering yet (div, rcp, sqrt) is refused, naming it and its source line."""
+        integer lowering yet (sqrt) is refused, naming it and its source line."""
         template = self.template_for(shape)
         for b, blk in enumerate(template.program.blocks):
             ops = [ins.op for st in blk.stages for ins in st if ins.op in FLOAT_OPS]
@@ -453,7 +453,7 @@ class Kernel:
                                   template.stats["origins"][b]["source"]) or "?"
                 raise ProgramError(f"{self.name} ({where}): float32 operation '{ops[0]}' "
                                    f"has no integer lowering for the model yet (it runs "
-                                   f"add/sub/mul/fma, compares, min/max, rounding "
+                                   f"add/sub/mul/fma/div, compares, min/max, rounding "
                                    f"and conversions); run it with engine='interp' "
                                    f"(--engine interp); docs/cuda.md, 'float32'")
 

@@ -118,13 +118,23 @@ def _recompute_cheap_values(fn: Function) -> None:
     dead_code(fn)
 
 
+def _fresh(fn: Function, name: str, taken: set[str] = frozenset()) -> str:
+    """name, or name with a number, used by no block of fn (nor in `taken`): a block is
+    split again by a later kind's pass, and two blocks of one name would be one."""
+    k, fresh = 1, name
+    while fresh in fn.blocks or fresh in taken:
+        k += 1
+        fresh = f"{name}.{k}"
+    return fresh
+
+
 def _inline_ordered(fn: Function, name: str, i: int) -> None:
     """The sequence in place of op i of block `name`, as a block of its own scheduled in
     the written order (the block is split around it)."""
     b = fn.blocks[name]
-    body = BasicBlock(f"{name}.sf", ordered=True)
+    body = BasicBlock(_fresh(fn, f"{name}.sf"), ordered=True)
     body.ops = _expand(fn, b.ops[i])
-    rest = BasicBlock(f"{name}.sf.after")
+    rest = BasicBlock(_fresh(fn, f"{name}.sf.after", {body.name}))
     rest.ops, rest.term = b.ops[i + 1:], b.term
     b.ops, b.term = b.ops[:i], Goto(body.name)
     body.term = Goto(rest.name)
@@ -157,7 +167,7 @@ def _make_routine(fn: Function, kind: str, n_sites: int) -> None:
                 break
             op = b.ops[i]
             k = len(conts)
-            cont = BasicBlock(f"{name}.ret{k}")
+            cont = BasicBlock(_fresh(fn, f"{name}.ret{k}"))
             cont.ops = [Op("mov", op.dst, (res,), 0, op.origin), *b.ops[i + 1:]]
             cont.term = b.term
             b.ops = b.ops[:i] + [Op("mov", a, (s,), 0, op.origin)

@@ -370,12 +370,7 @@ def round_integral(e: Emitter, x, mode: int) -> V:
 # --- the dispatch -----------------------------------------------------------------------
 
 FMA_FAMILY = ("add.f32", "mul.f32", "fma.f32")   # one fma sequence when mixed
-# div.f32's sequence (div below, tested against isa.f32) is not placed in programs: the
-# float fuzzer's campaign found kernels mixing a shared division routine with the fma one
-# that softcall miscompiles (an assertion, and a straight-line kernel that never ends);
-# until that is fixed a division stays native: the interpreter runs it, the model
-# refuses it by name
-ROUTINES = FMA_FAMILY                            # long: shared routines (cuda.softcall)
+ROUTINES = (*FMA_FAMILY, "div.f32")
 LOWERED = frozenset({*ROUTINES, "min.f32", "max.f32", "setnan.f32",
                      *(f"set{h}.f32" for h in f32.COMPARES),
                      "cvt.f32.s32", "cvt.f32.u32", "cvt.s32.f32", "cvt.u32.f32",

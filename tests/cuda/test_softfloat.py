@@ -182,3 +182,35 @@ def test_kernels_share_one_routine_and_lanes_return_to_their_sites():
         first = f32.add(xb[i], yb[i]) if i & 1 else f32.mul(f32.add(xb[i], 0x3FC00000), yb[i])
         assert u[i] == first
         assert u[8 + i] == f32.fma(xb[i], yb[i], first)
+
+
+TWO_ROUTINES = """
+__global__ void k(float *o, const float *x, const float *y) {
+  int i = threadIdx.x;
+  float a = x[i], b = y[i];
+  float s = a + b, d = a - b;         // fma-family sites before and after two divisions
+  o[i] = s / b;                       // in one block: the fma routine's pass splits the
+  o[8 + i] = d / s * a;               // blocks that the division routine's pass made
+}
+"""
+
+
+def test_two_routines_split_one_block_into_distinct_blocks():
+    """Regression (float fuzz seeds 2700008111, 2701008106): the second routine's pass named
+    its continuation blocks as the first's had (`entry.ret0`), so one overwrote the other:
+    an assertion, or a return to the wrong site and a kernel that never ended."""
+    kernel = qgpu.compile(TWO_ROUTINES, engine="interp").get_function("k")
+    assert kernel.template.stats["float_calls"] == {"div.f32": 2, "fma.f32": 3}
+    rng = np.random.default_rng(27)
+    x = (rng.standard_normal(8) * 50).astype(np.float32)
+    y = (rng.standard_normal(8) * 50).astype(np.float32)
+    x[0], y[1], y[2] = np.float32(1e-40), -0.0, np.inf
+    o = np.zeros(16, np.float32)
+    kernel(1, 8, (o, x, y))
+    u = o.view(np.uint32).tolist()
+    xb, yb = x.view(np.uint32).tolist(), y.view(np.uint32).tolist()
+    for i in range(8):
+        a, b = xb[i], yb[i]
+        s, d = f32.add(a, b), f32.sub(a, b)
+        assert u[i] == f32.div(s, b)
+        assert u[8 + i] == f32.mul(f32.div(d, s), a)

@@ -128,7 +128,7 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
                 if ins.op in FLOAT_OPS:   # the front end lowers the others to integers
                     raise ProgramError(f"block {b} stage {k}: float32 operation '{ins.op}' "
                                        f"has no integer lowering for the model yet (the "
-                                       f"model runs add/sub/mul/fma, compares, min/max, "
+                                       f"model runs add/sub/mul/fma/div, compares, min/max, "
                                        f"rounding and conversions); it runs on the interpreter "
                                        f"(engine='interp', --engine interp; docs/cuda.md, "
                                        f"'float32')")
