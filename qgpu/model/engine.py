@@ -66,6 +66,10 @@ class Engine:
         token of each. Engines that step them together (FastEngine) override it."""
         return [self.step_greedy(s, t) for s, t in zip(states, tokens, strict=True)]
 
+    def settle(self, states: Sequence[ModelState]) -> None:
+        """Make the states' own arrays current after step_greedy_many (FastEngine steps
+        conv states elsewhere meanwhile: model.fast_multi); here they always are."""
+
     def consume(self, state: ModelState, tokens: Sequence[int]) -> None:
         """Feed tokens whose logits are not read (a prompt), on the recurrent path.
         FastEngine skips the output head for them."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from qgpu.model.config import FULL
 from qgpu.model.engine import Engine
-from qgpu.model.fast_multi import run_multi
+from qgpu.model.fast_multi import lane_store, run_multi
 from qgpu.model.fast_native import load_kernel
 from qgpu.model.fast_numpy import NumpyFastEngine
 from qgpu.model.fast_plan import NativePlan
@@ -139,7 +139,9 @@ class FastEngine(Engine):
         """One token into each of several states (distinct: independent sequences);
         returns the greedy next token of each, what `step_greedy` returns state by state
         (the same values and states, bit for bit). The native backend steps them in one
-        call (model.fast_multi: each layer's weights read once for all of them)."""
+        call (model.fast_multi: each layer's weights read once for all of them), the
+        states' conv windows side by side in a lane store: their own conv arrays are
+        current after `settle` or any other step of the state."""
         if self._numpy is not None or len(states) < MULTI_FROM:
             return [self.step_greedy(s, t) for s, t in zip(states, tokens, strict=True)]
         ids = self._check_tokens(tokens)
@@ -147,6 +149,12 @@ class FastEngine(Engine):
         for state in states:
             state.position += 1
         return out.tolist()
+
+    def settle(self, states: Sequence[ModelState]) -> None:
+        """The states' conv arrays current again (the many-sequence step keeps them in a
+        lane store: model.fast_multi); any other step of a state does this by itself."""
+        if self._numpy is None:
+            lane_store(self.plan).settle(states)
 
     def consume(self, state: ModelState, tokens: Sequence[int]) -> None:
         """Feed tokens without computing their logits (a prompt whose answers are not read)."""

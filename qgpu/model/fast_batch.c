@@ -33,16 +33,17 @@
 #include "fast_batch_ops.c"
 
 /* Rows that are not positions of one sequence but one position of each of n sequences
-   (generation of several launches, fast_multi.c): each row's own recurrent states, conv
-   states and conv window lists, per layer. NULL for teacher forcing. */
+   (generation of several launches, fast_multi.c): each row's own recurrent states, and
+   the conv states of all rows side by side (row t is lane t of the lane store). NULL
+   for teacher forcing. */
 typedef struct {
     float *const *const *states;   /* [n] row's per-layer table of recurrent states */
-    float *const *const *convs;    /* [n] row's per-layer table of live-channel conv states */
-    int32_t *const *const *wins;   /* [n] row's per-layer table of window lists */
-    int32_t *const *counts;        /* [n] row's per-layer window counts */
+    float *const *stores;          /* per layer: the conv states [n_ch][K][pitch] */
+    uint8_t *const *flags;         /* per layer: channels whose window is not 0 in a lane */
+    int32_t pitch;                 /* lanes per store row (>= n) */
 } Rows;
 
-static void multi_conv(const Model *m, const Layer *L, Batch *b, const Rows *rows,
+static void lanes_conv(const Model *m, const Layer *L, Batch *b, const Rows *rows,
                        int32_t layer, int32_t n_ch);
 
 /* --- optional timing by phase (benchmarks/bench_batched_check.py --phases): seconds
@@ -153,7 +154,7 @@ static void batch_gdn(const Model *m, const Layer *L, const BatchLayer *bl, Batc
     phase(PH_PROJ);
     product(&bl->proj, &L->proj, NULL, b->XF, b->xnz, b->ST, b->stt, b);
     phase(PH_CONV);
-    if (rows) multi_conv(m, L, b, rows, layer, n_ch);
+    if (rows) lanes_conv(m, L, b, rows, layer, n_ch);
     else batch_conv(m, L, b, conv, win, n_win, n_ch);
     phase(PH_RECUR);
     /* head by head (heads are independent: each has its own state), position by

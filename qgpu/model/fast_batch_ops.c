@@ -34,7 +34,7 @@ const char *qgpu_batch_layout(void) {
 
 typedef struct {
     int32_t n, N;          /* positions, row stride (>= n, a multiple of 8) */
-    int64_t chans;         /* the most conv channels of a layer (rows of nl, nv) */
+    int64_t chans;         /* the most conv channels of a layer */
     float *HT;             /* [hidden][N] residual stream */
     uint8_t *hnz;          /* [hidden] row of HT may hold a value other than +0 (the
                               others are all +0, also between calls) */
@@ -64,13 +64,6 @@ typedef struct {
     int32_t *nq, *nk;      /* [N] per position: nonzero q / k entries of a key head */
     int32_t *nzq, *nzk;    /* [N][dk] their indices */
     float *qn, *kn;        /* [N][dk] the normalized values at those indices */
-    int32_t *kept;         /* [N] rows of sequences (fast_multi.c): each row's window count */
-    float **cst;           /* [N] each row's conv state of the layer */
-    int32_t **cwin;        /* [N] each row's window list of the layer */
-    int32_t *proc;         /* [channels] a row's channels to visit */
-    float *acc, *inv;      /* [channels] a row's conv outputs, inputs */
-    int32_t *nl;           /* [N][channels] each row's channels with a nonzero input */
-    float *nv;             /* [N][channels] those inputs */
 } Batch;
 
 static void *bzalloc(size_t bytes) {
@@ -368,7 +361,7 @@ static void batch_free(Batch *b) {
                    b->cact, b->wflag, b->Y, b->yt, b->r, b->row, b->row2, b->pw,
                    b->any_out, b->tmp, b->ynz, b->ubits, b->hmask, b->vt,
                    b->ot, b->o, b->head_x, b->group_ub, b->group_order, b->cols, b->vals,
-                   b->nq, b->nk, b->nzq, b->nzk, b->qn, b->kn, b->kept, b->cst, b->cwin, b->proc, b->acc, b->inv, b->nl, b->nv};
+                   b->nq, b->nk, b->nzq, b->nzk, b->qn, b->kn};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) free(all[k]);
     memset(b, 0, sizeof *b);
 }
@@ -409,20 +402,12 @@ static int batch_alloc(Batch *b, const int64_t *sizes) {
     b->group_ub = bzalloc(sizeof(double) * (sizes[7] + 1));
     b->group_order = bzalloc(sizeof(int32_t) * (sizes[7] + 1));
     b->vals = bzalloc(sizeof(float) * (H + chans + yrows));
-    b->kept = bzalloc(sizeof(int32_t) * N);
-    b->cst = bzalloc(sizeof(float *) * N);
-    b->cwin = bzalloc(sizeof(int32_t *) * N);
-    b->proc = bzalloc(sizeof(int32_t) * chans);
-    b->acc = bzalloc(sizeof(float) * chans);
-    b->inv = bzalloc(sizeof(float) * chans);
-    b->nl = bzalloc(sizeof(int32_t) * N * chans);
-    b->nv = bzalloc(sizeof(float) * N * chans);
     const void *all[] = {b->HT, b->hnz, b->XF, b->xnz, b->MX, b->mxt, b->ST, b->stt, b->CT,
                          b->cact, b->wflag, b->Y, b->yt, b->r, b->row, b->row2,
                          b->pw, b->any_out, b->tmp, b->ynz, b->ubits,
                          b->hmask, b->vt, b->ot, b->o, b->head_x, b->group_ub,
                          b->group_order, b->cols, b->vals, b->nq, b->nk, b->nzq, b->nzk,
-                         b->qn, b->kn, b->kept, b->cst, b->cwin, b->proc, b->acc, b->inv, b->nl, b->nv};
+                         b->qn, b->kn};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         if (!all[k]) return -1;
     return 0;

@@ -78,6 +78,11 @@ class Binding:
         return len(current) == len(self._values) \
             and all(map(operator.is_, self._values, current))
 
+    def conv_moved(self) -> None:
+        """The conv state was stepped by a kernel that keeps neither side table (the
+        many-sequence step): both are rebuilt from it when next used."""
+        self._windows_ok = self._steady_ok = False
+
     def window_tables(self) -> tuple[int, int, int, int]:
         """(states, convs, windows, counts) for the plain kernels, the window lists
         rebuilt first when the steady path ran last; the steady tables are stale after."""

@@ -229,7 +229,7 @@ def _declare(lib: ctypes.CDLL) -> None:
                                        ctypes.c_void_p, ctypes.c_void_p]
     lib.qgpu_forward_multi.restype = I32
     lib.qgpu_forward_multi.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
-                                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                       ctypes.c_void_p, ctypes.c_void_p, I32,
                                        ctypes.c_void_p, I32, ctypes.c_void_p,
                                        ctypes.c_void_p, ctypes.c_void_p]
     lib.qgpu_head_logits_of.restype = None

@@ -300,6 +300,8 @@ class NativePlan:
         self.lib, self.config, self.fields = lib, config, fields
         self._keep: list[np.ndarray] = []
         self._bindings: dict[int, Binding] = {}
+        # per thread, the conv states stepped side by side (model.fast_multi.LaneStore)
+        self.lanes = threading.local()
         # run: the steady conv path and reused layer results (fast_gdn.c, fast_memo.c);
         # False: the plain path, every visited channel and layer part computed (the
         # benchmark's before; both give the same bits)
@@ -390,10 +392,15 @@ class NativePlan:
                 self._free.append(item)
 
     # -- running --
-    def _binding(self, state: ModelState) -> Binding:
+    def _binding(self, state: ModelState, in_lanes: bool = False) -> Binding:
         """The state's tables (model.fast_binding), cached per state and made anew when an
         array was replaced or the state's position is not the one this plan left it at
-        (another engine or plan stepped it)."""
+        (another engine or plan stepped it). Unless in_lanes (the many-sequence step), a
+        state in this thread's lane store (model.fast_multi) is taken out of it first:
+        its conv arrays are then current."""
+        store = None if in_lanes else getattr(self.lanes, "store", None)
+        if store is not None and store.holds(state):
+            store.leave(state)
         n = self.config.num_hidden_layers
         cached = self._bindings.get(id(state))
         if cached is not None and cached.matches(state, n):

@@ -77,6 +77,9 @@ class OffsetEngine:
         out = self.inner.step_greedy_many(states, [self.offset + int(t) for t in tokens])
         return [t - self.offset if 0 <= t - self.offset < self.tokens else -1 - t for t in out]
 
+    def settle(self, states: Sequence[ModelState]) -> None:
+        self.inner.settle(states)
+
     def forced_greedy(self, state: ModelState, tokens: Sequence[int]) -> list[int]:
         """Teacher forcing (FastEngine.forced_greedy); a greedy id outside the GPU tokens
         comes back as -1 - id (no GPU token: the check reports it as a mismatch)."""

@@ -168,6 +168,7 @@ def _run_batch(machine, launches, take, finish, in_flight: int, max_tokens: int,
             flights.append(flight)
             return
         state = flight.state
+        engine.settle([state])  # its conv arrays current (model.fast_multi's lane store)
         finish(flight.index, ModelRun(flight.prompt, flight.writer.trace,
                                       state if keep_states else None,
                                       time.perf_counter() - flight.start,

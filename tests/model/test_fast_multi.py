@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from qgpu.model import fast_native
-from qgpu.model.fast_multi import run_multi
+from qgpu.model.fast_multi import lane_store, run_multi
 from qgpu.model.fast_plan import NativePlan
 
 from .test_fast_batch import engine_for, same_state
@@ -47,6 +47,7 @@ def together(engine, plan):
             for k, token in zip(rows, out, strict=True):
                 got[k].append(token)
         step += 1
+    engine.settle(states)  # the conv arrays back from the lane store
     return got, states
 
 
@@ -81,6 +82,7 @@ def test_generation_feeds_back_its_own_tokens():
         tokens = engine.step_greedy_many(states, tokens)
         for g, t in zip(got, tokens, strict=True):
             g.append(t)
+    engine.settle(states)
     for (generated, state), g, s in zip(want, got, states, strict=True):
         assert g == generated and same_state(s, state)
 
@@ -99,6 +101,7 @@ def test_one_ulp_shows_and_non_finite_weight_steps_one_by_one():
             out.append(run_multi(plan, states, row).tolist())
             for s in states:
                 s.position += 1
+        lane_store(plan).settle()
         return out, states
 
     base, base_states = run(engine.plan)
@@ -121,3 +124,28 @@ def test_one_ulp_shows_and_non_finite_weight_steps_one_by_one():
         for s in states:
             s.position += 1
     assert slow == want
+
+
+def test_a_state_stepped_alone_between_batched_steps_leaves_the_lanes():
+    """States step together, then some of them alone (plan.run takes a state out of the
+    lane store, its conv arrays current), then together again with newcomers: the tokens
+    and states of stepping each alone throughout."""
+    engine = engine_for(0.3, 300.0, seed=11)
+    rng = np.random.default_rng(12)
+    tokens = rng.integers(0, engine.config.vocab_size, (3, 20))
+    want, got = [engine.new_state() for _ in range(20)], [engine.new_state() for _ in range(20)]
+    w_out, g_out = [], []
+    for step, row in enumerate(tokens):
+        rows = range(20) if step != 1 else range(0, 20, 3)
+        if step == 1:
+            g_out.append([engine.step_greedy(got[k], int(row[k])) for k in rows])
+        else:
+            take = list(range(12)) if step == 0 else list(range(20))
+            rows = take
+            g_out.append(engine.step_greedy_many([got[k] for k in take],
+                                                 [int(row[k]) for k in take]))
+        w_out.append([engine.step_greedy(want[k], int(row[k])) for k in rows])
+    engine.settle(got)
+    assert g_out == w_out
+    for a, b in zip(want, got, strict=True):
+        assert same_state(a, b) and a.position == b.position
