@@ -10,7 +10,8 @@ Two sources of launches:
   the front end, with edge-value inputs; their outputs are also compared with the
   fuzzer's C-semantics evaluation.
 Each launch runs on the model with checking -- teacher forced (runtime.check.
-forced_launch, the default) or generated (runtime.generate + check_trace) -- and on the
+forced_launch, the default) or generated (runtime.generate_many, a batch's launches
+stepped together, + check_trace) -- and on the
 interpreter: the tokens must be equal and the global memory read from the model's state
 must equal the interpreter's. A --multi-warp share of the launches (default 1/4) uses
 2-4 warps or 2-4 CTAs. Launches the model machine refuses (spec.check_launch) are
@@ -38,6 +39,7 @@ import signal
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -59,6 +61,7 @@ from qgpu.protocol import expected_trace
 from qgpu.runtime.check import check_trace, forced_launch
 from qgpu.runtime.compiled import load_machine
 from qgpu.runtime.generate import generate_launch
+from qgpu.runtime.generate_many import LaunchJob, generate_many
 
 PASSING = ("ok", "refused")
 
@@ -84,25 +87,41 @@ def reason(exc: Exception) -> str:
 def check_on_model(machine, case: Case, mode: str = "forced") -> Outcome:
     """One launch on the model, checked against the interpreter (tokens and memory)."""
     out = Outcome("isa", 0, "ok", case=case)
+    want = _reference(machine, case, out)
+    if want is None:
+        return out
     program, grid, block, memory = case.program, case.grid, case.block, case.memory
+    if mode == "forced":
+        return _judge(out, case, lambda: forced_launch(machine, program, grid, block, memory),
+                      checked=True)
+    return _judge(out, case, lambda: generate_launch(machine, program, grid, block, memory,
+                                                     max_tokens=len(want) + 64))
+
+
+def _reference(machine, case: Case, out: Outcome) -> list[int] | None:
+    """The interpreter's trace of the case, or None with the verdict in `out` (the
+    machine refuses the launch; the interpreter faults: the generator's bug)."""
     try:
-        check_launch(machine.spec, program, grid, block)
+        check_launch(machine.spec, case.program, case.grid, case.block)
     except (LaunchError, ProgramError) as exc:
         out.status, out.detail = "refused", reason(exc)
-        return out
+        return None
     try:
-        res = run_launch(program, grid, block, memory=list(memory) or None)
-    except MachineError as exc:  # the generator's bug: a launch that faults
+        res = run_launch(case.program, case.grid, case.block, memory=list(case.memory) or None)
+    except MachineError as exc:
         out.status, out.detail = "fault", f"interpreter: {exc}"
-        return out
-    want = expected_trace(res.events)
+        return None
+    return expected_trace(res.events)
+
+
+def _judge(out: Outcome, case: Case, attempt, checked: bool = False) -> Outcome:
+    """The verdict on the model's run that attempt() returns (checked: attempt compared
+    it with the interpreter already, as forced_launch does)."""
     try:
-        if mode == "forced":
-            run = forced_launch(machine, program, grid, block, memory)
-        else:
-            run = generate_launch(machine, program, grid, block, memory,
-                                  max_tokens=len(want) + 64)
-            check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
+        run = attempt()
+        if not checked:
+            check_trace(case.program, case.grid, case.block, case.memory, run.prompt,
+                        run.trace, run.memory)
         out.prompt_tokens, out.trace_tokens = len(run.prompt), len(run.trace)
         out.extra["memory"] = run.memory
     except CheckMismatch as exc:
@@ -114,14 +133,25 @@ def check_on_model(machine, case: Case, mode: str = "forced") -> Outcome:
     return out
 
 
-def isa_case(machine, seed: int, mode: str, **gen) -> Outcome:
+@dataclass
+class Built:
+    """A campaign case before the model: its launch (None when the front end refused
+    it: then `outcome` says so), and what completes its outcome after the model."""
+    case: Case | None
+    finish: Callable[[Outcome], Outcome]
+    outcome: Outcome | None = None
+
+
+def isa_case(machine, seed: int, **gen) -> Built:
     case = random_case(random.Random(seed), machine.spec.op_names, **gen)
-    out = check_on_model(machine, case, mode)
-    out.seed = seed
-    return out
+
+    def finish(out: Outcome) -> Outcome:
+        out.seed = seed
+        return out
+    return Built(case, finish)
 
 
-def cuda_case(machine, seed: int, mode: str, multi_warp: float = 0.03) -> Outcome:
+def cuda_case(machine, seed: int, multi_warp: float = 0.03) -> Built:
     """A CUDA fuzzer kernel (front end) on the model; outputs also against C semantics."""
     rng = random.Random(seed)
     source = generate_program(rng)
@@ -137,17 +167,21 @@ def cuda_case(machine, seed: int, mode: str, multi_warp: float = 0.03) -> Outcom
         kernel = compile_cuda(source.source()).get_function(source.name)
         program, memory, layout, _arrays = kernel.link(grid, block, [in_array, out_array])
     except QgpuError as exc:  # the front end refuses (e.g. over the register file)
-        return Outcome("cuda", seed, "refused", "front end: " + reason(exc))
-    out = check_on_model(machine, Case(program, grid, block, list(memory)), mode)
-    out.source, out.seed, out.extra["cuda"] = "cuda", seed, source.source()
-    if out.status == "ok":
-        base, n = layout["out"]
-        got = np.array(out.extra["memory"][base:base + n], np.uint32).view(np.int32)
-        want = [v for t, row in enumerate(inputs) for v in run_program_python(source, row, t)]
-        if got.tolist() != want:
-            out.status = "mismatch"
-            out.detail = f"outputs {got.tolist()} != C semantics {want}"
-    return out
+        refused = Outcome("cuda", seed, "refused", "front end: " + reason(exc))
+        return Built(None, lambda out: out, refused)
+
+    def finish(out: Outcome) -> Outcome:
+        out.source, out.seed, out.extra["cuda"] = "cuda", seed, source.source()
+        if out.status == "ok":
+            base, n = layout["out"]
+            got = np.array(out.extra["memory"][base:base + n], np.uint32).view(np.int32)
+            want = [v for t, row in enumerate(inputs)
+                    for v in run_program_python(source, row, t)]
+            if got.tolist() != want:
+                out.status = "mismatch"
+                out.detail = f"outputs {got.tolist()} != C semantics {want}"
+        return out
+    return Built(Case(program, grid, block, list(memory)), finish)
 
 
 # --- minimising a failing machine program -------------------------------------------------
@@ -203,20 +237,56 @@ def describe(case: Case) -> str:
 # --- the campaign ------------------------------------------------------------------------
 
 
-def run_case(machine, seed: int, index: int, mode: str = "forced", source: str = "isa",
-             multi_warp: float = 0.03, **gen) -> Outcome:
+def build_case(machine, seed: int, index: int, source: str = "isa",
+               multi_warp: float = 0.03, **gen) -> Built:
     """Case `index` of the campaign of `seed` (source "both": every fourth one from the
     CUDA fuzzer): the same case wherever and in whatever order it runs."""
     case_seed = seed * 1_000_003 + index
     if source == "cuda" or (source == "both" and index % 4 == 3):
-        return cuda_case(machine, case_seed, mode, multi_warp=multi_warp)
-    return isa_case(machine, case_seed, mode, multi_warp=multi_warp, **gen)
+        return cuda_case(machine, case_seed, multi_warp=multi_warp)
+    return isa_case(machine, case_seed, multi_warp=multi_warp, **gen)
+
+
+def run_case(machine, seed: int, index: int, mode: str = "forced", source: str = "isa",
+             multi_warp: float = 0.03, **gen) -> Outcome:
+    """Case `index` of the campaign of `seed` (build_case), checked on the model alone."""
+    built = build_case(machine, seed, index, source, multi_warp, **gen)
+    if built.outcome is not None:
+        return built.outcome
+    return built.finish(check_on_model(machine, built.case, mode))
 
 
 def run_cases(machine, indices, seed: int, mode: str, source: str, multi_warp: float,
               gen: dict) -> list[Outcome]:
-    """A batch of the campaign (campaign's task): run_case for each index, in order."""
-    return [run_case(machine, seed, i, mode, source, multi_warp, **gen) for i in indices]
+    """A batch of the campaign (campaign's task): run_case for each index, in order; in
+    generate mode the batch's launches are generated together (runtime.generate_many:
+    one pass over the weights per step for all of them, each its own state), the same
+    verdicts as one at a time."""
+    if mode != "generate":
+        return [run_case(machine, seed, i, mode, source, multi_warp, **gen) for i in indices]
+    built = [build_case(machine, seed, i, source, multi_warp, **gen) for i in indices]
+    outcomes: list[Outcome | None] = [b.outcome for b in built]
+    pending: list[tuple[int, list[int]]] = []
+    for k, b in enumerate(built):
+        if b.outcome is None:
+            outcomes[k] = Outcome("isa", 0, "ok", case=b.case)
+            want = _reference(machine, b.case, outcomes[k])
+            if want is not None:
+                pending.append((k, want))
+    jobs = [LaunchJob(built[k].case.program, built[k].case.grid, built[k].case.block,
+                      built[k].case.memory, max_tokens=len(want) + 64) for k, want in pending]
+    runs = generate_many(machine, jobs, show_progress=False)
+    for (k, _want), run in zip(pending, runs, strict=True):
+        _judge(outcomes[k], built[k].case, partial(_returned, run))
+    return [b.finish(out) if b.outcome is None else out
+            for b, out in zip(built, outcomes, strict=True)]
+
+
+def _returned(run):
+    """generate_many's entry as generate_launch gives it: the run, or its error raised."""
+    if isinstance(run, Exception):
+        raise run
+    return run
 
 
 def worker_machine():

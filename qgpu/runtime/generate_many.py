@@ -41,11 +41,13 @@ FORCED_CHUNK = 128  # prompt tokens per call of the batched kernel (runtime.chec
 
 @dataclass(frozen=True)
 class LaunchJob:
-    """One launch to run: a linked program, its launch shape and initial global memory."""
+    """One launch to run: a linked program, its launch shape and initial global memory;
+    max_tokens: this launch's own trace limit (else generate_many's)."""
     program: Program
     grid: int
     block: int
     memory: Sequence[int] = ()
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -147,7 +149,8 @@ def _run_batch(machine, launches, take, finish, in_flight: int, max_tokens: int,
             prompt = encode_prompt(launch.program, launch.grid, launch.block,
                                    launch.memory)
             state = engine.new_state()
-            flight = _Flight(index, prompt, state, TraceWriter(max_tokens, max_blocks),
+            limit = launch.max_tokens if launch.max_tokens is not None else max_tokens
+            flight = _Flight(index, prompt, state, TraceWriter(limit, max_blocks),
                              _prefill(engine, state, prompt), start)
         except QgpuError as err:
             finish(index, err)

@@ -12,7 +12,14 @@ import pytest
 
 from qgpu.circuit.machine.spec import MachineSpec, check_launch
 from qgpu.errors import LaunchError
-from qgpu.fuzz.model_launches import Outcome, check_on_model, fuzz, minimise
+from qgpu.fuzz.model_launches import (
+    Outcome,
+    check_on_model,
+    fuzz,
+    minimise,
+    run_case,
+    run_cases,
+)
 from qgpu.fuzz.model_programs import Case, random_case
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble, disassemble
@@ -93,6 +100,21 @@ def test_random_machine_programs_generated_on_the_model(machine):
     """The same check after greedy generation (the default run), fewer cases."""
     results = fuzz(machine, 20, seed=7000, mode="generate", source="isa", **SMALL)
     _check_campaign(results, 20)
+
+
+@pytest.mark.slow
+def test_generate_mode_batches_give_the_verdicts_of_one_at_a_time(machine):
+    """A batch of generate-mode cases (run_cases: the launches generated together,
+    runtime.generate_many) against each case run alone (run_case: generate_launch):
+    the same statuses, details, token counts and memories, CUDA cases among them."""
+    together = run_cases(machine, range(10), 7100, "generate", "both", 0.25, SMALL)
+    alone = [run_case(machine, 7100, i, "generate", "both", 0.25, **SMALL) for i in range(10)]
+    assert sum(r.status == "ok" for r in together) >= 6
+    assert {r.source for r in together} == {"isa", "cuda"}
+    for a, b in zip(together, alone, strict=True):
+        assert (a.source, a.seed, a.status, a.detail) == (b.source, b.seed, b.status, b.detail)
+        assert (a.prompt_tokens, a.trace_tokens) == (b.prompt_tokens, b.trace_tokens)
+        assert a.extra.get("memory") == b.extra.get("memory")
 
 
 @pytest.mark.slow
