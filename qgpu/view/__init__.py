@@ -58,7 +58,8 @@ def write_html(path: str | Path, data: dict, title: str | None = None) -> int:
 def result_data(res) -> dict:
     """The page's data for a launch result of the CUDA API (qgpu.cuda.LaunchResult): its
     program, launch, initial and final memory, trace, and what the front end and the
-    engine recorded (sources, argument layout, margins, the interpreter's trace)."""
+    engine recorded (sources, argument layout, margins, the interpreter's trace, what the
+    kernel printed)."""
     prompt = encode_prompt(res.program, res.grid, res.block, list(res.initial))
     src = res.sources or {}
     return launch_data(
@@ -66,7 +67,8 @@ def result_data(res) -> dict:
         sources=Sources(src.get("source", ""), src.get("filename", ""), src.get("ptx", ""),
                         list(src.get("origins", ()))),
         arrays=Arrays(dict(res.layout), dict(res.signed), dict(res.scalars)),
-        final_memory=list(res.memory), margins=res.margins, expected=res.expected)
+        final_memory=list(res.memory), margins=res.margins, expected=res.expected,
+        printed=getattr(res, "printed", "") or "")
 
 
 def iframe(page: str, height: int = 900) -> str:

@@ -113,9 +113,10 @@ def _source_lines(origin: dict, sources: Sources) -> list[int]:
 def launch_data(prompt: list[int], trace: list[int], *, kernel: str = "", engine: str = "",
                 sources: Sources | None = None, arrays: Arrays | None = None,
                 final_memory: list[int] | None = None, margins: list[float] | None = None,
-                expected: list[int] | None = None, note: str = "") -> dict:
+                expected: list[int] | None = None, note: str = "", printed: str = "") -> dict:
     """The page's data for one launch. `trace` is what the engine wrote (first EXEC ..
-    HALT); `expected` the interpreter's trace when the launch was checked; when the
+    HALT); `expected` the interpreter's trace when the launch was checked; `printed` the
+    device's printf output (cuda.printf, formatted by the host); when the
     written trace does not decode (a mismatch), the steps are the expected trace's and
     the strip shows the written tokens with the first difference."""
     launch = decode_prompt(prompt)
@@ -159,4 +160,5 @@ def launch_data(prompt: list[int], trace: list[int], *, kernel: str = "", engine
                    for n, (b, s) in arrays.layout.items()],
         "scalars": dict(arrays.scalars),
         "margins": margins, "expected": expected, "mismatch": mismatch, "note": note,
+        "printed": printed,
     }

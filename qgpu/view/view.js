@@ -77,6 +77,8 @@ function header() {
     " lanes, " + D.program.length + " machine blocks in the program, " + S.length +
     " executed; the trace is checkable token by token against the interpreter."));
   if (D.note) L.append(el("p", { class: "note", text: D.note }));
+  if (D.printed) L.append(el("h3", { text: "printf" }),
+    el("pre", { id: "printed", class: "printed", text: D.printed }));
 }
 
 // ---- code panes ----

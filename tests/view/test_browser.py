@@ -174,3 +174,15 @@ def test_keyboard_steps(tmp_path):
         seen.append(dom.by_id("inspector").attrs["data-step"])
         assert seen[-1] == want, (keys, seen)
         assert [c.attrs["data-step"] for c in _cells(dom) if "cur" in c.classes] == [want]
+
+
+def test_printf_output_is_drawn(tmp_path):
+    """`qgpu run --html` of a kernel that prints: the page shows the printf text."""
+    src = tmp_path / "prints.cu"
+    src.write_text('#include <cstdio>\n__global__ void k(int *out) {\n  out[threadIdx.x] = 7;\n'
+                   '  printf("lane %d says %d\\n", threadIdx.x, out[threadIdx.x]);\n}\n')
+    page = tmp_path / "prints.html"
+    assert main(["run", str(src), "--grid", "1", "--block", "2", "--engine", "interp",
+                 "--arg", "out=zeros:2", "--html", str(page)]) == 0
+    dom = browser.parse(browser.dump_dom(page))
+    assert dom.by_id("printed").text == "lane 0 says 7\nlane 1 says 7\n"

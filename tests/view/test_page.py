@@ -108,3 +108,23 @@ def test_a_mismatch_is_drawn_from_both_traces():
     assert "does not decode" in data["note"]
     with pytest.raises(qgpu.errors.ProtocolError):
         launch_data(prompt, want[:3] + [tok("HALT")])
+
+
+PRINTS = """#include <cstdio>
+__global__ void k(int *out) {
+  int t = threadIdx.x;
+  out[t] = t * t;
+  printf("lane %d: %d </script>\\n", t, out[t]);
+}
+"""
+
+
+def test_printf_output_is_on_the_page():
+    """What the kernel printed (cuda.printf) goes into the page's data, safe inside its
+    <script> (the text names </script>)."""
+    k = qgpu.compile(PRINTS, filename="prints.cu", engine="interp").get_function("k")
+    res = k(1, 3, (np.zeros(3, np.int32),))
+    assert res.printed == "".join(f"lane {t}: {t * t} </script>\n" for t in range(3))
+    page = render_html(result_data(res))
+    assert page.count("</script>") == 2
+    assert _data_of(page)["printed"] == res.printed
