@@ -90,9 +90,15 @@ def main() -> None:
     ap.add_argument("--per-token", action="store_true")
     ap.add_argument("--suite", action="store_true")
     ap.add_argument("--phases", action="store_true")
+    ap.add_argument("--batched-from", type=int, default=None, metavar="N",
+                    help="step N or more launches in flight with the batched kernel "
+                         "(FastEngine.multi_from; 0: never, stepping them one by one)")
     args = ap.parse_args()
 
     machine = load_machine(progress=False)
+    if args.batched_from is not None:
+        machine.engine.multi_from = args.batched_from or None
+    print(f"batched step from {machine.engine.multi_from} in flight", flush=True)
     c = machine.engine.config
     print(f"machine: {c.num_hidden_layers} layers, hidden {c.hidden_size}; {load()}",
           flush=True)

@@ -24,8 +24,9 @@ def compile(source, filename: str = "kernel.cu",  # noqa: A001 - cupy.RawModule'
 
 def launch_many(launches, engine: str | None = None, **options):
     """Many launches at once, `(kernel, grid, block, args)` each (qgpu.cuda.launch_many):
-    on the model the launches in flight are stepped together, one pass over the weights
-    per token for all of them (`in_flight=64`, `jobs=1` or 2 threads); each launch's
+    on the model runtime.generate_many runs them (`jobs=1` or 2 threads, each with
+    `in_flight` launches, default 1, stepped in turn; model.fast.MULTI_FROM for the
+    batched step); each launch's
     arrays receive its results. `kernel.launch_many(grid, block, [args, ...])` does the
     same for one kernel and shape."""
     import qgpu.runtime  # noqa: F401 - registers the model's engines (loaded on first use)

@@ -390,8 +390,8 @@ def batched_rows(cases: list[tuple[KernelSpec, int]], engine: str, **options) ->
 def main(argv: list[str] | None = None) -> int:
     """python -m qgpu.suite [--engine E] [--jobs N] [NAME ...]: run the suite, print one
     line per launch (status, tokens) and a summary; exit status 1 when any launch fails.
-    On the model ("model", "model-check") the launches are generated together
-    (runtime.generate_many: 64 in flight per job, one pass over the weights per token)."""
+    On the model ("model", "model-check") the launches go through runtime.generate_many
+    (`jobs` threads, each generating one launch at a time by default)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m qgpu.suite", description=main.__doc__)
@@ -400,9 +400,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="interp, model, model-check (generate, then compare with the "
                              "interpreter) or model-forced (the check by teacher forcing)")
     parser.add_argument("--jobs", type=int, choices=(1, 2), default=1,
-                        help="model, model-check: threads generating launches, each a batch "
-                             "of launches stepped together (default 1; 2 uses both cores of "
-                             "a two-core machine)")
+                        help="model, model-check: threads generating launches, each one "
+                             "at a time (default 1; 2 uses both cores of a two-core machine)")
     add_arguments(parser)
     args = parser.parse_args(argv)
     register_engines(args.engine)

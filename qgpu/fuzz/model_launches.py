@@ -10,8 +10,8 @@ Two sources of launches:
   the front end, with edge-value inputs; their outputs are also compared with the
   fuzzer's C-semantics evaluation.
 Each launch runs on the model with checking -- teacher forced (runtime.check.
-forced_launch, the default) or generated (runtime.generate_many, a batch's launches
-stepped together, + check_trace) -- and on the
+forced_launch, the default) or generated (runtime.generate_many over a batch's
+launches, + check_trace) -- and on the
 interpreter: the tokens must be equal and the global memory read from the model's state
 must equal the interpreter's. A --multi-warp share of the launches (default 1/4) uses
 2-4 warps or 2-4 CTAs. Launches the model machine refuses (spec.check_launch) are
@@ -259,9 +259,8 @@ def run_case(machine, seed: int, index: int, mode: str = "forced", source: str =
 def run_cases(machine, indices, seed: int, mode: str, source: str, multi_warp: float,
               gen: dict) -> list[Outcome]:
     """A batch of the campaign (campaign's task): run_case for each index, in order; in
-    generate mode the batch's launches are generated together (runtime.generate_many:
-    one pass over the weights per step for all of them, each its own state), the same
-    verdicts as one at a time."""
+    generate mode the batch's launches go through runtime.generate_many (each its own
+    state; the engine's way of stepping several), the same verdicts as one at a time."""
     if mode != "generate":
         return [run_case(machine, seed, i, mode, source, multi_warp, **gen) for i in indices]
     built = [build_case(machine, seed, i, source, multi_warp, **gen) for i in indices]

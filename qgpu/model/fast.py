@@ -37,14 +37,21 @@ from qgpu.model.state import ModelState
 from qgpu.model.weights import QwenWeights
 
 BACKENDS = ("auto", "native", "numpy")
-# fewer sequences than this are stepped one by one by the per-token kernel: the batched
-# step's fixed cost (every layer's norms, bounds and scans over a batch) is ~5x one
-# token's (benchmarks/bench_batched_generation.py: 1 in flight 58 tokens/s against 298
-# one at a time, load ~6); from ~8 in flight the batch wins
-MULTI_FROM = 4
+# step_greedy_many steps this many sequences or more with the batched kernel (one pass
+# over the weights for all of them), fewer one by one with the per-token kernel and its
+# reuse of layer results and steady conv channels (fast_memo.c, per sequence and
+# scratch); None: always one by one. Measured on the 2-core development machine at load
+# ~1 (benchmarks/bench_batched_generation.py --batched-from), one by one is faster in
+# every configuration: the whole suite generated, two jobs, 122 s wall one launch at a
+# time per job, 160 s with 64 in flight stepped in turn, 179 s with 64 stepped batched;
+# the 64 shortest launches, one job: 975 tokens/s one by one, 483 batched at 32 in
+# flight, 802 at 128. The batched step stays, tested bit for bit, for callers that set it
+MULTI_FROM: int | None = None
 
 
 class FastEngine(Engine):
+    multi_from = MULTI_FROM   # step_greedy_many's switch to the batched step (None: never)
+
     def __init__(self, weights: QwenWeights, backend: str = "auto"):
         super().__init__(weights)
         if backend not in BACKENDS:
@@ -138,11 +145,13 @@ class FastEngine(Engine):
     def step_greedy_many(self, states: Sequence[ModelState], tokens: Sequence[int]) -> list[int]:
         """One token into each of several states (distinct: independent sequences);
         returns the greedy next token of each, what `step_greedy` returns state by state
-        (the same values and states, bit for bit). The native backend steps them in one
-        call (model.fast_multi: each layer's weights read once for all of them), the
-        states' conv windows side by side in a lane store: their own conv arrays are
-        current after `settle` or any other step of the state."""
-        if self._numpy is not None or len(states) < MULTI_FROM:
+        (the same values and states, bit for bit). From `multi_from` states on (None, the
+        default: never; see MULTI_FROM) the native backend steps them in one call
+        (model.fast_multi: each layer's weights read once for all of them), the states'
+        conv windows side by side in a lane store: their own conv arrays are current
+        after `settle` or any other step of the state."""
+        if self._numpy is not None or self.multi_from is None \
+                or len(states) < self.multi_from:
             return [self.step_greedy(s, t) for s, t in zip(states, tokens, strict=True)]
         ids = self._check_tokens(tokens)
         out = run_multi(self.plan, states, ids)

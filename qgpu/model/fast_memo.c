@@ -18,9 +18,9 @@
  * read from the table (the steady path) or copied to the scratch, MLP rows added into h
  * as mlp_down_part adds mixed into h.
  *
- * The tables belong to a plan (qgpu_memo_new, freed with it: qgpu_memo_free) and are
- * shared by the scratch copies of its Model; a call that finds them locked by another
- * thread runs without them. qgpu_set_memo(0) turns reuse off (the benchmark's before). */
+ * The tables belong to a plan's scratch (qgpu_memo_new, freed with the plan:
+ * qgpu_memo_free): threads stepping at once each have their own (NativePlan._scratch);
+ * a call that finds its tables locked by another thread runs without them. qgpu_set_memo(0) turns reuse off (the benchmark's before). */
 
 #define MEMO_WAYS 32
 

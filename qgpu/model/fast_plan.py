@@ -323,7 +323,8 @@ class NativePlan:
         m = self.model = Model()
         m.layers = self._layers
         # the tables of results reused when a layer part's input repeats (fast_memo.c):
-        # the plan's, shared by the scratch copies of m, freed with the plan
+        # one per scratch (a thread stepping beside another reuses its own results; a
+        # hit gives the same bits whoever stored it), freed with the plan
         m.memo = lib.qgpu_memo_new(config.num_hidden_layers)
         if m.memo:
             weakref.finalize(self, lib.qgpu_memo_free, m.memo)
@@ -379,12 +380,17 @@ class NativePlan:
     @contextmanager
     def _scratch(self):
         """A reference to a `Model` whose scratch no other call is using: the weights'
-        pointers are the plan's (read only by the kernel), the scratch this call's. A new
-        one is made when all are taken (threads); it is kept for later calls."""
+        pointers are the plan's (read only by the kernel), the scratch and reuse tables
+        this call's. A new one is made when all are taken (threads); it is kept for later
+        calls."""
         with self._pool_lock:
             item = self._free.pop() if self._free else None
-        if item is None:
-            item = self._with_scratch(Model.from_buffer_copy(self.model))
+        if item is None:  # another thread holds the others: tables of its own too
+            m = Model.from_buffer_copy(self.model)
+            m.memo = self.lib.qgpu_memo_new(self.config.num_hidden_layers)
+            if m.memo:
+                weakref.finalize(self, self.lib.qgpu_memo_free, m.memo)
+            item = self._with_scratch(m)
         try:
             yield item[1]
         finally:

@@ -1,11 +1,13 @@
 """runtime.generate_many: many launches on the compiled model at once. Each launch is what
 runtime.generate.generate_launch runs alone (its prompt, its own model state, greedy
-tokens fed back until HALT, the same limits and errors), but the launches in flight are
-stepped together: one engine call (FastEngine.step_greedy_many: the native kernel reads
-each layer's weights once for all of them) writes the next token of every one. A launch
-that ends leaves the batch and the next waiting one joins, so the batch stays full while
-launches of different lengths come and go. Tokens, states and memory are each launch's
-alone-run's, bit for bit (tests/runtime/test_generate_many.py).
+tokens fed back until HALT, the same limits and errors). Up to `in_flight` launches per
+job are in flight; one engine call (FastEngine.step_greedy_many) writes the next token of
+every one: one by one with the per-token kernel, or, from engine.multi_from launches on,
+in one call of the batched kernel that reads each layer's weights once for all of them
+(model.fast.MULTI_FROM: measured slower on the development machine, so off by default;
+the default is one launch in flight per job). A launch that ends leaves and the next
+waiting one joins, so launches of different lengths come and go. Tokens, states and
+memory are each launch's alone-run's, bit for bit (tests/runtime/test_generate_many.py).
 
 A launch's prompt goes in by teacher forcing (FastEngine.forced_greedy, chunks of
 FORCED_CHUNK: the batched kernel over its positions), the same state and first token as
@@ -35,7 +37,10 @@ from qgpu.runtime.generate import (
     TraceWriter,
 )
 
-IN_FLIGHT = 64  # launches stepped together per job (benchmarks/bench_batched_generation.py)
+# launches in flight per job: one, stepped by the per-token kernel with its reuse of layer
+# results, is the fastest measured (model.fast.MULTI_FROM: the whole suite with two jobs
+# in 122 s wall, against 160 s with 64 in flight in turn and 179 s batched)
+IN_FLIGHT = 1
 FORCED_CHUNK = 128  # prompt tokens per call of the batched kernel (runtime.check's chunk)
 
 

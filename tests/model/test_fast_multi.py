@@ -55,6 +55,7 @@ def together(engine, plan):
     (1.0, 1.0, False, 5), (0.3, 300.0, False, 40), (0.3, 300.0, True, 40)])
 def test_many_sequences_equal_one_at_a_time(keep, gate_scale, zero_dims, n_seq):
     engine = engine_for(keep, gate_scale, zero_dims=zero_dims)
+    engine.multi_from = 4  # the batched step (FastEngine's default steps one by one)
     plan = schedule(np.random.default_rng(n_seq), n_seq, engine.config.vocab_size)
     want = alone(engine, plan)
     got, states = together(engine, plan)
@@ -67,6 +68,7 @@ def test_generation_feeds_back_its_own_tokens():
     """Greedy generation (each sequence fed its last token), 33 sequences from different
     prompts: FastEngine.generate's tokens and states."""
     engine = engine_for(0.3, 300.0, seed=5)
+    engine.multi_from = 4  # the batched step (FastEngine's default steps one by one)
     rng = np.random.default_rng(6)
     prompts = [rng.integers(0, engine.config.vocab_size, int(rng.integers(1, 9))).tolist()
                for _ in range(33)]
@@ -92,6 +94,7 @@ def test_one_ulp_shows_and_non_finite_weight_steps_one_by_one():
     next layers' states see it); a plan with a weight of
     inf steps the sequences one by one (plan.run), the same tokens as alone."""
     engine = engine_for(0.3, 300.0, seed=8)
+    engine.multi_from = 4  # the batched step (FastEngine's default steps one by one)
     tokens = np.random.default_rng(9).integers(0, engine.config.vocab_size, (30, 6))
 
     def run(plan):
@@ -131,6 +134,7 @@ def test_a_state_stepped_alone_between_batched_steps_leaves_the_lanes():
     lane store, its conv arrays current), then together again with newcomers: the tokens
     and states of stepping each alone throughout."""
     engine = engine_for(0.3, 300.0, seed=11)
+    engine.multi_from = 4  # the batched step (FastEngine's default steps one by one)
     rng = np.random.default_rng(12)
     tokens = rng.integers(0, engine.config.vocab_size, (3, 20))
     want, got = [engine.new_state() for _ in range(20)], [engine.new_state() for _ in range(20)]

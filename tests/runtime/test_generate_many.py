@@ -1,8 +1,8 @@
 """Many launches generated together on the compiled machine (runtime.generate_many: the
-launches in flight stepped by one call of the native kernel, joining and leaving the
-batch) write what each writes alone (generate_launch): every trace token, the memory read
-back from the model's state, and the same error for a launch that fails, whatever the
-batch size and with two jobs."""
+launches in flight stepped one by one or by one call of the batched kernel, joining and
+leaving the batch) write what each writes alone (generate_launch): every trace token, the
+memory read back from the model's state, and the same error for a launch that fails,
+whatever the batch size and with two jobs."""
 
 import pytest
 
@@ -54,16 +54,24 @@ def same(a, b) -> bool:
     return a.trace == b.trace and a.memory == b.memory and a.prompt == b.prompt
 
 
-@pytest.mark.parametrize("in_flight,jobs,max_blocks", [(64, 1, None), (3, 1, None),
-                                                        (4, 2, 3)])
-def test_many_launches_equal_each_alone(machine, work, in_flight, jobs, max_blocks):
+@pytest.mark.parametrize("in_flight,jobs,max_blocks,batched", [
+    (64, 1, None, True), (3, 1, None, True), (4, 2, 3, True), (1, 2, None, False),
+    (64, 1, 3, False)])
+def test_many_launches_equal_each_alone(machine, work, in_flight, jobs, max_blocks, batched):
+    """batched: steps of 2 or more launches on the batched kernel (engine.multi_from),
+    else one by one (the default)."""
     jobs_, alone_runs = work
     limits = {} if max_blocks is None else {"max_blocks": max_blocks}
     want = alone_runs[max_blocks]
     assert sum(isinstance(w, QgpuError) for w in want) >= (1 if max_blocks is None else 3)
     seen = []
-    got = generate_many(machine, jobs_, in_flight=in_flight, jobs=jobs,
-                        on_result=lambda i, r: seen.append(i), **limits)
+    if batched:
+        machine.engine.multi_from = 2
+    try:
+        got = generate_many(machine, jobs_, in_flight=in_flight, jobs=jobs,
+                            on_result=lambda i, r: seen.append(i), **limits)
+    finally:
+        vars(machine.engine).pop("multi_from", None)   # the class's default again
     assert sorted(seen) == list(range(len(jobs_)))
     assert all(same(a, b) for a, b in zip(got, want, strict=True))
     assert all(r.state is None for r in got if not isinstance(r, QgpuError))
