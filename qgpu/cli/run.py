@@ -33,7 +33,7 @@ contents) or zeros:N, with an optional type prefix (u8:1,2,3); an integer parame
 one integer (cuda.launch_args reads them). Several launches in one command: give an
 --arg several times (`--arg n=4 --arg n=8 --arg n=16`: three launches); an --arg given
 once applies to every launch, and every repeated one must be given as many times. They
-run together (on the model, generated in one batch: runtime.generate_many), each
+run as one list (on the model: runtime.generate_many), each
 reported in turn (with --json, one object per line, "launch": its number); the exit
 status is 1 when any failed. --json
 prints one JSON object: {"kernel", "engine", "args": {NAME: final contents (pointer
@@ -114,7 +114,7 @@ def add_arguments(p) -> None:
                    help="a kernel argument: NAME=1,2,3 or NAME=zeros:N for pointers (the "
                         "element type's values; a prefix u8: i16: u32: f32: ... names "
                         "another), NAME=INT for integers; an --arg given k times makes k "
-                        "launches, run together (one given once applies to all)")
+                        "launches, run as one list (one given once applies to all)")
 
 
 def _values(a: np.ndarray) -> list:
@@ -217,7 +217,7 @@ def run(args) -> dict:
     budget = getattr(args, "budget", None)
     if budget is not None and budget < 1:
         raise RunError(f"--budget {budget}: give at least 1 block")
-    if len(sets) > 1:  # launched together (on the model: generated in one batch)
+    if len(sets) > 1:  # launched as one list (on the model: runtime.generate_many)
         befores = [_before(v) for v in sets]
         results = kernel.launch_many(grid, block, sets, engine=engine, budget=budget,
                                      shared_mem=getattr(args, "shared_bytes", 0),

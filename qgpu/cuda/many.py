@@ -5,8 +5,8 @@
 
 Each launch is checked and linked as a call of its kernel would (a bad argument raises
 before anything runs), then all go to the engine at once: an engine registered in
-BATCH_ENGINES runs them together (the model's: runtime.generate_many, the launches in
-flight stepped by one pass of the weights per token), any other one by one. Each
+BATCH_ENGINES runs them as one job list (the model's: runtime.generate_many, one or two
+threads generating launches, `in_flight` per thread), any other one by one. Each
 launch's arrays receive its results, as after its own call; the results come back in the
 order given. errors="raise" (the default) raises the first failed launch's error (in
 launch order) after every launch has run and the others' arrays hold their results (a

@@ -139,7 +139,7 @@ __global__ void saxpy(int a, const int *x, int *y, int *out, int n) {
 
 
 def test_an_arg_given_several_times_makes_several_launches(cu, capsys, machine):
-    """--arg a given twice (b, c, n once): two launches, run together on the model, each
+    """--arg a given twice (b, c, n once): two launches, run as one list on the model, each
     reported; with --json one object per line."""
     argv = ["--grid", "1", "--block", "2", "--kernel", "vadd", "--arg", "a=1,2",
             "--arg", "a=10,20", "--arg", "b=3,4", "--arg", "c=zeros:2", "--arg", "n=2"]
