@@ -41,7 +41,12 @@ from qgpu.fuzz.cuda_lang import (
     run_program_python,
 )
 from qgpu.progress import progress as progress_bar
-from qgpu.validate.reference import FORMAT, encode_array, save_reference
+from qgpu.validate.reference import (
+    encode_array,
+    program_case,
+    reference_document,
+    save_reference,
+)
 
 N_INPUTS = 4          # input words per thread (a, b, c, d)
 
@@ -225,13 +230,11 @@ def fuzz_reference(cases: int, seed: int, runner=run_program_qgpu) -> dict:
         interp = runner(program, inputs, grid, block)
         in_array = encode_array(_i32_array(inputs))
         zeros = encode_array(np.zeros(threads * program.n_outputs, np.int32))
-        entries.append({"id": f"{name}[g{grid}b{block}]", "kernel": name, "launch_index": 0,
-                        "grid": grid, "block": block, "args": {"in": in_array, "out": zeros},
-                        "oracle": {"in": in_array, "out": encode_array(_i32_array(expected))},
-                        "interp": {"in": in_array, "out": encode_array(_i32_array(interp))}})
-    return {"format": FORMAT, "engine": "interp (fuzz programs)",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
-            "kernels": kernels, "cases": entries}
+        entries.append(program_case(
+            name, grid, block, {"in": in_array, "out": zeros},
+            {"in": in_array, "out": encode_array(_i32_array(expected))},
+            {"in": in_array, "out": encode_array(_i32_array(interp))}))
+    return reference_document("interp (fuzz programs)", kernels, entries)
 
 
 def main(argv=None) -> int:

@@ -39,7 +39,12 @@ from qgpu.fuzz.float_lang import (
     make_inputs,
 )
 from qgpu.progress import progress as progress_bar
-from qgpu.validate.reference import FORMAT, encode_array, save_reference
+from qgpu.validate.reference import (
+    encode_array,
+    program_case,
+    reference_document,
+    save_reference,
+)
 
 # a clear refusal of a program larger than the machine is counted apart, not a failure
 LIMIT_MESSAGES = ("usable registers per lane", "the program ROM holds")
@@ -214,12 +219,9 @@ def fuzz_reference(cases: int, seed: int, runner=run_qgpu) -> dict:
                          "params": FUZZ_PARAMS, "float": True}
         args = {k: encode_array(v) for k, v in zip(
             ("f", "n", "fo", "io"), launch_arrays(r.program, r.inputs), strict=True)}
-        entries.append({"id": f"{name}[g{r.grid}b{r.block}]", "kernel": name,
-                        "launch_index": 0, "grid": r.grid, "block": r.block, "args": args,
-                        "oracle": _outputs(args, r.want), "interp": _outputs(args, r.got)})
-    return {"format": FORMAT, "engine": "interp (float fuzz programs)",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
-            "kernels": kernels, "cases": entries}
+        entries.append(program_case(name, r.grid, r.block, args, _outputs(args, r.want),
+                                    _outputs(args, r.got)))
+    return reference_document("interp (float fuzz programs)", kernels, entries)
 
 
 def main(argv=None) -> int:

@@ -123,9 +123,23 @@ def build_reference(specs: list[KernelSpec], engine: str = "interp",
             cases.append(case)
             if progress:
                 progress(case)
+    return reference_document(engine, kernels, cases)
+
+
+def reference_document(engine: str, kernels: dict, cases: list[dict]) -> dict:
+    """A reference document of `kernels` (name -> entry, source, params, float) and their
+    `cases`, as every builder writes it (the suite's above, the fuzzers')."""
     return {"format": FORMAT, "engine": engine,
             "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "kernels": kernels, "cases": cases}
+
+
+def program_case(name: str, grid: int, block: int, args: dict, oracle: dict,
+                 interp: dict) -> dict:
+    """The one case of a generated program (a fuzzer's): launch 0 of kernel `name`, its
+    encoded arguments and the oracle's and qgpu's encoded outputs."""
+    return {"id": f"{name}[g{grid}b{block}]", "kernel": name, "launch_index": 0,
+            "grid": grid, "block": block, "args": args, "oracle": oracle, "interp": interp}
 
 
 def merge_references(base: dict, extra: dict) -> dict:
