@@ -370,7 +370,7 @@ def round_integral(e: Emitter, x, mode: int) -> V:
 # --- the dispatch -----------------------------------------------------------------------
 
 FMA_FAMILY = ("add.f32", "mul.f32", "fma.f32")   # one fma sequence when mixed
-ROUTINES = (*FMA_FAMILY, "div.f32")
+ROUTINES = (*FMA_FAMILY, "div.f32")            # long: shared routines (cuda.softcall)
 LOWERED = frozenset({*ROUTINES, "min.f32", "max.f32", "setnan.f32",
                      *(f"set{h}.f32" for h in f32.COMPARES),
                      "cvt.f32.s32", "cvt.f32.u32", "cvt.s32.f32", "cvt.u32.f32",

@@ -29,7 +29,7 @@ import numpy as np
 
 from qgpu.model.config import FULL
 from qgpu.model.engine import Engine
-from qgpu.model.fast_multi import lane_store, run_multi
+from qgpu.model.fast_multi import run_multi
 from qgpu.model.fast_native import load_kernel
 from qgpu.model.fast_numpy import NumpyFastEngine
 from qgpu.model.fast_plan import NativePlan
@@ -162,8 +162,9 @@ class FastEngine(Engine):
     def settle(self, states: Sequence[ModelState]) -> None:
         """The states' conv arrays current again (the many-sequence step keeps them in a
         lane store: model.fast_multi); any other step of a state does this by itself."""
-        if self._numpy is None:
-            lane_store(self.plan).settle(states)
+        store = None if self._numpy is not None else getattr(self.plan.lanes, "store", None)
+        if store is not None:   # none until a batched step ran in this thread
+            store.settle(states)
 
     def consume(self, state: ModelState, tokens: Sequence[int]) -> None:
         """Feed tokens without computing their logits (a prompt whose answers are not read)."""

@@ -164,20 +164,26 @@ __global__ void k(float *o, const float *x, const float *y) {
 """
 
 
+def _two_inputs_run(kernel, seed: int, inf_in: int):
+    """k(o, x, y) on one warp of 8 lanes with random x, y holding a denormal, a -0 and an
+    inf (in x, or in y when inf_in); the bits of o, x and y."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(8) * 50).astype(np.float32)
+    y = (rng.standard_normal(8) * 50).astype(np.float32)
+    x[0], y[1] = np.float32(1e-40), -0.0
+    (y if inf_in else x)[2] = np.inf
+    o = np.zeros(16, np.float32)
+    kernel(1, 8, (o, x, y))
+    return [a.view(np.uint32).tolist() for a in (o, x, y)]
+
+
 def test_kernels_share_one_routine_and_lanes_return_to_their_sites():
     kernel = qgpu.compile(DIVERGENT, engine="interp").get_function("k")
     program = kernel.program
     ops = {ins.op for blk in program.blocks for st in blk.stages for ins in st}
     assert not ops & {"add.f32", "mul.f32", "fma.f32"}      # integer code only
     assert kernel.template.stats["float_calls"] == {"fma.f32": 4}   # add, mul: fma too
-    rng = np.random.default_rng(2706)
-    x = (rng.standard_normal(8) * 50).astype(np.float32)
-    y = (rng.standard_normal(8) * 50).astype(np.float32)
-    x[0], y[1], x[2] = np.float32(1e-40), -0.0, np.inf
-    o = np.zeros(16, np.float32)
-    kernel(1, 8, (o, x, y))
-    u = o.view(np.uint32).tolist()
-    xb, yb = x.view(np.uint32).tolist(), y.view(np.uint32).tolist()
+    u, xb, yb = _two_inputs_run(kernel, 2706, 0)
     for i in range(8):
         first = f32.add(xb[i], yb[i]) if i & 1 else f32.mul(f32.add(xb[i], 0x3FC00000), yb[i])
         assert u[i] == first
@@ -201,14 +207,7 @@ def test_two_routines_split_one_block_into_distinct_blocks():
     an assertion, or a return to the wrong site and a kernel that never ended."""
     kernel = qgpu.compile(TWO_ROUTINES, engine="interp").get_function("k")
     assert kernel.template.stats["float_calls"] == {"div.f32": 2, "fma.f32": 3}
-    rng = np.random.default_rng(27)
-    x = (rng.standard_normal(8) * 50).astype(np.float32)
-    y = (rng.standard_normal(8) * 50).astype(np.float32)
-    x[0], y[1], y[2] = np.float32(1e-40), -0.0, np.inf
-    o = np.zeros(16, np.float32)
-    kernel(1, 8, (o, x, y))
-    u = o.view(np.uint32).tolist()
-    xb, yb = x.view(np.uint32).tolist(), y.view(np.uint32).tolist()
+    u, xb, yb = _two_inputs_run(kernel, 27, 1)
     for i in range(8):
         a, b = xb[i], yb[i]
         s, d = f32.add(a, b), f32.sub(a, b)
