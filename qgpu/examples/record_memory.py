@@ -12,8 +12,8 @@ The memory is `ceil(words / rows_per_layer)` tables of up to one layer's heads e
 (`rows_per_table`: 2,048 words at the Qwen3.5-2B shape), each row
 one word, each table keyed by the address's low bits (`ir.BinaryKey`) and valid only for
 its own high bits; a load's key comes from the `LADDR` token itself, so the reads need no
-other layer's work and may sit in any layer with idle heads. The table reads add into
-one restore; the high half waits in a one-row latch for the next position.
+other layer's work and may sit in any layer with idle heads. Each table's read is
+restored into the word right after it; the high half waits in a one-row latch for the next position.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def build_record_memory(words: int, shape: LayerShape) -> tuple[Circuit, Vocab]:
         table.write(BinaryKey(key_bits, store_here.ref), [(value, 1), (value, 0)], key_lag=2)
         raws.append(table.read(BinaryKey(key_bits, load_here.ref), restore=False,
                                name=f"load.t{j}").raw)
-    word = _restore_sum(c, raws)
+    word = _restore_chain(c, raws)
     latch = c.table("load.hi", rows=1, width=HALF)
     latch.write(0, word[HALF:], enable=is_load)
     high = latch.read(0, name="load.hi").bits
@@ -88,20 +88,27 @@ def build_record_memory(words: int, shape: LayerShape) -> tuple[Circuit, Vocab]:
     return c, v
 
 
-def _restore_sum(c: Circuit, raws):
-    """One restore over several exclusive reads: at most one table holds a load's row, the
-    others read exactly 0, so each bit is a step on the sum of the raw reads."""
-    width = len(raws[0])
+def _restore_chain(c: Circuit, raws):
+    """The word from several exclusive reads (at most one table holds a load's row, the
+    others read exactly 0), restored table by table: word_j = word_{j-1} or table j's
+    read, each bit a step on word_{j-1} + 2 raw_j / scale >= 1 (+-1 plus 0 or +-2), so each raw read lives
+    only until the MLP after it instead of until the last table's."""
+    word = None
+    for j, raw in enumerate(raws):
+        args = [raw] if word is None else [word, raw]
 
-    def emit(mlp, dims, one, outs):
-        out = dims(outs[0].ref)
-        for i in range(width):
-            form = {dims(raw.ref)[i]: 1.0 / raw.scale for raw in raws}
-            step(mlp, form, 1.0, {out[i]: 2.0}, one, name=f"restore bit {i}")
-        mlp.constant({d: -1.0 for d in out}, one)
+        def emit(mlp, dims, one, outs, raw=raw, previous=word):
+            out = dims(outs[0].ref)
+            for i, src in enumerate(dims(raw.ref)):
+                form = {src: 1.0 / raw.scale}
+                if previous is not None:   # +-1 + 2 * (0 or +-1): 1 when either is set
+                    form = {src: 2.0 / raw.scale, dims(previous.ref)[i]: 1.0}
+                step(mlp, form, 1.0, {out[i]: 2.0}, one, name=f"restore bit {i}")
+            mlp.constant({d: -1.0 for d in out}, one)
 
-    return make_unit(c, "load.word", "restore", raws, [("load.word", BITS, width, {})],
-                     emit)[0]
+        word = make_unit(c, f"load.word.t{j}", "restore", args,
+                         [(f"load.word.t{j}", BITS, len(raw), {})], emit)[0]
+    return word
 
 
 def store(v: Vocab, address: int, word: int) -> list[int]:
