@@ -91,8 +91,8 @@ def build_record_memory(words: int, shape: LayerShape) -> tuple[Circuit, Vocab]:
 def _restore_chain(c: Circuit, raws):
     """The word from several exclusive reads (at most one table holds a load's row, the
     others read exactly 0), restored table by table: word_j = word_{j-1} or table j's
-    read, each bit a step on word_{j-1} + 2 raw_j / scale >= 1 (+-1 plus 0 or +-2), so each raw read lives
-    only until the MLP after it instead of until the last table's."""
+    read, each bit a step on word_{j-1} + 2 raw_j / scale >= 1 (+-1 plus 0 or +-2), so
+    each raw read lives only until the MLP after it instead of until the last table's."""
     word = None
     for j, raw in enumerate(raws):
         args = [raw] if word is None else [word, raw]

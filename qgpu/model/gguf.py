@@ -1,5 +1,7 @@
 """model.gguf: a Qwen3.5 checkpoint (qgpu's weights, merged or the machine alone) as a
-GGUF file that llama.cpp loads as its `qwen35` architecture, float32 throughout.
+GGUF file that llama.cpp loads as its `qwen35` architecture, each tensor in the smallest
+type that keeps it exact there (`model.gguf_types`: the base's bfloat16 stays BF16, the
+circuit's table projections F16, the rest float32; policy "f32": float32 throughout).
 
 Written with the `gguf` package's `GGUFWriter` (metadata, tensor infos), the tensor data
 streamed in row blocks so a checkpoint larger than memory converts (the writer's own
@@ -38,6 +40,7 @@ import numpy as np
 
 from qgpu.errors import QgpuError
 from qgpu.model.config import LINEAR, QwenConfig
+from qgpu.model.gguf_types import F32, TensorType, choose_type
 
 ARCH = "qwen35"
 INFO_KEY = "qgpu.merge_info"
@@ -141,7 +144,19 @@ def token_table(config: QwenConfig, info: dict, names: list[str] | None = None,
         merges, pre = merges or [INERT_MERGE], "qwen35"
     tokens += names + ["<|qgpu_pad|>"] * extra
     types += [int(T.CONTROL)] * (len(names) + extra)
+    if offset and tokenizer is not None and tokenizer.is_file():
+        # a merge's tokenizer names its GPU tokens `<|gpu:NAME|>`: the same strings here,
+        # so no GPU token shares a text token's string (llama.cpp refuses a vocabulary
+        # with two tokens of one string: the protocol's `GO` is also a Qwen token)
+        for added in body.get("added_tokens", []):
+            if offset <= added["id"] < len(tokens):
+                tokens[added["id"]] = added["content"]
     eos = offset + names.index("HALT") if "HALT" in names else None
+    seen: dict[str, int] = {}
+    for i, text in enumerate(tokens):
+        if seen.setdefault(text, i) != i:
+            raise GgufError(f"tokens {seen[text]} and {i} are both {text!r}: llama.cpp "
+                            f"needs every token string once")
     return TokenTable(tokens, types, merges, pre, eos)
 
 
@@ -155,14 +170,21 @@ def _mrope_sections(config: QwenConfig) -> list[int]:
     return sections if sum(sections) <= pairs else [pairs, 0, 0, 0]
 
 
-def _metadata(w, config: QwenConfig, info: dict, table: TokenTable) -> None:
+def _file_type(types: Iterable[TensorType]):
     gguf = _gguf()
+    names = {t.name for t in types}
+    if names <= {"F32"}:
+        return gguf.LlamaFileType.ALL_F32
+    return gguf.LlamaFileType.MOSTLY_BF16 if "BF16" in names else gguf.LlamaFileType.MOSTLY_F16
+
+
+def _metadata(w, config: QwenConfig, info: dict, table: TokenTable, file_type) -> None:
     c = config
     if c.linear_num_key_heads != c.linear_num_value_heads:
         raise GgufError(f"{c.linear_num_key_heads} key heads != {c.linear_num_value_heads} "
                         f"value heads: the writer does not reorder value heads")
     w.add_name(f"qgpu {info.get('circuit', 'circuit')}")
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_file_type(file_type)
     w.add_context_length(c.max_position_embeddings)
     w.add_embedding_length(c.hidden_size)
     w.add_block_count(c.num_hidden_layers)
@@ -196,32 +218,36 @@ def _metadata(w, config: QwenConfig, info: dict, table: TokenTable) -> None:
 def write_gguf(out: str | Path, config: QwenConfig, info: dict, names: Iterable[str],
                rows: Callable[[str], Iterable[np.ndarray]],
                shapes: dict[str, tuple[int, ...]], table: TokenTable,
-               progress: Callable[[str], None] | None = None) -> int:
+               progress: Callable[[str], None] | None = None,
+               types: dict[str, TensorType] | None = None) -> int:
     """Write the GGUF file: `names` the HF parameter names in file order, `rows(name)`
-    their float32 row blocks, `shapes[name]` their HF shapes. Returns the bytes written."""
+    their float32 row blocks, `shapes[name]` their HF shapes, `types[name]` the type each
+    is written in (default float32). Returns the bytes written."""
     gguf = _gguf()
     out = Path(out)
     names = list(names)
+    types = {n: (types or {}).get(n, F32) for n in names}
     w = gguf.GGUFWriter(out, ARCH)
-    _metadata(w, config, info, table)
+    _metadata(w, config, info, table, _file_type(types.values()))
     planned = []
     for name in names:
-        shape = gguf_shape(name, shapes[name])
-        nbytes = 4 * int(np.prod(shape))
-        w.add_tensor_info(gguf_name(name, config.num_hidden_layers), shape, np.float32,
-                          nbytes)
-        planned.append((name, shape, nbytes))
+        shape, kind = gguf_shape(name, shapes[name]), types[name]
+        nbytes = kind.nbytes(shape)
+        w.add_tensor_info(gguf_name(name, config.num_hidden_layers), shape,
+                          np.dtype(kind.numpy), nbytes,
+                          raw_dtype=getattr(gguf.GGMLQuantizationType, kind.name))
+        planned.append((name, shape, nbytes, kind))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     fout = w.fout[0]
-    for name, shape, nbytes in planned:
+    for name, shape, nbytes, kind in planned:
         if progress:
             progress(name)
         w.write_padding(fout, fout.tell())
         written = 0
         for block in rows(name):
-            data = np.ascontiguousarray(convert_block(name, block))
+            data = kind.encode(convert_block(name, block))
             data.tofile(fout)
             written += data.nbytes
         if written != nbytes:
@@ -235,22 +261,29 @@ def write_gguf(out: str | Path, config: QwenConfig, info: dict, names: Iterable[
 
 
 def weights_to_gguf(weights, info: dict, out: str | Path, names: list[str] | None = None,
-                    tokenizer: Path | None = None) -> int:
+                    tokenizer: Path | None = None, policy: str = "exact") -> int:
     """A QwenWeights in memory (a compiled circuit, a merge) as a GGUF file. names: the
-    circuit's token names (token_table)."""
+    circuit's token names (token_table); policy: model.gguf_types."""
     from qgpu.model.checkpoint import row_blocks
     from qgpu.model.weights import expected_shapes
 
     config = weights.config
     shapes = expected_shapes(config)
     table = token_table(config, info, names, tokenizer)
-    return write_gguf(out, config, info, shapes, lambda n: row_blocks(weights[n],
-                      ROW_BLOCK_BYTES), shapes, table)
+
+    def rows(n):
+        return row_blocks(weights[n], ROW_BLOCK_BYTES)
+
+    layers = info.get("circuit_layers")
+    types = {n: choose_type(n, "F32", shapes[n], lambda n=n: rows(n), policy,
+                            layers) for n in shapes}
+    return write_gguf(out, config, info, shapes, rows, shapes, table, types=types)
 
 
 def checkpoint_to_gguf(model: str | Path, out: str | Path, info: dict,
                        names: list[str] | None = None,
-                       progress: Callable[[str], None] | None = None) -> dict:
+                       progress: Callable[[str], None] | None = None,
+                       policy: str = "exact") -> dict:
     """A checkpoint directory (config.json, model.safetensors; a tokenizer.json is used
     for the tokens below the circuit's) as a GGUF file, one tensor at a time. info: its
     qgpu_merge.json body (stored in the file)."""
@@ -291,8 +324,13 @@ def checkpoint_to_gguf(model: str | Path, out: str | Path, info: dict,
             yield np.array(data[a:a + step], dtype=np.float32)
 
     table = token_table(config, info, names, tokenizer=model / "tokenizer.json")
-    size = write_gguf(out, config, info, shapes, rows, shapes, table, progress)
+    layers = info.get("circuit_layers")
+    types = {n: choose_type(n, where[n][1]["dtype"], shapes[n], lambda n=n: rows(n), policy,
+                            layers) for n in shapes}
+    size = write_gguf(out, config, info, shapes, rows, shapes, table, progress, types)
+    kinds = sorted({t.name for t in types.values()})
     return {"out": str(out), "bytes": size, "layers": config.num_hidden_layers,
+            "types": {k: sum(t.name == k for t in types.values()) for k in kinds},
             "hidden": config.hidden_size, "vocab": config.vocab_size,
             "gpu_token_offset": info.get("gpu_token_offset", 0)}
 

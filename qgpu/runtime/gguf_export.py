@@ -24,13 +24,15 @@ def _names(info: dict) -> list[str] | None:
 
 
 def export_gguf(model: str | Path, out: str | Path,
-                progress: Callable[[str], None] | None = None) -> dict:
-    """A merged or `qgpu export-machine` checkpoint directory as a GGUF file."""
+                progress: Callable[[str], None] | None = None, policy: str = "exact") -> dict:
+    """A merged or `qgpu export-machine` checkpoint directory as a GGUF file (policy:
+    `model.gguf_types`)."""
     info = read_info(model)
-    return checkpoint_to_gguf(model, out, info, _names(info), progress)
+    return checkpoint_to_gguf(model, out, info, _names(info), progress, policy)
 
 
-def machine_gguf(out: str | Path, spec=None, shape=None, progress: bool = False) -> dict:
+def machine_gguf(out: str | Path, spec=None, shape=None, progress: bool = False,
+                 policy: str = "exact") -> dict:
     """The compiled machine (`spec`, default the runtime's) straight to a GGUF file, as
     `qgpu export-machine` then `export_gguf` would write it."""
     from qgpu.circuit.machine.build import compile_machine
@@ -45,7 +47,7 @@ def machine_gguf(out: str | Path, spec=None, shape=None, progress: bool = False)
     compiled = compile_machine(shape or LayerShape.qwen35_2b(), spec, progress=progress)
     config = compiled.weights.config
     info = standalone_info(config, machine_info(compiled, spec))
-    size = weights_to_gguf(compiled.weights, info, out, names=gpu_names())
+    size = weights_to_gguf(compiled.weights, info, out, names=gpu_names(), policy=policy)
     return {"out": str(out), "bytes": size, "layers": config.num_hidden_layers,
             "hidden": config.hidden_size, "vocab": config.vocab_size,
             "gpu_token_offset": 0}

@@ -11,6 +11,7 @@ from qgpu.circuit.compile import compile_circuit
 from qgpu.circuit.schedule import LayerShape
 from qgpu.examples.demos import DEMOS
 from qgpu.model.gguf import INFO_KEY, GgufError, gguf_name, token_table, weights_to_gguf
+from qgpu.model.gguf_types import F16_PROJECTIONS
 from qgpu.model.weights import expected_shapes
 
 gguf = pytest.importorskip("gguf")
@@ -39,8 +40,27 @@ def test_demo_circuit_as_gguf_tensors_metadata_vocabulary(tmp_path):
     assert len(tensors) == len(shapes)
     for hf in shapes:
         t = tensors[gguf_name(hf, c.num_hidden_layers)]
-        assert t.tensor_type == gguf.GGMLQuantizationType.F32
-        data = np.asarray(t.data).reshape(-1)
+        # the policy "exact" (model.gguf_types): projections from the residual 16-bit where
+        # exact, zeros F16, the rest F32
+        dense = w.dense(hf).astype(np.float32)
+        if hf.endswith(F16_PROJECTIONS):
+            with np.errstate(over="ignore"):
+                half = np.array_equal(dense.astype(np.float16).astype(np.float32), dense)
+            brain = not np.any(dense.view(np.uint32) & 0xFFFF)
+            want_type = "F16" if half else "BF16" if brain else "F32"
+        elif dense.ndim > 1 and "conv1d" not in hf and not np.any(dense):
+            want_type = "F16"
+        elif dense.ndim > 1 and "layers" not in hf and not np.any(dense.view(np.uint32)
+                                                                  & 0xFFFF):
+            want_type = "BF16"   # embeddings and head, exact in bfloat16
+        else:
+            want_type = "F32"
+        assert t.tensor_type.name == want_type, hf
+        data = np.asarray(t.data)
+        if want_type == "BF16":
+            data = (np.ascontiguousarray(data).view(np.uint16).astype(np.uint32) << 16).view(
+                np.float32)
+        data = data.astype(np.float32).reshape(-1)
         want = w.dense(hf).astype(np.float32).reshape(-1)
         if hf.endswith("A_log"):
             want = -np.exp(want)

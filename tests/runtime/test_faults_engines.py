@@ -116,19 +116,27 @@ def test_transformers_ends_with_the_models_trap(merged):
     gc.collect()
 
 
-def test_llama_cpp_ends_with_the_models_trap(merged):
+@pytest.fixture(scope="module")
+def merged_gguf(merged):
+    """The merge as `qgpu export-gguf` writes it (mixed types: model.gguf_types)."""
     pytest.importorskip("gguf")
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
-    from qgpu.runtime.generate import generate_launch
     from qgpu.runtime.gguf_export import export_gguf
+
+    path = merged / "merged.gguf"
+    report = export_gguf(merged / "merged", path)
+    assert {"BF16", "F32"} <= set(report["types"])   # the base bf16, the circuit mixed
+    yield path
+    path.unlink()
+
+
+def test_llama_cpp_ends_with_the_models_trap(merged_gguf):
+    from qgpu.runtime.generate import generate_launch
     from qgpu.runtime.llama_cpp import load_gguf_machine
     from qgpu.runtime.model_engines import run_model
 
-    path = merged / "merged.gguf"
-    if not path.exists():
-        export_gguf(merged / "merged", path)
     with PeakRss() as peak:
-        machine = load_gguf_machine(path, n_ctx=2048)
+        machine = load_gguf_machine(merged_gguf, n_ctx=2048)
         for name in LAUNCHES:
             prog, grid, block, memory = _launch(name)
             want, fault, final = _interpreter(name)
@@ -141,4 +149,5 @@ def test_llama_cpp_ends_with_the_models_trap(merged):
                 run_model(prog, grid, block, memory, check=True, machine=machine)
             assert str(got.value) == str(fault) and got.value.trap == fault.trap
     print(f"llama.cpp: peak RSS {peak.bytes / GIB:.2f} GiB, growth {peak.growth / GIB:.2f}")
-    path.unlink()
+    del machine
+    gc.collect()

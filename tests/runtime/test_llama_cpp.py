@@ -15,7 +15,7 @@ from qgpu.examples.demos import DEMOS
 from qgpu.model.fast import FastEngine
 from qgpu.model.gguf import weights_to_gguf
 
-pytest.importorskip("gguf")
+gguf = pytest.importorskip("gguf")
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install "
                     "llama-cpp-python: it compiles llama.cpp from source)")
 
@@ -152,3 +152,49 @@ def test_binary_keys_are_exact_in_llama_cpp(tmp_path):
     fast.consume(ref, tokens)
     for layer, s in state.recurrent.items():
         assert np.array_equal(s, ref.recurrent[layer]), layer
+
+
+def _as_bf16(weights):
+    """The base rounded to bfloat16, as releases ship it (2-D tensors; norms stay)."""
+    for name, tensor in weights.tensors.items():
+        dense = weights.dense(name).astype(np.float32)
+        if dense.ndim == 2:
+            weights[name] = (dense.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+    return weights
+
+
+def test_text_on_a_mixed_type_merge_is_the_base_ggufs_in_llama_cpp(tmp_path):
+    """Greedy text in llama.cpp: a demo circuit merged in front of a bfloat16 base with full
+    attention layers, exported in mixed types (model.gguf_types: the base's layers BF16,
+    the circuit's projections 16-bit where exact), writes the same text tokens as the base
+    exported alone, and its GPU positions stay exact."""
+    from qgpu.merge import merge_weights
+    from tests.merge.helpers import demo_circuit, random_base
+
+    demo, part = demo_circuit("register_echo")
+    base = _as_bf16(random_base("h160_tied_two_full", seed=4))
+    merged, lay = merge_weights(base, part)
+    offset = lay.gpu_token_offset
+    weights_to_gguf(base, {"gpu_token_offset": offset, "gpu_tokens": 0, "circuit_layers": 0},
+                    tmp_path / "base.gguf")
+    info = {"circuit": "register_echo", **lay.describe()}
+    names = [demo.vocab.name(i) for i in range(demo.vocab.size)]
+    weights_to_gguf(merged, info, tmp_path / "merged.gguf", names=names)
+    kinds = {t.tensor_type.name for t in gguf.GGUFReader(tmp_path / "merged.gguf").tensors}
+    assert {"BF16", "F32"} <= kinds
+    prompt = [(37 * i + 5) % offset for i in range(10)]
+    written = []
+    for path in (tmp_path / "base.gguf", tmp_path / "merged.gguf"):
+        engine = LlamaCppEngine(path, n_ctx=256, n_batch=64)
+        state = engine.new_state()
+        engine.consume(state, prompt[:-1])
+        token, ids = prompt[-1], []
+        for _ in range(20):
+            token = engine.step_greedy(state, token)
+            ids.append(token)
+        written.append(ids)
+    assert written[1] == written[0]
+    engine = LlamaCppEngine(tmp_path / "merged.gguf", n_ctx=1024, n_batch=256)
+    tokens = demo.stream(120, seed=6)
+    got = engine.forced_greedy(engine.new_state(), [lay.gpu_token(t) for t in tokens])
+    assert [t - offset for t in got] == demo.answers(tokens)
