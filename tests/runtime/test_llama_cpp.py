@@ -156,7 +156,7 @@ def test_binary_keys_are_exact_in_llama_cpp(tmp_path):
 
 def _as_bf16(weights):
     """The base rounded to bfloat16, as releases ship it (2-D tensors; norms stay)."""
-    for name, tensor in weights.tensors.items():
+    for name in list(weights.tensors):
         dense = weights.dense(name).astype(np.float32)
         if dense.ndim == 2:
             weights[name] = (dense.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
