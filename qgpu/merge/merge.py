@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qgpu.files import is_empty_folder
 from qgpu.merge.layout import CircuitPart, MergeError, MergeLayout, make_layout
 from qgpu.merge.source import CheckpointSource, WeightsSource
 from qgpu.merge.tensors import MergedTensors
@@ -84,7 +85,7 @@ def merge_checkpoint(base_dir: str | Path, part: CircuitPart, out_dir: str | Pat
     base_dir, out = Path(base_dir), Path(out_dir)
     if out.resolve() == base_dir.resolve():
         raise MergeError("the output directory must differ from the base's")
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and not is_empty_folder(out):
         raise MergeError(f"{out} exists and is not empty")
     source = CheckpointSource(base_dir)
     tensors, layout = _tensors(source, part, **options)

@@ -33,6 +33,7 @@ from qgpu.circuit.machine.spec import SUPPORTED_OPS, MachineSpec, check_launch
 from qgpu.circuit.schedule import LayerShape
 from qgpu.cuda.api import ENGINES
 from qgpu.errors import LaunchError, ProgramError, QgpuError
+from qgpu.files import is_empty_folder
 from qgpu.merge.circuits import machine_info
 from qgpu.merge.merge import LAYOUT_FILE
 from qgpu.model.checkpoint import load_checkpoint, save_checkpoint
@@ -259,6 +260,10 @@ def check_info(info: dict, path) -> dict:
 
 def read_info(directory: str | Path) -> dict:
     path = Path(directory) / LAYOUT_FILE
+    if not Path(directory).exists():
+        raise CheckpointMachineError(f"{directory} does not exist")
+    if not Path(directory).is_dir():
+        raise CheckpointMachineError(f"{directory} is a file, not a checkpoint directory")
     if not path.is_file():
         raise CheckpointMachineError(f"{directory} has no {LAYOUT_FILE}: not a merged or "
                                      f"exported qgpu checkpoint")
@@ -367,7 +372,7 @@ def export_machine(out: str | Path, shape=None, spec=None, progress: bool = Fals
     from qgpu.runtime.compiled import DEFAULT_SPEC
 
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and not is_empty_folder(out):
         raise CheckpointMachineError(f"{out} exists and is not empty")
     spec = spec or DEFAULT_SPEC
     compiled = compile_machine(shape or LayerShape.qwen35_2b(), spec, progress=progress)
