@@ -42,6 +42,7 @@ from qgpu.model.fast import FastEngine
 from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.state import ModelState
 from qgpu.model.weights import EMBED, FINAL_NORM, LM_HEAD, QwenWeights
+from qgpu.runtime.checkpoint_check import check_checksums, check_layout
 from qgpu.runtime.compiled import LaunchMachine
 from qgpu.runtime.model_engines import run_model
 
@@ -285,6 +286,7 @@ def load_machine_checkpoint(directory: str | Path, backend: str = "auto"
     if info.get("circuit") != "machine":
         raise CheckpointMachineError(f"{directory}: its circuit is {info.get('circuit')!r}, "
                                      f"not the machine")
+    check_layout(directory, info)   # the layout file against config.json and the tensors
     if info.get("layout") != "shared" or not info.get("base_layers"):
         return machine_from_weights(load_checkpoint(directory), info, backend, Path(directory))
     spec, ops = spec_of(info, directory)
@@ -295,14 +297,15 @@ def load_machine_checkpoint(directory: str | Path, backend: str = "auto"
 
 def _fingerprint(directory: Path) -> str:
     """What a stored launch plan was built from: the checkpoint's files (names, sizes,
-    modification times), its config and layout, and qgpu's sources."""
+    modification and change times), its config and layout, and qgpu's sources."""
     from qgpu.model.checkpoint import checkpoint_files
     from qgpu.runtime.compiled import _SOURCES_DIGEST
 
     h = hashlib.sha256(str(directory.resolve()).encode() + _SOURCES_DIGEST.encode())
     for path in checkpoint_files(directory):
         st = path.stat()
-        h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        # the change time too: an edit in place moves it even when the mtime is restored
+        h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}".encode())
     for name in ("config.json", LAYOUT_FILE):
         h.update((directory / name).read_bytes())
     return h.hexdigest()
@@ -341,6 +344,7 @@ def launch_checkpoint_weights(directory: Path, info: dict) -> QwenWeights:
     from qgpu.model.checkpoint import read_config, read_text_tensors
 
     config = read_config(directory)[0]
+    check_checksums(directory, info)   # what is read below is what qgpu merge wrote
     lc, first, count = info["circuit_layers"], info["gpu_token_offset"], info["gpu_tokens"]
     if config.tie_word_embeddings or config.num_hidden_layers < lc:
         raise CheckpointMachineError(f"{directory}: config.json does not match "
