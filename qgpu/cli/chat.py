@@ -70,7 +70,8 @@ def main(args) -> int:
     while True:
         if interactive:
             print("> ", end="", flush=True, file=sys.stderr)
-        raw = sys.stdin.buffer.readline()
+        raw = (sys.stdin.buffer.readline() if hasattr(sys.stdin, "buffer")  # bytes: a
+               else sys.stdin.readline().encode())  # line that is not UTF-8 is refused
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
