@@ -58,10 +58,12 @@ class TextModel:
             if (directory / name).is_file():
                 eos = json.loads((directory / name).read_text()).get("eos_token_id")
                 stops |= set(eos if isinstance(eos, list) else [] if eos is None else [eos])
-        not_text = [i for name, i in tokenizer.get_vocab(with_added_tokens=True).items()
-                    if name.startswith(NOT_TEXT_PREFIXES)]
+        names = tokenizer.get_vocab(with_added_tokens=True)
+        # the first filler or GPU token, or the tokenizer's end (a base's padded rows
+        # past its last token, e.g. 151,669 of Qwen3's 151,936, decode to nothing)
+        not_text = [i for name, i in names.items() if name.startswith(NOT_TEXT_PREFIXES)]
         return cls(engine, tokenizer, text_vocab, stops, max_new_tokens,
-                   min(not_text, default=text_vocab))
+                   min(not_text, default=max(names.values(), default=text_vocab - 1) + 1))
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
