@@ -5,8 +5,8 @@ disagree is refused by name instead of running launches that end in a misleading
 
 - `check_layout(directory, info)`: config.json and the tensors' shapes against the layout
   (GPU tokens inside the vocabulary, the embedding's rows and width, circuit plus base
-  layers = the config's layers, the hidden size, the memory table inside the circuit's
-  layers) and, for a merge, the GPU token offset against the embedding itself: the row at
+  layers = the config's layers, the hidden size and the circuit's width within it, the
+  memory table inside the circuit's layers) and, for a merge, the GPU token offset against the embedding itself: the row at
   the offset is a GPU token's (its ballast dims hold the layout's ballast) and the row
   before it a text token's (zero there). Reads config.json, the safetensors headers and
   two embedding rows: milliseconds.
@@ -81,6 +81,9 @@ def check_layout(directory: str | Path, info: dict) -> None:
                f"config.json has {layers}")
     if info.get("hidden", config.hidden_size) != config.hidden_size:
         refuse(f"hidden {info['hidden']}, config.json {config.hidden_size}")
+    if info.get("circuit_hidden", 0) > info.get("shared_dims", config.hidden_size):
+        refuse(f"the circuit's {info['circuit_hidden']} dims do not fit the "
+               f"{info.get('shared_dims')} shared dims")
     memory = (info.get("circuit_info") or {}).get("memory") or {}
     if memory.get("layer", 0) >= circuit_layers:
         refuse(f"the memory table's layer {memory['layer']} is not one of the "

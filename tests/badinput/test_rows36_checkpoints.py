@@ -63,6 +63,7 @@ def test_a_consistent_merge_passes_and_stores_checksums(merged):
     ({"circuit_layers": +1}, "circuit +"),
     ({"hidden": -8}, "hidden"),
     ({"vocab_size": +1}, "vocab_size"),
+    ({"circuit_hidden": +200}, "circuit's 233 dims do not fit the 96 shared dims"),
 ])
 def test_a_layout_file_that_disagrees_is_refused_by_name(merged, edit, said):
     info = _info(merged)
