@@ -8,8 +8,8 @@ disagree is refused by name instead of running launches that end in a misleading
   layers = the config's layers, the hidden size and the circuit's width within it, the
   memory table inside the circuit's layers) and, for a merge, the GPU token offset
   against the embedding itself: the row at the offset is a GPU token's (its ballast dims
-  hold the layout's ballast) and the row before it a text token's (zero there). Reads config.json, the safetensors headers and
-  two embedding rows: milliseconds.
+  hold the layout's ballast) and the row before it a text token's (zero there). Reads
+  config.json, the safetensors headers and two embedding rows: milliseconds.
 - `check_checksums(directory, info)`: the CRC-32 of what a launch reads (merge.merge.
   circuit_rows: the circuit layers, the final norm, the GPU rows of the embedding and
   head) against the values `qgpu merge` stored in qgpu_merge.json: a tensor changed after
