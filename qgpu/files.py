@@ -1,11 +1,15 @@
 """files: writing and reading the files qgpu makes so that they cannot lie or lose work.
 
-- `atomic_write(target)`: a temporary name beside the target (`NAME.PID.tmp`, same
-  folder, so the rename is atomic) renamed into place only when the writer finished; an
-  exception or Ctrl-C deletes it: an interrupted run leaves nothing that looks like an
-  output and never blocks a rerun. A full disk is an `OutputError` naming the target.
-- `clean_leftovers(folder)`: deletes the temporaries of writers that were killed (their
-  process is gone), which `atomic_write` could not delete.
+- `atomic_write(target)`: a temporary name beside the target (`.qgpu-tmp-PID-RANDOM-NAME`,
+  same folder, so the rename is atomic) renamed into place only when the writer finished;
+  an exception or Ctrl-C deletes it: an interrupted run leaves nothing that looks like an
+  output and never blocks a rerun. A full disk is an `OutputError` naming the target. A
+  target that is a symlink is written where it points (the link stays); one that exists
+  and is not a regular file or folder (a device, FIFO, socket) is refused, never replaced.
+- `clean_leftovers(folder)`: deletes the temporaries of qgpu writers that were killed
+  (their process is gone), which `atomic_write` could not delete: only entries named by
+  `tmp_name` (a user's `finetune.tmp.54321/` is never touched), plain files, or folders
+  holding qgpu's marker file (`new_output` puts it in a folder output until it is done).
 - `folder_problem(folder, need)`: why a folder cannot take `need` more bytes (missing and
   not creatable, a file, not writable, short of space), or None; checked before a long
   compile so that its result is not lost at the end.
@@ -24,14 +28,20 @@ import contextlib
 import errno
 import mmap
 import os
+import re
+import secrets
 import shutil
+import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from qgpu.errors import QgpuError
 
-TMP_SUFFIX = ".tmp"
+TMP_PREFIX = ".qgpu-tmp-"
+# `tmp_name`'s names only: the writer's pid, 8 random hex digits, the target's name
+TMP_NAME = re.compile(r"\.qgpu-tmp-(\d+)-[0-9a-f]{8}-.")
+FOLDER_MARKER = ".qgpu-partial-output"  # inside a folder output until it is complete
 CHUNK = 1 << 24
 
 
@@ -50,7 +60,37 @@ class InputTooLarge(QgpuError):
 
 
 def tmp_name(target: Path) -> Path:
-    return target.with_name(f"{target.name}.{os.getpid()}{TMP_SUFFIX}")
+    """A name beside `target` that only qgpu makes (clean_leftovers recognises it)."""
+    return target.with_name(f"{TMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-"
+                            f"{target.name}"[:255])
+
+
+def not_regular(path: Path) -> str | None:
+    """Why `path` cannot be replaced by an output: it exists and is neither a regular file
+    nor a folder (symlinks followed: a device, FIFO or socket), or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = ("a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
+            "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    return (f"it is {kind}, not a regular file (qgpu writes its outputs as regular files "
+            "and never replaces anything else)")
+
+
+def resolved_output(target: str | Path) -> Path:
+    """`target`, or where it points when it is a symlink (the link is kept and the output
+    is written at its destination)."""
+    target = Path(target)
+    return Path(os.path.realpath(target)) if target.is_symlink() else target
+
+
+def is_empty_folder(path: Path) -> bool:
+    """A folder holding nothing but new_output's marker."""
+    return path.is_dir() and all(p.name == FOLDER_MARKER for p in path.iterdir())
 
 
 def _space_error(err: OSError, target: Path) -> OutputError:
@@ -60,15 +100,25 @@ def _space_error(err: OSError, target: Path) -> OutputError:
 
 
 @contextlib.contextmanager
-def atomic_write(target: str | Path) -> Iterator[Path]:
-    """Yields the temporary path to write (a file or a folder); renamed to `target` when
-    the block ends normally, deleted when it raises (any exception, Ctrl-C included). An
-    OSError while writing (ENOSPC, EACCES) becomes an OutputError naming the target."""
-    target = Path(target)
+def atomic_write(target: str | Path, folder: bool = False) -> Iterator[Path]:
+    """Yields the temporary path to write (a file; with `folder` a folder, already made,
+    holding FOLDER_MARKER until it is complete); renamed to `target` (a symlink's
+    destination) when the block ends normally, deleted when it raises (any exception,
+    Ctrl-C included). An OSError while writing (ENOSPC, EACCES) becomes an OutputError
+    naming the target; a target that is a device, FIFO or socket is refused first."""
+    target = resolved_output(target)
+    problem = not_regular(target)
+    if problem:
+        raise OutputError(f"cannot write {target}: {problem}")
     tmp = tmp_name(target)
-    _remove(tmp)
     try:
+        if folder:
+            tmp.mkdir()
+            (tmp / FOLDER_MARKER).write_text("a qgpu output being written; deleted when "
+                                             "its writer is gone\n")
         yield tmp
+        if folder:
+            (tmp / FOLDER_MARKER).unlink(missing_ok=True)
         os.replace(tmp, target)  # over a file or an empty folder; a full folder refuses
     except OSError as err:
         _remove(tmp)
@@ -83,7 +133,7 @@ def new_output(out: str | Path, folder: bool) -> Iterator[Path]:
     """`atomic_write` for a command's new output (a folder, or a file): refused when it
     exists (a folder: unless empty), when its folder cannot take it; killed earlier
     runs' temporaries beside it are deleted first (they never block a rerun)."""
-    out = Path(out)
+    out = resolved_output(out)  # a symlink to an empty folder: that folder is replaced
     if out.exists() and not (folder and out.is_dir() and not any(out.iterdir())):
         raise OutputError(f"{out} exists" + (" and is not empty" if folder else ""))
     parent = out.parent if str(out.parent) else Path(".")
@@ -91,7 +141,7 @@ def new_output(out: str | Path, folder: bool) -> Iterator[Path]:
     if problem:
         raise OutputError(f"cannot write {out}: {problem}")
     clean_leftovers(parent)
-    with atomic_write(out) as tmp:
+    with atomic_write(out, folder) as tmp:
         yield tmp
 
 
@@ -113,17 +163,27 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _ours(path: Path) -> int | None:
+    """The writer pid of a temporary qgpu made (tmp_name: a plain file, or a folder with
+    FOLDER_MARKER inside), or None for anything else."""
+    found = TMP_NAME.match(path.name)
+    if found is None or path.is_symlink():
+        return None
+    if path.is_file() or (path.is_dir() and (path / FOLDER_MARKER).is_file()):
+        return int(found.group(1))
+    return None
+
+
 def clean_leftovers(folder: str | Path) -> list[Path]:
-    """Deletes `NAME.PID.tmp` entries in `folder` whose writer process is gone; returns
-    them."""
+    """Deletes the temporaries qgpu writers left in `folder` (see _ours) whose process is
+    gone; returns them. Nothing else is touched, whatever its name."""
     removed = []
     folder = Path(folder)
     if not folder.is_dir():
         return removed
-    for path in folder.glob(f"*{TMP_SUFFIX}*"):
-        parts = path.name.split(".")
-        pids = [p for p in parts if p.isdigit()]
-        if pids and int(pids[-1]) != os.getpid() and not _alive(int(pids[-1])):
+    for path in folder.glob(f"{TMP_PREFIX}*"):
+        pid = _ours(path)
+        if pid is not None and pid != os.getpid() and not _alive(pid):
             _remove(path)
             removed.append(path)
     return removed
@@ -177,6 +237,8 @@ def output_problem(path: str | Path, inputs: tuple = (), folder: bool = False) -
             return f"{path} is one of the inputs: it would be overwritten"
     if path.is_dir() and not folder:
         return f"{path} is a folder"
+    if not_regular(path):
+        return not_regular(path)
     parent = path.parent if str(path.parent) else Path(".")
     if folder:
         return None  # new_output creates the folders above it, then checks them

@@ -49,6 +49,7 @@ class KernelRun:
     records: list[str]
     tokens: int
     check: bool
+    printed: str = ""   # the kernel's printf output, as a GPU prints it
 
     def summary(self) -> str:
         lines = [f"{self.kernel}<<<{self.request.grid}, {self.request.block}>>> on the "
@@ -58,6 +59,8 @@ class KernelRun:
             lines.append(f"  {name} = {value}")
         for name, values in self.after.items():
             lines.append(f"  {name}: {self.before[name]} -> {values}")
+        if self.printed:
+            lines += ["printf:"] + [f"  {t}" for t in self.printed.rstrip("\n").split("\n")]
         return "\n".join(lines)
 
 
@@ -106,23 +109,12 @@ def request_from_reply(reply: str) -> LaunchRequest:
     found = LAUNCH_LINE.search(source)
     if found is None:
         raise KernelRequestError("the kernel has no '// launch: grid 1 block B arg ...' line")
-    grid, block, args, kernel = parse_launch_words(shlex.split(found.group(1)))
-    return LaunchRequest(source, grid, block, args, kernel)
-
-
-def request_from_command(line: str) -> LaunchRequest:
-    """`/run FILE.cu --grid G --block B --arg NAME=VALUE ... [--kernel NAME]`."""
-    words = shlex.split(line)
-    if not words or words[0] != "/run" or len(words) < 2:
-        raise KernelRequestError("usage: /run FILE.cu --grid G --block B --arg NAME=VALUE ...")
-    path = words[1]
     try:
-        with open(path) as f:
-            source = f.read()
-    except OSError as exc:
-        raise KernelRequestError(f"cannot read {path}: {exc.strerror}") from None
-    grid, block, args, kernel = parse_launch_words(words[2:])
-    return LaunchRequest(source, grid, block, args, kernel, path)
+        words = shlex.split(found.group(1))
+    except ValueError as exc:   # an unbalanced quote
+        raise KernelRequestError(f"cannot read the '// launch:' line ({exc})") from None
+    grid, block, args, kernel = parse_launch_words(words)
+    return LaunchRequest(source, grid, block, args, kernel)
 
 
 def _values(a) -> list[int]:
@@ -137,12 +129,16 @@ def run_request(machine, request: LaunchRequest, check: bool = True) -> KernelRu
     before = {n: _values(v) for n, v in values.items() if isinstance(v, np.ndarray)}
     result = kernel(request.grid, request.block, values,
                     engine=engine_name(machine, check=check))
-    launch = Launch(result.program, request.grid, request.block, [])
-    try:
-        records = [str(r) for r in decode_trace(launch, list(result.trace))]
-    except QgpuError as exc:  # readable records are a view; the results stand
-        records = [f"(records do not decode: {exc})"]
     return KernelRun(request, kernel.name, before,
                      {p.name: _values(values[p.name]) for p in kernel.params if p.pointer},
                      {p.name: values[p.name] for p in kernel.params if not p.pointer},
-                     records, len(result.trace), check)
+                     records_of(result), len(result.trace), check, result.printed)
+
+
+def records_of(result) -> list[str]:
+    """A launch result's trace as readable records."""
+    launch = Launch(result.program, result.grid, result.block, [])
+    try:
+        return [str(r) for r in decode_trace(launch, list(result.trace))]
+    except QgpuError as exc:  # readable records are a view; the results stand
+        return [f"(records do not decode: {exc})"]

@@ -1,9 +1,14 @@
 """chat.session: `ChatSession`, one conversation with a merged checkpoint.
 
 Normal mode: a line is a user turn; the language part answers (greedy, the base's text).
-`/run FILE.cu --grid G --block B --arg NAME=VALUE ...` launches that kernel on the machine
-part instead: the model writes the launch's trace token by token, the reply shows its
-records and the results read from the model's state.
+`/run FILE.cu --grid G --block B --arg NAME=VALUE ...` (any of `qgpu run`'s launch
+options: chat.run_line) launches that kernel on the machine part instead: the model
+writes the launch's trace token by token, the reply shows its records, the kernel's
+printf output and the results read from the model's state.
+
+A line the session cannot take (a /run that does not parse or fails, a text line with a
+GPU token's name or longer than the language part takes) is one error reply; the
+conversation is unchanged and the next line is read.
 
 Advanced mode (`advanced=True`): a line is a vector/matrix question; the language part is
 prompted (chat.prompts) to write a CUDA kernel with a `// launch:` line; the host extracts
@@ -19,13 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qgpu.chat.kernels import (
-    KernelRun,
-    request_from_command,
-    request_from_reply,
-    run_request,
-)
+from qgpu.chat.kernels import KernelRun, request_from_reply, run_request
 from qgpu.chat.prompts import FEEDBACK, SYSTEM, ChatTemplate, advanced_system
+from qgpu.chat.run_line import run_line
 from qgpu.errors import CheckMismatch, QgpuError
 
 MAX_RECORDS_SHOWN = 40
@@ -69,19 +70,29 @@ class ChatSession:
         if self.language is None:
             return Reply("this checkpoint has no language part (no tokenizer): only /run "
                          "launches", "error")
-        if self.advanced:
-            return self.ask_kernel(line)
-        self.turns.append(("user", line))
-        answer = self.language.generate(self.template.render(self.turns, self.system)).strip()
-        self.turns.append(("assistant", answer))
+        try:
+            check_line = getattr(self.language, "check_line", None)
+            if check_line:   # a GPU token's name, a line longer than it takes
+                check_line(line)
+            if self.advanced:
+                return self.ask_kernel(line)
+            turns = [*self.turns, ("user", line)]
+            answer = self.language.generate(self.template.render(turns, self.system)).strip()
+        except QgpuError as exc:
+            return _error(exc)
+        self.turns = [*turns, ("assistant", answer)]
         return Reply(answer, "text")
 
     def run_command(self, line: str) -> Reply:
         try:
-            run = run_request(self.machine, request_from_command(line), check=self.check)
-        except QgpuError as exc:
-            return Reply(f"error: {' '.join(str(exc).split())}", "error")
-        return Reply(show_run(run), "launch", [run])
+            runs = run_line(self.machine, line, check=self.check)
+        except (QgpuError, ValueError, OverflowError, MemoryError, OSError) as exc:
+            # ValueError/OverflowError/MemoryError: a value the launch's own checks missed
+            return _error(exc)
+        if isinstance(runs, str):   # --list
+            return Reply(runs, "launch")
+        text = "\n".join(show_run(run) for run in runs)
+        return Reply(text, "launch", runs)
 
     def ask_kernel(self, question: str) -> Reply:
         system = advanced_system(self.machine.ops)
@@ -111,6 +122,14 @@ class ChatSession:
             self.turns += [("user", question), ("assistant", prose or reply)]
             return Reply(text, "kernel", [run], kernels, errors)
         raise AssertionError("the loop returns on its second attempt")
+
+
+def _error(exc: BaseException) -> Reply:
+    """One error line (a QgpuError's own message; any other error named by its type)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if not isinstance(exc, QgpuError):
+        text = f"{type(exc).__name__}: {text}"
+    return Reply(f"error: {text}", "error")
 
 
 def _prose(reply: str) -> str:

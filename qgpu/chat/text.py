@@ -1,7 +1,14 @@
 """chat.text: the language part of a merged checkpoint: greedy generation with the base's
 tokenizer on the merged model (fast engine). Text tokens pass the circuit layers untouched
-(docs/merge.md), so this is the base's own greedy text; GPU tokens have probability 0 at
-text positions and are never generated here."""
+(docs/merge.md), so this is the base's own greedy text. Its argmax runs over the base
+tokenizer's own ids only: GPU tokens and the `<|qgpu:reserved_N|>` fillers between the
+tokenizer's size and the model's vocabulary (padded rows a base may still score highest,
+e.g. after a line of control characters) are never written in a reply.
+
+`check_line` refuses, before any token is computed, a line that holds a GPU token's or a
+filler's name (typed `<|gpu:GO|>` would feed the machine's token to the text half) or
+that is longer than MAX_LINE_TOKENS (a pasted 100 KB line took minutes of prefill with
+nothing shown)."""
 
 from __future__ import annotations
 
@@ -12,6 +19,9 @@ from pathlib import Path
 from qgpu.errors import QgpuError
 
 END_TOKENS = ("<|im_end|>", "<|endoftext|>")
+MAX_LINE_TOKENS = 2048   # one chat line; the text engine's prefill takes seconds per 1,000
+MAX_LINE_CHARS = 64 * 1024   # refused before it is tokenized at all
+NOT_TEXT_PREFIXES = ("<|gpu:", "<|qgpu:reserved_")   # merge.tokenizer's names
 
 
 class TextModelError(QgpuError):
@@ -22,9 +32,12 @@ class TextModel:
     """`generate(prompt) -> text` on an engine over a merged (or base) checkpoint."""
 
     def __init__(self, engine, tokenizer, text_vocab: int, stop_ids=(),
-                 max_new_tokens: int = 256):
+                 max_new_tokens: int = 256, text_limit: int | None = None):
         self.engine, self.tokenizer = engine, tokenizer
         self.text_vocab = int(text_vocab)
+        # ids a reply may hold: the base tokenizer's own (below the fillers and GPU tokens)
+        self.text_limit = min(int(text_vocab), text_vocab if text_limit is None
+                              else int(text_limit))
         self.stop_ids = set(int(i) for i in stop_ids)
         self.max_new_tokens = max_new_tokens
         self.stats: dict = {}
@@ -45,10 +58,37 @@ class TextModel:
             if (directory / name).is_file():
                 eos = json.loads((directory / name).read_text()).get("eos_token_id")
                 stops |= set(eos if isinstance(eos, list) else [] if eos is None else [eos])
-        return cls(engine, tokenizer, text_vocab, stops, max_new_tokens)
+        names = tokenizer.get_vocab(with_added_tokens=True)
+        # the first filler or GPU token, or the tokenizer's end (a base's padded rows
+        # past its last token, e.g. 151,669 of Qwen3's 151,936, decode to nothing)
+        not_text = [i for name, i in names.items() if name.startswith(NOT_TEXT_PREFIXES)]
+        return cls(engine, tokenizer, text_vocab, stops, max_new_tokens,
+                   min(not_text, default=max(names.values(), default=text_vocab - 1) + 1))
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def check_line(self, line: str) -> None:
+        """TextModelError for a line the text half must not read: too long, or holding
+        the name of a token that is not text."""
+        if len(line) > MAX_LINE_CHARS:
+            raise TextModelError(f"the line is {len(line):,} characters; a chat line takes "
+                                 f"at most {MAX_LINE_TOKENS:,} tokens")
+        ids = self.encode(line)
+        named = next((i for i in ids if i >= self.text_limit), None)
+        if named is not None:
+            raise TextModelError(f"the line holds {self.tokenizer.id_to_token(named)}, the "
+                                 "name of a GPU or reserved token, not text: GPU tokens are "
+                                 "written by launches (/run FILE.cu ...), never typed")
+        if len(ids) > MAX_LINE_TOKENS:
+            raise TextModelError(f"the line is {len(ids):,} tokens; a chat line takes at "
+                                 f"most {MAX_LINE_TOKENS:,} (its prefill would take minutes)")
+
+    def _greedy(self, logits) -> int:
+        """argmax over the text ids only (first index on ties, as Engine.greedy)."""
+        import numpy as np
+
+        return int(np.argmax(np.asarray(logits)[:self.text_limit]))
 
     def generate_ids(self, ids: list[int]) -> list[int]:
         """Greedy ids after the prompt `ids` (the engine's own generate loop, timed:
@@ -58,10 +98,10 @@ class TextModel:
         state = self.engine.new_state()
         last = getattr(self.engine, "prefill_last", None)   # TextEngine: no head per token
         logits = last(state, ids) if last else self.engine.prefill(state, ids)[-1]
-        out = [self.engine.greedy(logits)]
+        out = [self._greedy(logits)]
         first = time.perf_counter()
         while out[-1] not in self.stop_ids and len(out) < self.max_new_tokens:
-            out.append(self.engine.greedy(self.engine.step(state, out[-1])))
+            out.append(self._greedy(self.engine.step(state, out[-1])))
         rest = time.perf_counter() - first
         self.stats = {"prompt_tokens": len(ids), "tokens": len(out),
                       "first_token_s": first - start,

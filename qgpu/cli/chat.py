@@ -1,8 +1,13 @@
 """cli.chat: `qgpu chat --model DIR [--advanced]`: a chat with a merged checkpoint
 (qgpu.chat). Lines come from stdin (a terminal or a script); `/run FILE.cu --grid G
---block B --arg NAME=VALUE ...` launches a kernel on the machine part; `--advanced` makes
-every line a vector/matrix question the language part answers with a kernel the machine
-runs. `/quit` or end of input stops."""
+--block B --arg NAME=VALUE ...` launches a kernel on the machine part (`qgpu run`'s launch
+options); `--advanced` makes every line a vector/matrix question the language part
+answers with a kernel the machine runs. `/quit` or end of input stops.
+
+A line the session cannot take is one `error:` line and the next line is read: a /run
+that fails, a line that is not UTF-8, a GPU token's name typed as text, a line longer
+than the language part takes (chat.text.MAX_LINE_TOKENS); Ctrl-C during a reply stops
+that reply only (Ctrl-C at the prompt ends the chat)."""
 
 from __future__ import annotations
 
@@ -61,16 +66,27 @@ def main(args) -> int:
     interactive = sys.stdin.isatty()
     mode = "advanced" if args.advanced else "normal"
     print(f"qgpu chat ({mode} mode): /run FILE.cu --grid G --block B --arg NAME=VALUE ... "
-          f"launches a kernel; /quit ends", file=sys.stderr)
+          f"(qgpu run's launch options) launches a kernel; /quit ends", file=sys.stderr)
     while True:
         if interactive:
             print("> ", end="", flush=True, file=sys.stderr)
-        line = sys.stdin.readline()
+        raw = (sys.stdin.buffer.readline() if hasattr(sys.stdin, "buffer")  # bytes: a
+               else sys.stdin.readline().encode())  # line that is not UTF-8 is refused
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            print(f"error: the line is not UTF-8 text (byte 0x{raw[exc.start]:02x} at "
+                  f"offset {exc.start}); nothing was run", flush=True)
+            continue
         if not line or line.strip() in ("/quit", "/exit"):
             return 0
         if not line.strip():
             continue
-        reply = session.handle(line)
+        try:
+            reply = session.handle(line)
+        except KeyboardInterrupt:
+            print("error: interrupted; the chat goes on (/quit ends it)", flush=True)
+            continue
         print(reply.text, flush=True)
         stats = getattr(session.language, "stats", None)
         if reply.kind == "text" and stats:

@@ -5,9 +5,10 @@ step); a `--check` that finds a mismatch still writes the page, with the first d
 token, before the error is reported.
 
 The path is checked before the launch runs (`check_html`: not one of the inputs, not a
-folder, its folder exists and is writable); the page is written under a temporary name
-and renamed, and a page that cannot be written after all (a full disk) does not lose the
-launch: its results are printed, then the error (`page_error`)."""
+folder, not a device, FIFO or socket, which is never replaced; its folder exists and is
+writable); the page is written under a temporary name and renamed (a symlink: at its
+destination, the link kept), and a page that cannot be written after all (a full disk)
+does not lose the launch: its results are printed, then the error (`page_error`)."""
 
 from __future__ import annotations
 

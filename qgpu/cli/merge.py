@@ -14,7 +14,9 @@ from qgpu.files import check_output, new_output, read_text_limited
 from qgpu.merge import merge_checkpoint
 from qgpu.merge.circuits import CIRCUITS, compile_named
 from qgpu.merge.layout import NORM_MODES, MergeError, layer_shape_of
+from qgpu.merge.merge import LAYOUT_FILE
 from qgpu.merge.source import CheckpointSource
+from qgpu.merge.tokenizer import GPU_TOKEN_PREFIX
 
 DEFAULT_CIRCUIT = "machine"
 
@@ -43,7 +45,12 @@ def add_arguments(parser) -> None:
 
 def _check_base(base: Path) -> None:
     """Refusals before the compile and before any weight is written: a base that is not
-    Qwen3.5 (named by its own config), a tokenizer.json that does not parse."""
+    Qwen3.5 (named by its own config), a base that is already a qgpu merge (its
+    qgpu_merge.json, or GPU token names in its tokenizer), a tokenizer.json that does not
+    parse."""
+    if (base / LAYOUT_FILE).exists():
+        raise MergeError(f"{base} is already a qgpu checkpoint (it has {LAYOUT_FILE}): merge "
+                         "into the original base model instead")
     config = base / "config.json"
     if config.is_file():
         try:
@@ -66,6 +73,13 @@ def _check_base(base: Path) -> None:
         if not isinstance(body, dict) or not isinstance(body.get("model"), dict):
             raise MergeError(f"{tokenizer} is broken: not a tokenizers JSON object "
                              "(no \"model\")")
+        added = body.get("added_tokens")
+        gpu = next((t.get("content") for t in added if isinstance(t, dict)
+                    and str(t.get("content", "")).startswith(GPU_TOKEN_PREFIX)),
+                   None) if isinstance(added, list) else None
+        if gpu is not None:
+            raise MergeError(f"{tokenizer} already has GPU tokens ({gpu}): {base} is a "
+                             "qgpu merge; merge into the original base model instead")
 
 
 def main(args) -> int:

@@ -212,7 +212,8 @@ def run(args) -> dict:
     elif getattr(args, "model", None):
         from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
 
-        machine = load_machine_checkpoint(args.model)   # held: the registry refers weakly
+        # a chat's /run passes its loaded machine (chat.run_line); held: weakly registered
+        machine = getattr(args, "machine", None) or load_machine_checkpoint(args.model)
         engine = engine_name(machine, check=args.check, forced=forced)
     budget = getattr(args, "budget", None)
     if budget is not None and budget < 1:
@@ -256,7 +257,7 @@ def _outcome(kernel, engine: str, grid, block, before: dict, values: dict, resul
                             if p.pointer},
             "tokens": result.tokens, "blocks_executed": result.blocks_executed,
             "seconds": result.seconds, "page_error": page_error(result),
-            "printed": result.printed}
+            "printed": result.printed, "result": result}
 
 
 def report(r: dict) -> str:

@@ -26,15 +26,25 @@ from pathlib import Path
 
 import numpy as np
 
+from qgpu.files import is_empty_folder
 from qgpu.merge.layout import CircuitPart, MergeError, MergeLayout, make_layout
 from qgpu.merge.source import CheckpointSource, WeightsSource
 from qgpu.merge.tensors import MergedTensors
 from qgpu.merge.tokenizer import add_gpu_tokens
 from qgpu.merge.writer import BLOCK_BYTES, DEFAULT_SHARD_BYTES, write_checkpoint_tensors
 from qgpu.model.sparse_tensor import SparseTensor
-from qgpu.model.weights import SPARSE_MAX_FILL, QwenWeights, expected_shapes, sparse_shape
+from qgpu.model.weights import (
+    EMBED,
+    FINAL_NORM,
+    LM_HEAD,
+    SPARSE_MAX_FILL,
+    QwenWeights,
+    expected_shapes,
+    sparse_shape,
+)
 
 LAYOUT_FILE = "qgpu_merge.json"
+CHECKSUMS = "weights_crc32"  # qgpu_merge.json's {"tensor[start:stop]": CRC-32 of its bytes}
 PAD_NAME = "qgpu.pad"  # the pad token's name in the tokenizer: <|gpu:qgpu.pad|>
 COPIED_FILES = ("generation_config.json", "chat_template.jinja", "chat_template.json",
                 "special_tokens_map.json")
@@ -78,13 +88,26 @@ def _stored(tensors: MergedTensors, name: str, shape: tuple[int, ...]):
     return SparseTensor.from_flat(shape, np.concatenate(flat), np.concatenate(values))
 
 
+def circuit_rows(shapes: dict, layout: MergeLayout) -> dict[str, tuple[int, int]]:
+    """What a launch reads of the merged checkpoint, checksummed at merge time (stored in
+    qgpu_merge.json as CHECKSUMS, checked by the runtime when it reads them): the circuit
+    layers' tensors and the final norm whole, the GPU tokens' rows of the embedding and
+    the head."""
+    first, stop = layout.gpu_token_offset, layout.pad_token
+    rows = {name: (0, shape[0]) for name, shape in shapes.items()
+            if name == FINAL_NORM or (name.startswith("model.layers.")
+                                      and int(name.split(".")[2]) < layout.circuit_layers)}
+    rows.update({name: (first, stop) for name in (EMBED, LM_HEAD) if name in shapes})
+    return rows
+
+
 def merge_checkpoint(base_dir: str | Path, part: CircuitPart, out_dir: str | Path, *,
                      shard_bytes: int = DEFAULT_SHARD_BYTES, block_bytes: int = BLOCK_BYTES,
                      progress: bool = False, **options) -> MergeLayout:
     base_dir, out = Path(base_dir), Path(out_dir)
     if out.resolve() == base_dir.resolve():
         raise MergeError("the output directory must differ from the base's")
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and not is_empty_folder(out):
         raise MergeError(f"{out} exists and is not empty")
     source = CheckpointSource(base_dir)
     tensors, layout = _tensors(source, part, **options)
@@ -100,9 +123,11 @@ def merge_checkpoint(base_dir: str | Path, part: CircuitPart, out_dir: str | Pat
     body.update(source.extra_config)
     (out / "config.json").write_text(json.dumps(body, indent=2) + "\n")
     shapes = expected_shapes(config)
+    crcs: dict[str, int] = {}
     write_checkpoint_tensors(out, shapes, tensors.rows, shard_bytes=shard_bytes,
                              block_bytes=block_bytes, progress=progress,
-                             dtypes={name: tensors.dtype(name) for name in shapes})
+                             dtypes={name: tensors.dtype(name) for name in shapes},
+                             checksums=circuit_rows(shapes, layout), crcs=crcs)
     for name in COPIED_FILES:
         if (base_dir / name).is_file():
             shutil.copyfile(base_dir / name, out / name)
@@ -110,7 +135,7 @@ def merge_checkpoint(base_dir: str | Path, part: CircuitPart, out_dir: str | Pat
     names = [*names, PAD_NAME]
     has_tokenizer = add_gpu_tokens(base_dir, out, layout.gpu_token_offset, names)
     info = {"circuit": part.name, **layout.describe(), "tokenizer": has_tokenizer,
-            "circuit_info": part.info}
+            "circuit_info": part.info, CHECKSUMS: crcs}
     (out / LAYOUT_FILE).write_text(json.dumps(info, indent=1) + "\n")
     if progress:
         print(f"qgpu merge: wrote {out}" + ("" if has_tokenizer else " (no tokenizer in the "

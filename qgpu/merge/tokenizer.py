@@ -44,8 +44,11 @@ TOKENIZER_CONFIG = "tokenizer_config.json"
 TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 
 
+GPU_TOKEN_PREFIX = "<|gpu:"
+
+
 def gpu_token_text(name: str) -> str:
-    return "<|gpu:" + re.sub(r"\s+", "", name) + "|>"
+    return GPU_TOKEN_PREFIX + re.sub(r"\s+", "", name) + "|>"
 
 
 def filler_text(token_id: int) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import struct
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -65,6 +66,11 @@ def plan_shards(shapes: dict[str, tuple[int, ...]], shard_bytes: int,
     return shards
 
 
+def checksum_key(name: str, start: int, stop: int) -> str:
+    """How a tensor's checksummed rows are named: the tensor, or `name[start:stop]`."""
+    return f"{name}[{start}:{stop}]"
+
+
 def shard_file(index: int, count: int) -> str:
     return WEIGHTS_FILE if count == 1 else f"model-{index + 1:05d}-of-{count:05d}.safetensors"
 
@@ -73,11 +79,15 @@ def write_checkpoint_tensors(directory: Path, shapes: dict[str, tuple[int, ...]]
                              rows: Callable[[str, int, int], np.ndarray], *,
                              shard_bytes: int = DEFAULT_SHARD_BYTES,
                              block_bytes: int = BLOCK_BYTES, progress: bool = False,
-                             dtypes: dict[str, str] | None = None) -> list[str]:
+                             dtypes: dict[str, str] | None = None,
+                             checksums: dict[str, tuple[int, int]] | None = None,
+                             crcs: dict[str, int] | None = None) -> list[str]:
     """Write every tensor of `shapes` (name -> shape), its data from rows(name, a, b)
     (float32), stored as dtypes[name] ("F32" by default, or "BF16"). Returns the shard
-    file names."""
+    file names. checksums[name] = (start, stop): crcs[checksum_key(name, start, stop)]
+    gets the CRC-32 of those rows' stored bytes (computed as they are written)."""
     dtypes = dtypes or {}
+    checksums = checksums or {}
     shards = plan_shards(shapes, shard_bytes, dtypes)
     files = [shard_file(i, len(shards)) for i in range(len(shards))]
     total = sum(tensor_bytes(s, dtypes.get(n, "F32")) for n, s in shapes.items())
@@ -106,7 +116,15 @@ def write_checkpoint_tensors(directory: Path, shapes: dict[str, tuple[int, ...]]
                         raise ValueError(f"{name} rows {a}:{b} came back as {block.shape}")
                     if dtypes.get(name) == "BF16":
                         block = to_bf16(block, name)
-                    f.write(block.tobytes())
+                    data = block.tobytes()
+                    if name in checksums and crcs is not None:
+                        first, last = checksums[name]
+                        lo, hi = max(a, first), min(b, last)
+                        key = checksum_key(name, first, last)
+                        row = len(data) // (b - a)
+                        crcs[key] = zlib.crc32(data[(lo - a) * row:(hi - a) * row] if lo < hi
+                                               else b"", crcs.get(key, 0))
+                    f.write(data)
                     bar.update(block.nbytes)
                 bar.set_postfix_str(f"{file}: {name}", refresh=False)
     bar.close()

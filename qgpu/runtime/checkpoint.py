@@ -33,6 +33,7 @@ from qgpu.circuit.machine.spec import SUPPORTED_OPS, MachineSpec, check_launch
 from qgpu.circuit.schedule import LayerShape
 from qgpu.cuda.api import ENGINES
 from qgpu.errors import LaunchError, ProgramError, QgpuError
+from qgpu.files import is_empty_folder
 from qgpu.merge.circuits import machine_info
 from qgpu.merge.merge import LAYOUT_FILE
 from qgpu.model.checkpoint import load_checkpoint, save_checkpoint
@@ -41,6 +42,7 @@ from qgpu.model.fast import FastEngine
 from qgpu.model.sparse_tensor import SparseTensor
 from qgpu.model.state import ModelState
 from qgpu.model.weights import EMBED, FINAL_NORM, LM_HEAD, QwenWeights
+from qgpu.runtime.checkpoint_check import check_checksums, check_layout
 from qgpu.runtime.compiled import LaunchMachine
 from qgpu.runtime.model_engines import run_model
 
@@ -259,6 +261,10 @@ def check_info(info: dict, path) -> dict:
 
 def read_info(directory: str | Path) -> dict:
     path = Path(directory) / LAYOUT_FILE
+    if not Path(directory).exists():
+        raise CheckpointMachineError(f"{directory} does not exist")
+    if not Path(directory).is_dir():
+        raise CheckpointMachineError(f"{directory} is a file, not a checkpoint directory")
     if not path.is_file():
         raise CheckpointMachineError(f"{directory} has no {LAYOUT_FILE}: not a merged or "
                                      f"exported qgpu checkpoint")
@@ -280,6 +286,7 @@ def load_machine_checkpoint(directory: str | Path, backend: str = "auto"
     if info.get("circuit") != "machine":
         raise CheckpointMachineError(f"{directory}: its circuit is {info.get('circuit')!r}, "
                                      f"not the machine")
+    check_layout(directory, info)   # the layout file against config.json and the tensors
     if info.get("layout") != "shared" or not info.get("base_layers"):
         return machine_from_weights(load_checkpoint(directory), info, backend, Path(directory))
     spec, ops = spec_of(info, directory)
@@ -290,14 +297,15 @@ def load_machine_checkpoint(directory: str | Path, backend: str = "auto"
 
 def _fingerprint(directory: Path) -> str:
     """What a stored launch plan was built from: the checkpoint's files (names, sizes,
-    modification times), its config and layout, and qgpu's sources."""
+    modification and change times), its config and layout, and qgpu's sources."""
     from qgpu.model.checkpoint import checkpoint_files
     from qgpu.runtime.compiled import _SOURCES_DIGEST
 
     h = hashlib.sha256(str(directory.resolve()).encode() + _SOURCES_DIGEST.encode())
     for path in checkpoint_files(directory):
         st = path.stat()
-        h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        # the change time too: an edit in place moves it even when the mtime is restored
+        h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}".encode())
     for name in ("config.json", LAYOUT_FILE):
         h.update((directory / name).read_bytes())
     return h.hexdigest()
@@ -336,6 +344,7 @@ def launch_checkpoint_weights(directory: Path, info: dict) -> QwenWeights:
     from qgpu.model.checkpoint import read_config, read_text_tensors
 
     config = read_config(directory)[0]
+    check_checksums(directory, info)   # what is read below is what qgpu merge wrote
     lc, first, count = info["circuit_layers"], info["gpu_token_offset"], info["gpu_tokens"]
     if config.tie_word_embeddings or config.num_hidden_layers < lc:
         raise CheckpointMachineError(f"{directory}: config.json does not match "
@@ -367,7 +376,7 @@ def export_machine(out: str | Path, shape=None, spec=None, progress: bool = Fals
     from qgpu.runtime.compiled import DEFAULT_SPEC
 
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and not is_empty_folder(out):
         raise CheckpointMachineError(f"{out} exists and is not empty")
     spec = spec or DEFAULT_SPEC
     compiled = compile_machine(shape or LayerShape.qwen35_2b(), spec, progress=progress)

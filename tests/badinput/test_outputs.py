@@ -114,7 +114,7 @@ def test_a_killed_writer_never_blocks_a_rerun(tmp_path):
             "    tmp.write_bytes(b'partial'); os.kill(os.getpid(), 9)\n")
     subprocess.run([sys.executable, "-c", code], check=False)
     left = list(tmp_path.iterdir())
-    assert not out.exists() and len(left) == 1 and left[0].name.endswith(".tmp")
+    assert not out.exists() and len(left) == 1 and left[0].name.startswith(".qgpu-tmp-")
     with new_output(out, folder=False) as tmp:
         tmp.write_bytes(b"whole")
     assert list(tmp_path.iterdir()) == [out] and out.read_bytes() == b"whole"
@@ -123,11 +123,11 @@ def test_a_killed_writer_never_blocks_a_rerun(tmp_path):
 def test_an_interrupted_folder_output_leaves_nothing(tmp_path):
     out = tmp_path / "merged"
     with pytest.raises(KeyboardInterrupt), new_output(out, folder=True) as tmp:
-        tmp.mkdir()
+        tmp.mkdir(exist_ok=True)
         (tmp / "model-00001.safetensors").write_bytes(b"x" * 1000)
         raise KeyboardInterrupt
     assert not list(tmp_path.iterdir())
     with new_output(out, folder=True) as tmp:
-        tmp.mkdir()
+        tmp.mkdir(exist_ok=True)
         (tmp / "config.json").write_text("{}")
     assert (out / "config.json").read_text() == "{}"

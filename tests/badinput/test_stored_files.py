@@ -18,7 +18,13 @@ from qgpu.circuit import cache as disk
 from qgpu.circuit.compile import compile_circuit
 from qgpu.circuit.schedule import LayerShape
 from qgpu.examples.demos import adder_machine
-from qgpu.files import StoredFileError, atomic_write, clean_leftovers, folder_problem
+from qgpu.files import (
+    StoredFileError,
+    atomic_write,
+    clean_leftovers,
+    folder_problem,
+    tmp_name,
+)
 from qgpu.model import fast_native
 from qgpu.model.fast import FastEngine
 from qgpu.model.plan_file import load_plan, save_plan
@@ -124,9 +130,9 @@ def test_an_interrupted_writer_leaves_no_output(tmp_path):
 def test_killed_writers_leftovers_are_cleaned(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    left = tmp_path / f"abc.npz.{dead}.tmp"
+    left = tmp_path / f".qgpu-tmp-{dead}-0123abcd-abc.npz"
     left.write_bytes(b"x" * 100)
-    mine = tmp_path / f"abc.npz.{os.getpid()}.tmp"
+    mine = tmp_name(tmp_path / "abc.npz")
     mine.write_bytes(b"y")
     assert clean_leftovers(tmp_path) == [left]
     assert not left.exists() and mine.exists()

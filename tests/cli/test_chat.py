@@ -11,10 +11,10 @@ from qgpu.chat import ChatSession
 from qgpu.chat.kernels import (
     KernelRequestError,
     extract_cuda,
-    request_from_command,
     request_from_reply,
 )
 from qgpu.chat.prompts import ChatTemplate, ChatTemplateError, advanced_system, chat_prompt
+from qgpu.chat.run_line import parse_line
 from tests.merge.machine_helpers import ScriptedLanguage, merged_machine
 
 # merged machines hold a few GiB each: one xdist worker takes every test that builds them
@@ -53,13 +53,21 @@ def test_extract_and_parse_a_reply():
 
 
 def test_run_command_parsing(tmp_path):
-    (tmp_path / "k.cu").write_text(SEVEN)
-    req = request_from_command(f"/run {tmp_path}/k.cu --grid 1 --block 4 --arg out=0,35")
-    assert (req.grid, req.block, req.args, req.source) == (1, 4, ["out=0,35"], SEVEN)
-    with pytest.raises(KernelRequestError, match="cannot read"):
-        request_from_command(f"/run {tmp_path}/missing.cu --block 4")
-    with pytest.raises(KernelRequestError, match="'--bogus'"):
-        request_from_command(f"/run {tmp_path}/k.cu --bogus 3")
+    """/run lines are read by `qgpu run`'s own parser: its options, dim3 shapes included."""
+    args = parse_line(f"/run {tmp_path}/k.cu --grid 2,2 --block 4 --arg out=0,35 "
+                      "--shared-bytes 16 --symbol tab=1,2 --budget 50 --printf-words 8")
+    assert (args.file, args.grid, args.block, args.arg) == (f"{tmp_path}/k.cu", "2,2", "4",
+                                                            ["out=0,35"])
+    assert (args.shared_bytes, args.symbol, args.budget, args.printf_words) == (
+        16, ["tab=1,2"], 50, 8)
+    with pytest.raises(KernelRequestError, match="unrecognized arguments: --bogus"):
+        parse_line(f"/run {tmp_path}/k.cu --bogus 3")
+    with pytest.raises(KernelRequestError, match="cannot split the line"):
+        parse_line(f"/run {tmp_path}/k.cu --arg 'a=1")
+    with pytest.raises(KernelRequestError, match="--model, --engine does not apply"):
+        parse_line(f"/run {tmp_path}/k.cu --model x --engine interp")
+    with pytest.raises(KernelRequestError, match="usage: /run"):
+        parse_line("/run")
 
 
 def test_prompts_name_the_machines_operations():

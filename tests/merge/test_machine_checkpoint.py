@@ -117,6 +117,53 @@ def test_cli_chat_normal_mode(merged_dir, tmp_path, capsys, monkeypatch):
     assert "out: [0, 35] -> [42, 35]" in out and "token-exact" in out
 
 
+def test_an_edited_layout_or_tensor_is_refused_by_name(merged_dir, tmp_path, capsys):
+    """Issue 36: one number of qgpu_merge.json edited (the GPU token offset), or one byte
+    of a circuit tensor flipped in place with its modification time restored: `qgpu run`
+    names the checkpoint's problem at load instead of running (a stored launch plan of
+    the old bytes is not reused); restored, the checkpoint runs again."""
+    import os
+
+    from qgpu.model.checkpoint import checkpoint_files, read_safetensors_header
+
+    out = merged_dir / "out"
+    (tmp_path / "k.cu").write_text(SEVEN)
+    argv = ["run", str(tmp_path / "k.cu"), "--grid", "1", "--block", "4", "--model",
+            str(out), "--arg", "out=0,35"]
+    layout = out / "qgpu_merge.json"
+    text = layout.read_text()
+    info = json.loads(text)
+    try:
+        layout.write_text(json.dumps({**info, "gpu_token_offset": 159}))
+        assert main(argv) == 1
+        assert "gpu_token_offset 159 is not where the GPU tokens start" in \
+            capsys.readouterr().err
+    finally:
+        layout.write_text(text)
+    tensor = "model.layers.0.mlp.down_proj.weight"
+    path = next(p for p in checkpoint_files(out) if tensor in read_safetensors_header(p)[0])
+    header, data_start = read_safetensors_header(path)
+    at = data_start + header[tensor]["data_offsets"][0] + 2
+    st = path.stat()
+
+    def flip():
+        with open(path, "r+b") as f:
+            f.seek(at)
+            byte = f.read(1)[0]
+            f.seek(at)
+            f.write(bytes([byte ^ 0x20]))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    flip()
+    try:
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert f"{tensor}[0:" in err and "is not what qgpu merge wrote" in err
+    finally:
+        flip()
+    assert main(argv) == 0 and "[42, 35]" in capsys.readouterr().out
+
+
 def test_qgpu_run_refuses_a_demo_checkpoint(tmp_path, capsys):
     from qgpu.merge import merge_checkpoint
     from qgpu.model.checkpoint import save_checkpoint

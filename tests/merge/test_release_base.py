@@ -65,6 +65,7 @@ def test_qwen3_tokenizer_and_chat_on_the_text_engine(base):
     text = TextModel.from_directory(base, TextEngine.from_directory(base), 151_936,
                                     max_new_tokens=6)
     assert IM_END in text.stop_ids
+    assert text.text_limit == 151_669   # the padded rows past the tokenizer: never written
     prompt = ChatTemplate.from_directory(base).render([("user", "Hello")], "be brief")
     ids = text.encode(prompt)
     assert ids[0] == tok.convert_tokens_to_ids("<|im_start|>")
