@@ -107,6 +107,24 @@ class TokenTable:
     merges: list[str]
     pre: str
     eos: int | None = None
+    chat_template: str | None = None
+
+
+def _chat_side(tokenizer: Path, tokens: list[str]) -> tuple[int | None, str | None]:
+    """The text side's end-of-turn token and chat template, from the tokenizer_config.json
+    (or chat_template.jinja) beside a merge's tokenizer.json: what llama.cpp's own
+    programs need to chat with the file (llama-server, llama-cli)."""
+    config_path = tokenizer.parent / "tokenizer_config.json"
+    config = json.loads(config_path.read_text()) if config_path.is_file() else {}
+    template = config.get("chat_template")
+    jinja = tokenizer.parent / "chat_template.jinja"
+    if template is None and jinja.is_file():
+        template = jinja.read_text()
+    eos = config.get("eos_token")
+    if isinstance(eos, dict):
+        eos = eos.get("content")
+    ids = {t: i for i, t in enumerate(tokens)}
+    return ids.get(eos), template if isinstance(template, str) else None
 
 
 def token_table(config: QwenConfig, info: dict, names: list[str] | None = None,
@@ -152,12 +170,16 @@ def token_table(config: QwenConfig, info: dict, names: list[str] | None = None,
             if offset <= added["id"] < len(tokens):
                 tokens[added["id"]] = added["content"]
     eos = offset + names.index("HALT") if "HALT" in names else None
+    template = None
+    if offset and tokenizer is not None and tokenizer.is_file():
+        text_eos, template = _chat_side(tokenizer, tokens)
+        eos = text_eos if text_eos is not None else eos   # launches never stop on eos
     seen: dict[str, int] = {}
     for i, text in enumerate(tokens):
         if seen.setdefault(text, i) != i:
             raise GgufError(f"tokens {seen[text]} and {i} are both {text!r}: llama.cpp "
                             f"needs every token string once")
-    return TokenTable(tokens, types, merges, pre, eos)
+    return TokenTable(tokens, types, merges, pre, eos, template)
 
 
 def _mrope_sections(config: QwenConfig) -> list[int]:
@@ -211,6 +233,8 @@ def _metadata(w, config: QwenConfig, info: dict, table: TokenTable, file_type) -
     w.add_token_merges(table.merges)
     if table.eos is not None:
         w.add_eos_token_id(table.eos)
+    if table.chat_template is not None:
+        w.add_chat_template(table.chat_template)
     w.add_add_bos_token(False)
     w.add_string(INFO_KEY, json.dumps(info))
 

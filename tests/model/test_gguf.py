@@ -108,3 +108,32 @@ def test_export_gguf_command_from_a_checkpoint_directory(tmp_path, capsys):
     assert out.read_bytes() == (tmp_path / "direct.gguf").read_bytes()
     assert main(["export-gguf", "--model", str(tmp_path / "ckpt"), "--out", str(out)]) == 1
     assert "exists" in capsys.readouterr().err
+
+
+def test_a_merges_text_side_chats_in_llama_cpps_programs(tmp_path):
+    """A merge's tokenizer_config.json gives the file its chat template and its end-of-turn
+    token (llama-server and llama-cli stop there), and the GPU tokens take the tokenizer's
+    own `<|gpu:NAME|>` strings so that none repeats a text token's."""
+    demo = DEMOS["adder"]()
+    compiled = compile_circuit(demo.circuit, LayerShape.small(), cache=False)
+    names = [demo.vocab.name(i) for i in range(demo.vocab.size)]
+    offset = 3
+    body = {"model": {"vocab": {"a": 0, names[0]: 1}, "merges": []},
+            "added_tokens": [{"id": 2, "content": "<|im_end|>", "special": True}]
+            + [{"id": offset + i, "content": f"<|gpu:{n}|>", "special": False}
+               for i, n in enumerate(names)]}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(body))
+    template = "{% for m in messages %}{{ m.content }}<|im_end|>{% endfor %}"
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"chat_template": template, "eos_token": "<|im_end|>"}))
+    config = compiled.weights.config
+    config = type(config).from_hf_dict({**config.to_hf_dict(),
+                                        "vocab_size": offset + len(names)})
+    info = {"gpu_token_offset": offset, "gpu_tokens": len(names)}
+    table = token_table(config, info, names, tokenizer=tmp_path / "tokenizer.json")
+    assert table.chat_template == template and table.eos == 2
+    assert table.tokens[1] == names[0] and table.tokens[offset] == f"<|gpu:{names[0]}|>"
+    body["added_tokens"][1]["content"] = names[0]     # a GPU token spelled as text token 1
+    (tmp_path / "tokenizer.json").write_text(json.dumps(body))
+    with pytest.raises(GgufError, match="both"):
+        token_table(config, info, names, tokenizer=tmp_path / "tokenizer.json")
