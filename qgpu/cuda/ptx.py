@@ -60,6 +60,9 @@ class PInstr:
     line: int = 0               # PTX line number
     text: str = ""              # the instruction as written
     loc: tuple[str, int] | None = None   # (source file, line) from .loc
+    # for an instruction of a shipped header's inline function: the kernel's line it was
+    # inlined into (the next .loc of another file; -gline-tables-only has no inlined_at)
+    caller: tuple[str, int] | None = None
 
     @property
     def parts(self) -> list[str]:
@@ -67,6 +70,8 @@ class PInstr:
 
     def where(self) -> str:
         src = f" (from {self.loc[0]}:{self.loc[1]})" if self.loc else ""
+        if self.caller:
+            src += f" (called at {self.caller[0]}:{self.caller[1]})"
         return f"PTX line {self.line}: '{self.text}'{src}"
 
 
@@ -375,7 +380,24 @@ def parse(text: str) -> PModule:
             if isinstance(ins, PInstr) and ins.loc is not None:
                 fno, lno = ins.loc
                 ins.loc = (files.get(fno, f"file{fno}"), lno) if lno else None
+        _mark_callers(fn.body)
     return PModule(functions, variables, address_size)
+
+
+def _mark_callers(body: list) -> None:
+    """Each instruction of a shipped header's inline function gets the kernel line it was
+    inlined into, so an error names the user's call and not only the header's line."""
+    from qgpu.cuda.driver import include_dir
+
+    headers = str(include_dir())
+    caller = None
+    for ins in reversed(body):
+        if not isinstance(ins, PInstr) or ins.loc is None:
+            continue
+        if ins.loc[0].startswith(headers):
+            ins.caller = caller
+        else:
+            caller = ins.loc
 
 
 def _parse_instr(body: str, line: int, loc) -> PInstr:

@@ -13,6 +13,7 @@ from qgpu.cuda.ir import CondBr, Goto, Sym
 from qgpu.cuda.narrow import convert, narrow
 from qgpu.cuda.ptx import fail
 from qgpu.isa import Imm
+from qgpu.isa.limits import LANES
 
 _CMP = {"eq": "seteq", "ne": "setne", "lt": "setlt", "le": "setle", "gt": "setgt",
         "ge": "setge", "lo": "setlt.u", "ls": "setle.u", "hi": "setgt.u", "hs": "setge.u"}
@@ -28,6 +29,31 @@ def _type(ins: ptx.PInstr) -> str:
 
 def _signed(ins: ptx.PInstr) -> bool:
     return _type(ins) == "s32"
+
+
+_SHFL_OPERAND = {"up": ("__shfl_up_sync", "offset"), "down": ("__shfl_down_sync", "offset"),
+                 "bfly": ("__shfl_xor_sync", "lane mask"), "idx": ("__shfl_sync", "source lane")}
+
+
+def _check_warp_width(ins: ptx.PInstr, mode: str, lane, packed) -> None:
+    """Refuse a shuffle whose constant operands only make sense in a warp of more lanes
+    than the machine's (CUDA's 32): an offset, xor mask or source lane past the last lane,
+    or a width above it. On 4 lanes such a shuffle would keep each lane's own value and
+    the kernel would compute a wrong answer without a word (a 32-lane tree reduction
+    gives 8 times the sum)."""
+    name, what = _SHFL_OPERAND[mode]
+    why = (f"qgpu's warps have {LANES} lanes (warpSize is {LANES}); code written for "
+           f"CUDA's 32-lane warp is refused rather than run wrong")
+    if isinstance(packed, Imm):
+        width = 32 - ((packed.value >> 8) & 0x1F)
+        if width > LANES:
+            raise fail(ins, f"{name} width {width}: {why}")
+    if isinstance(lane, Imm):
+        value = lane.value
+        beyond = value & ~(LANES - 1) if mode == "bfly" else value >= LANES
+        if beyond:
+            raise fail(ins, f"{name} {what} {value} names lanes a {LANES}-lane warp "
+                            f"lacks: {why}")
 
 
 def select(lw, ins: ptx.PInstr) -> None:
@@ -127,6 +153,7 @@ def select(lw, ins: ptx.PInstr) -> None:
         if isinstance(ops[0], ptx.PPair):
             raise fail(ins, "shfl with a predicate result is not supported")
         mode = next((m for m in ("up", "down", "bfly", "idx") if m in parts), None)
+        _check_warp_width(ins, mode, src(2), src(3))
         b.emit(f"shfl.{mode}", dst(), src(1), src(2), src(3))
     elif op == "vote":
         _vote(lw, ins)
