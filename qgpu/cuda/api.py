@@ -263,6 +263,7 @@ class Kernel:
             values.update(buffer.symbols())
         program = template.bind(values)
         program.arrays = self._allocations(layout, template)
+        program.cuda = True
         return program, memory, layout, [a if p.pointer else None
                                          for p, a in zip(params, args, strict=True)], buffer
 

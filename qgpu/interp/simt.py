@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from qgpu.errors import LaunchError, MachineError
 from qgpu.interp.bounds import Bounds
+from qgpu.interp.races import ATOMIC, READ, WRITE, SharedRaces
 from qgpu.isa import limits
 from qgpu.isa.faults import Fault, Trap, memory_kind
 from qgpu.isa.ops import ATOMIC_FNS
@@ -107,6 +108,7 @@ class Machine:
         # barriers (the protocol's EXEC carries it mod 4; docs/protocol.md)
         self.releases = [0] * grid
         self.bounds = Bounds(prog.arrays) if prog.arrays else None  # per-array checks
+        self.races = SharedRaces() if prog.cuda else None  # CUDA's order between warps
         self._pc = 0
 
     # -- scheduling -------------------------------------------------------------------
@@ -243,16 +245,24 @@ class Machine:
                                       self._position, ins.op, detail)
             if spec.kind == "load":
                 out[lane] = mem[word]
+                self._shared_access(warp, spec.space, word, READ, mem[word])
                 continue
             if spec.kind == "store":
                 mem[word] = vals[lane][1]
+                self._shared_access(warp, spec.space, word, WRITE, mem[word])
             else:
                 out[lane] = old = mem[word]
                 mem[word] = ATOMIC_FNS[spec.mode][0](old, *vals[lane][1:])
+                self._shared_access(warp, spec.space, word, ATOMIC, mem[word])
             touched[word] = None
         for word in touched:
             mem_writes.append((limits.flat_address(spec.space, word, warp.cta), mem[word]))
         return out
+
+    def _shared_access(self, warp: Warp, space: str, word: int, kind: str, value: int):
+        if self.races is not None and space == "shared":
+            self.races.access(warp.cta, self.releases[warp.cta], word, warp.index, kind,
+                              self._pc, value)
 
     def _shfl(self, warp: Warp, ins: Instr, lane: int, active, a: int, b: int,
               c: int) -> int:

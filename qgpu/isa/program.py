@@ -133,6 +133,9 @@ class Program:
     name: str = "kernel"
     # the launch's arrays (the CUDA API's link): not part of what the machine runs
     arrays: tuple = field(default=(), compare=False)
+    # compiled from CUDA (the API's link): CUDA's memory model applies, and the
+    # interpreter reports shared-memory races between warps (interp.races)
+    cuda: bool = field(default=False, compare=False)
 
     def __post_init__(self):
         validate(self)

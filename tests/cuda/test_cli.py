@@ -96,7 +96,7 @@ def test_readable_report(cu, capsys, machine):
     (["--kernel", "negate", "--device", "cpu", "--arg", "u=1"],
      "--device applies to --engine transformers"),
     (["--kernel", "negate", "--engine", "transformers", "--model", "/nonexistent",
-      "--arg", "u=1"], "has no qgpu_merge.json")])
+      "--arg", "u=1"], "/nonexistent does not exist")])
 def test_errors_are_one_line_with_nonzero_status(cu, capsys, argv, match):
     rc, out, err = run(capsys, cu, "--grid", "1", "--block", "1", *argv)
     assert rc != 0 and out == ""
