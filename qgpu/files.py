@@ -9,6 +9,8 @@
 - `folder_problem(folder, need)`: why a folder cannot take `need` more bytes (missing and
   not creatable, a file, not writable, short of space), or None; checked before a long
   compile so that its result is not lost at the end.
+- `note_folder_problem(problem, consequence)`: that one line about an unusable cache
+  folder, once per process and problem.
 - `crc32_of(path, start)`: the checksum stored files carry (plan files, compile-cache
   entries), over the file from `start` on, read through a mapping in large pieces.
 - `output_problem(path, inputs)` / `check_output`: an output path that would overwrite
@@ -25,6 +27,7 @@ import errno
 import mmap
 import os
 import shutil
+import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,6 +148,21 @@ def folder_problem(folder: str | Path, need: int = 0) -> str | None:
     if free < need:
         return f"{folder} has {free / 2**20:.0f} MiB free, {need / 2**20:.0f} MiB needed"
     return None
+
+
+_noted: set[str] = set()
+
+
+def note_folder_problem(problem: str, consequence: str, who: str = "qgpu") -> None:
+    """One line on stderr about a folder that cannot be used (`problem`, from
+    folder_problem) and what happens instead, said once per process and problem: the
+    compile cache and the native kernel share the cache folder, and the first to find it
+    unusable says so for both."""
+    if problem in _noted:
+        return
+    _noted.add(problem)
+    print(f"{who}: the cache folder cannot be used ({problem}): {consequence}",
+          file=sys.stderr, flush=True)
 
 
 def crc32_of(path: str | Path, start: int = 0, end: int | None = None) -> int:

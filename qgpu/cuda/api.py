@@ -268,7 +268,8 @@ class Kernel:
                 raise LaunchError(f"{self.name}: no global memory left for the printf "
                                   f"buffer (the arrays and variables take {next_word} of "
                                   f"{limits.GLOBAL_WORDS} words; it needs at least 2)")
-            buffer = Buffer(limits.GLOBAL_WORDS - words, words, sites)
+            buffer = Buffer(limits.GLOBAL_WORDS - words, words, sites,
+                            room=limits.GLOBAL_WORDS - next_word)
             values.update(buffer.symbols())
         program = template.bind(values)
         program.arrays = self._allocations(layout, template)
