@@ -205,7 +205,8 @@ def number_list(text: str, dtype: np.dtype, what: str, kind: str) -> np.ndarray:
 def _fits_memory(n: int, dtype: np.dtype, what: str) -> None:
     """Refused before anything is allocated: more elements than global memory holds."""
     if n > max_elements(dtype):
-        raise LaunchArgumentError(f"{what} is {n:,} {dtype.name} elements; the machine's "
-                                  f"global memory holds {limits.GLOBAL_WORDS} words "
-                                  f"({max_elements(dtype)} such elements; isa.limits."
-                                  "GLOBAL_WORDS)")
+        words = -(-n * dtype.itemsize // 4)
+        raise LaunchArgumentError(f"{what} is {n:,} {dtype.name} elements, {words:,} words "
+                                  f"of global memory; the machine has "
+                                  f"{limits.GLOBAL_WORDS} (isa.limits.GLOBAL_WORDS: at most "
+                                  f"{max_elements(dtype)} such elements)")

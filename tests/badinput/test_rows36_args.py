@@ -169,7 +169,7 @@ def test_big_endian_arrays_are_placed_by_value(dtype):
 def test_sizes_beyond_global_memory_are_refused_before_allocating(capsys, cu, value):
     err = one_error(capsys, "run", ["run", cu("c.cu", COPY), *RUN, "--arg", f"a={value}",
                                     "--arg", "o=zeros:4"])
-    assert f"global memory holds {limits.GLOBAL_WORDS} words" in err
+    assert f"words of global memory; the machine has {limits.GLOBAL_WORDS}" in err
     assert "GLOBAL_WORDS" in err
 
 
