@@ -22,14 +22,14 @@ import numpy as np
 
 from qgpu.cuda import ptx
 from qgpu.cuda.codegen import compile_kernel
-from qgpu.cuda.driver import compile_to_ptx
+from qgpu.cuda.driver import compile_to_ptx, include_folders
 from qgpu.cuda.launch_args import check_value
 from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.many import launch_many
 from qgpu.cuda.printf import Buffer, device_fault, finish_buffer, printf_reserve
 from qgpu.cuda.shape import Shape, launch_shape
 from qgpu.cuda.signature import KernelSignature, find_kernel, parse_kernels, variable_elements
-from qgpu.cuda.symbols import little_endian, symbol_data
+from qgpu.cuda.symbols import from_words, symbol_data, to_words, words_of
 from qgpu.errors import CompileError, LaunchError, ProgramError
 from qgpu.interp import Machine
 from qgpu.isa import Program, limits
@@ -244,7 +244,7 @@ class Kernel:
                     # 8-byte elements on 8 bytes, as a GPU's allocations are aligned
                     next_word += next_word % 2 if arr.itemsize == 8 else 0
                     base = next_word
-                    words = _words(arr)
+                    words = words_of(arr)
                     next_word += words
                     if next_word > limit:
                         raise LaunchError(
@@ -252,9 +252,9 @@ class Kernel:
                             f"of global memory; the machine has {limits.GLOBAL_WORDS}"
                             + (f", {reserve} of them the printf buffer (printf_words, "
                                f"--printf-words)" if reserve else ""))
-                    memory[base:base + words] = _to_words(arr)
+                    memory[base:base + words] = to_words(arr)
                     placed.append((arr, base))
-                layout[p.name] = (base, _words(arr))
+                layout[p.name] = (base, words_of(arr))
                 values[f"param:{k}"] = base * 4
             else:
                 v = self._scalar(p, a)
@@ -293,7 +293,7 @@ class Kernel:
         return None
 
     def _words(self, params, args) -> int:
-        return sum(_words(np.asarray(a)) for p, a in zip(params, args, strict=True)
+        return sum(words_of(np.asarray(a)) for p, a in zip(params, args, strict=True)
                    if p.pointer)
 
     def _check_shared(self, shape: Shape, shared_mem) -> None:
@@ -479,7 +479,7 @@ class Kernel:
         finals = {}
         for p, a in params:
             base, n = layout[p.name]
-            finals[p.name] = _from_words(memory[base:base + n], a)
+            finals[p.name] = from_words(memory[base:base + n], a)
             if base in may_write and a.flags.writeable:
                 a[...] = finals[p.name]
         # bit for bit: a float array's NaN is not equal to itself
@@ -488,22 +488,6 @@ class Kernel:
             raise LaunchError(f"{self.name}: the kernel wrote to {', '.join(refused)}, passed "
                               f"as read-only (const parameter or non-writeable array); the "
                               f"other arrays hold their results")
-
-
-def _words(a: np.ndarray) -> int:
-    """Words of global memory an array takes (its bytes, rounded up to whole words)."""
-    return -(-a.nbytes // 4)
-
-
-def _to_words(a: np.ndarray) -> list[int]:
-    data = a.astype(little_endian(a.dtype), copy=False).tobytes().ljust(4 * _words(a), b"\0")
-    return [int(x) for x in np.frombuffer(data, dtype="<u4")]
-
-
-def _from_words(words: list[int], a: np.ndarray) -> np.ndarray:
-    """An array like `a` from the words that hold it."""
-    data = np.array(words, dtype="<u4").tobytes()[:a.nbytes]
-    return np.frombuffer(data, dtype=little_endian(a.dtype)).astype(a.dtype).reshape(a.shape)
 
 
 class Module:
@@ -523,7 +507,7 @@ class Module:
         self.source = source if isinstance(source, str) else source.decode("utf-8", "replace")
         self.filename = os.fsdecode(filename)
         self.engine = engine
-        includes = _include_dirs(include_dirs)
+        includes = include_folders(include_dirs)
         self._compiled = (source, filename, includes)   # set_symbol asks its types
         self.signatures = parse_kernels(source, filename, includes)
         self.ptx = compile_to_ptx(source, filename, includes)
@@ -593,19 +577,6 @@ class Module:
                           "ptx": self.ptx, "origins": kernel.template.stats["origins"]}
         self._kernels[sig.name] = kernel
         return kernel
-
-
-def _include_dirs(include_dirs) -> tuple[str, ...]:
-    """include_dirs as folders: one str or path is one folder (not its letters), a
-    relative one is taken from the current directory, as a compiler's -I is."""
-    if isinstance(include_dirs, str | bytes | os.PathLike):
-        include_dirs = [include_dirs]
-    try:
-        folders = [os.fsdecode(d) for d in include_dirs]
-    except TypeError:
-        raise CompileError("include_dirs must be a folder or a list of folders (str or "
-                           f"path), not {type(include_dirs).__name__}") from None
-    return tuple(os.path.abspath(d) for d in folders)
 
 
 def compile(source: str | bytes, filename: str = "kernel.cu",  # noqa: A001

@@ -1,4 +1,6 @@
-"""cuda.symbols: the bytes `Module.set_symbol` (`qgpu run --symbol`) stores in a
+"""cuda.symbols: host data as the machine's words. An array argument's words
+(`to_words`, `from_words`: little-endian, so a big-endian '>i4' array is placed and read
+back by value), and the bytes `Module.set_symbol` (`qgpu run --symbol`) stores in a
 __constant__ or __device__ variable, as cudaMemcpyToSymbol copies a host array.
 
 A numpy array gives its bytes in the machine's (little-endian) byte order; a list of
@@ -22,6 +24,22 @@ def little_endian(dtype: np.dtype) -> np.dtype:
     """`dtype` in the machine's byte order (a big-endian '>i4' array is placed by value)."""
     return dtype.newbyteorder("<") if dtype.byteorder == ">" or (
         dtype.byteorder == "=" and not np.little_endian) else dtype
+
+
+def words_of(a: np.ndarray) -> int:
+    """Words of global memory an array takes (its bytes, rounded up to whole words)."""
+    return -(-a.nbytes // 4)
+
+
+def to_words(a: np.ndarray) -> list[int]:
+    data = a.astype(little_endian(a.dtype), copy=False).tobytes().ljust(4 * words_of(a), b"\0")
+    return [int(x) for x in np.frombuffer(data, dtype="<u4")]
+
+
+def from_words(words: list[int], a: np.ndarray) -> np.ndarray:
+    """An array like `a` from the words that hold it."""
+    data = np.array(words, dtype="<u4").tobytes()[:a.nbytes]
+    return np.frombuffer(data, dtype=little_endian(a.dtype)).astype(a.dtype).reshape(a.shape)
 
 
 def symbol_data(variables, elements: dict, filename: str, name: str, values,
