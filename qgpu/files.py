@@ -16,6 +16,10 @@
 - `output_problem(path, inputs)` / `check_output`: an output path that would overwrite
   one of the inputs, or cannot be written (a folder, a missing folder), refused before the
   work runs.
+- `finite_json(value)` / `json_dumps(value)`: JSON every parser reads: Python writes a
+  float that is not finite as NaN / Infinity, which is not JSON (JavaScript's JSON.parse
+  rejects it); qgpu writes it as the string "nan", "inf" or "-inf" (`qgpu run --json`,
+  the launch page's data; docs/cuda.md).
 - `read_text_limited(path, limit)`: a file's text, refusing one larger than `limit` (a
   device such as /dev/zero is read up to the limit, never to the end of memory).
 """
@@ -24,6 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
+import math
 import mmap
 import os
 import shutil
@@ -229,3 +235,22 @@ def read_bytes_limited(path: str | Path, limit: int, what: str = "file") -> byte
 def read_text_limited(path: str | Path, limit: int, what: str = "file") -> str:
     """read_bytes_limited as text (UTF-8, undecodable bytes replaced)."""
     return read_bytes_limited(path, limit, what).decode("utf-8", errors="replace")
+
+
+def finite_json(value):
+    """`value` with every float that is not finite (in lists, tuples and dicts) replaced
+    by "nan", "inf" or "-inf"."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def json_dumps(value, **options) -> str:
+    """json.dumps of `finite_json(value)`: never NaN or Infinity (allow_nan=False)."""
+    return json.dumps(finite_json(value), allow_nan=False, **options)

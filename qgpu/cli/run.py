@@ -48,7 +48,6 @@ from pathlib import Path
 
 import numpy as np
 
-from qgpu import json_values
 from qgpu.cli.html import (
     MAX_SOURCE_BYTES,
     add_html_argument,
@@ -60,7 +59,7 @@ from qgpu.cuda import compile as compile_cuda
 from qgpu.cuda.launch_args import parse_arg_sets, pick_kernel, set_symbols
 from qgpu.cuda.shape import parse_dims
 from qgpu.errors import QgpuError
-from qgpu.files import read_bytes_limited
+from qgpu.files import json_dumps, read_bytes_limited
 from qgpu.isa import limits
 
 
@@ -287,7 +286,7 @@ def main(args) -> int:
                "tokens": r["tokens"]}
         if r["printed"]:
             out["printf"] = r["printed"]
-        print(json_values.dumps(out))
+        print(json_dumps(out))
     else:
         sys.stdout.write(r["printed"])     # the device's printf output, as a GPU prints it
         print(report(r))
@@ -308,7 +307,7 @@ def _many(args, launches: list[dict]) -> int:
                        {"args": r["args"], "tokens": r["tokens"]})
             if r["printed"]:
                 out["printf"] = r["printed"]
-            print(json_values.dumps(out))
+            print(json_dumps(out))
             continue
         print(f"launch {i} of {len(launches)}")
         sys.stdout.write(r["printed"])
