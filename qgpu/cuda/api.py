@@ -404,6 +404,9 @@ class Kernel:
         runtime.generate_many steps the launches in flight at once); see
         cuda.many.launch_many for `errors` and `options`. Returns their LaunchResults in
         order; each set's arrays receive its results, as after a call."""
+        if isinstance(arg_sets, dict) or not hasattr(arg_sets, "__iter__"):
+            raise LaunchError(f"{self.name}.launch_many takes a list of argument sets (each "
+                              f"a tuple, list or dict), not {type(arg_sets).__name__}")
         return launch_many([(self, grid, block, args) for args in arg_sets], engine=engine,
                            budget=budget, shared_mem=shared_mem, printf_words=printf_words,
                            errors=errors, **options)

@@ -161,6 +161,8 @@ def kernel_ast(source: str | bytes, filename: str = "kernel.cu",
 def include_folders(include_dirs) -> tuple[str, ...]:
     """include_dirs as folders: one str or path is one folder (not its letters), a
     relative one is taken from the current directory, as a compiler's -I is."""
+    if include_dirs is None:
+        return ()
     if isinstance(include_dirs, str | bytes | os.PathLike):
         include_dirs = [include_dirs]
     try:

@@ -261,6 +261,12 @@ def test_launch_many_names_what_is_not_a_launch(launches, match):
         launch_many(launches)
 
 
+@pytest.mark.parametrize("sets", [5, None, {"a": 1}])
+def test_kernel_launch_many_takes_a_list_of_argument_sets(sets):
+    with pytest.raises(LaunchError, match="launch_many takes a list of argument sets"):
+        qgpu.compile(COPY).get_function("k").launch_many(1, 4, sets)
+
+
 @pytest.mark.parametrize("name", [None, 3, b"k"])
 def test_get_function_takes_a_name(name):
     with pytest.raises(LaunchError, match="get_function takes a kernel's name .*kernels: k"):
@@ -280,6 +286,10 @@ def test_include_dirs_one_folder_or_several_relative_to_the_cwd(tmp_path, monkey
     qgpu.compile(INCLUDING + f"// {folders!r}\n", include_dirs=folders).get_function("k")(
         1, 4, (o,), engine="interp")
     assert o.tolist() == [2] * 4
+
+
+def test_include_dirs_none_is_no_folder():
+    assert qgpu.compile(COPY + "// no folders\n", include_dirs=None).kernel_names == ["k"]
 
 
 def test_include_dirs_of_another_type_is_named():
