@@ -13,11 +13,17 @@
 - `folder_problem(folder, need)`: why a folder cannot take `need` more bytes (missing and
   not creatable, a file, not writable, short of space), or None; checked before a long
   compile so that its result is not lost at the end.
+- `note_folder_problem(problem, consequence)`: that one line about an unusable cache
+  folder, once per process and problem.
 - `crc32_of(path, start)`: the checksum stored files carry (plan files, compile-cache
   entries), over the file from `start` on, read through a mapping in large pieces.
 - `output_problem(path, inputs)` / `check_output`: an output path that would overwrite
   one of the inputs, or cannot be written (a folder, a missing folder), refused before the
   work runs.
+- `finite_json(value)` / `json_dumps(value)`: JSON every parser reads: Python writes a
+  float that is not finite as NaN / Infinity, which is not JSON (JavaScript's JSON.parse
+  rejects it); qgpu writes it as the string "nan", "inf" or "-inf" (`qgpu run --json`,
+  the launch page's data; docs/cuda.md).
 - `read_text_limited(path, limit)`: a file's text, refusing one larger than `limit` (a
   device such as /dev/zero is read up to the limit, never to the end of memory).
 """
@@ -26,12 +32,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
+import math
 import mmap
 import os
 import re
 import secrets
 import shutil
 import stat
+import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -207,6 +216,21 @@ def folder_problem(folder: str | Path, need: int = 0) -> str | None:
     return None
 
 
+_noted: set[str] = set()
+
+
+def note_folder_problem(problem: str, consequence: str, who: str = "qgpu") -> None:
+    """One line on stderr about a folder that cannot be used (`problem`, from
+    folder_problem) and what happens instead, said once per process and problem: the
+    compile cache and the native kernel share the cache folder, and the first to find it
+    unusable says so for both."""
+    if problem in _noted:
+        return
+    _noted.add(problem)
+    print(f"{who}: the cache folder cannot be used ({problem}): {consequence}",
+          file=sys.stderr, flush=True)
+
+
 def crc32_of(path: str | Path, start: int = 0, end: int | None = None) -> int:
     """zlib's CRC-32 of the file's bytes from `start` to `end` (None: its end; negative:
     counted from its end)."""
@@ -273,3 +297,22 @@ def read_bytes_limited(path: str | Path, limit: int, what: str = "file") -> byte
 def read_text_limited(path: str | Path, limit: int, what: str = "file") -> str:
     """read_bytes_limited as text (UTF-8, undecodable bytes replaced)."""
     return read_bytes_limited(path, limit, what).decode("utf-8", errors="replace")
+
+
+def finite_json(value):
+    """`value` with every float that is not finite (in lists, tuples and dicts) replaced
+    by "nan", "inf" or "-inf"."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def json_dumps(value, **options) -> str:
+    """json.dumps of `finite_json(value)`: never NaN or Infinity (allow_nan=False)."""
+    return json.dumps(finite_json(value), allow_nan=False, **options)

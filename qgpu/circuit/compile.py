@@ -22,6 +22,7 @@ from qgpu.circuit.emit import emit
 from qgpu.circuit.ir import Circuit
 from qgpu.circuit.schedule import LayerShape, Plan, schedule
 from qgpu.errors import QgpuError
+from qgpu.files import note_folder_problem
 from qgpu.model.weights import QwenWeights
 from qgpu.primitives import Threshold
 
@@ -60,8 +61,7 @@ def compile_circuit(circuit: Circuit, shape: LayerShape, *, reuse_dims: bool = T
     else:
         problem = disk.problem_before_compile(directory) if cache is not False else None
         if problem:  # said before the compile, not after it: the result is still given
-            print(f"qgpu compile: the cache folder cannot take this compile ({problem}): "
-                  "compiling without saving it", file=sys.stderr, flush=True)
+            note_folder_problem(problem, "compiling without saving it", "qgpu compile")
         emitted = emit(plan, progress=progress)
         weights, thresholds = emitted.weights, emitted.thresholds
         if cache is not False and not problem:

@@ -88,7 +88,7 @@ def launch(kernel, grid: int, block: int, args, engine: str, html: str | None,
 
 
 def _mismatch_page(kernel, grid, block, args, engine, html, err) -> None:
-    from qgpu.cuda.api import LaunchResult, args_list
+    from qgpu.cuda.api import LaunchResult, scalar_values
     from qgpu.view import result_data
 
     program, memory, layout, _ = kernel.link(grid, block, args)
@@ -96,8 +96,7 @@ def _mismatch_page(kernel, grid, block, args, engine, html, err) -> None:
     res = LaunchResult(kernel.name, engine, grid, block, program, None, [], err.written, 0.0,
                        layout, initial=memory,
                        signed={p.name: p.signed for p in params if p.pointer},
-                       scalars={p.name: int(a) for p, a in zip(params, args_list(params, args),
-                                                                strict=True) if not p.pointer},
+                       scalars=scalar_values(params, args),
                        sources=kernel.sources, margins=getattr(err, "margins", None),
                        expected=err.expected)
     write_page(html, result_data(res))

@@ -43,7 +43,6 @@ parameters)}, "tokens"} and "printf" (the device's printf output) when it printe
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -57,10 +56,10 @@ from qgpu.cli.html import (
     page_error,
 )
 from qgpu.cuda import compile as compile_cuda
-from qgpu.cuda.launch_args import parse_arg_sets, pick_kernel
+from qgpu.cuda.launch_args import parse_arg_sets, pick_kernel, set_symbols
 from qgpu.cuda.shape import parse_dims
 from qgpu.errors import QgpuError
-from qgpu.files import read_bytes_limited
+from qgpu.files import json_dumps, read_bytes_limited
 from qgpu.isa import limits
 
 
@@ -185,15 +184,7 @@ def run(args) -> dict:
         raise RunError("--html draws one launch; several --arg values make several "
                        "launches: give each --arg once")
     values = sets[0]
-    for pair in getattr(args, "symbol", []) or []:
-        name, eq, text = pair.partition("=")
-        if not eq:
-            raise RunError(f"--symbol '{pair}': expected NAME=VALUES")
-        try:
-            items = [int(t, 0) for t in text.split(",")] if text.strip() else []
-        except ValueError:
-            raise RunError(f"--symbol {name}: '{text}' is not a list of integers") from None
-        module.set_symbol(name.strip(), items)
+    set_symbols(module, getattr(args, "symbol", []) or [])
     if args.engine != "interp":
         # imported here, not at module level: the engines cost every `qgpu` command ~0.4 s
         import qgpu.runtime  # noqa: F401 - registers the model's engines
@@ -296,8 +287,7 @@ def main(args) -> int:
                "tokens": r["tokens"]}
         if r["printed"]:
             out["printf"] = r["printed"]
-        json.dump(out, sys.stdout)
-        sys.stdout.write("\n")
+        print(json_dumps(out))
     else:
         sys.stdout.write(r["printed"])     # the device's printf output, as a GPU prints it
         print(report(r))
@@ -318,7 +308,7 @@ def _many(args, launches: list[dict]) -> int:
                        {"args": r["args"], "tokens": r["tokens"]})
             if r["printed"]:
                 out["printf"] = r["printed"]
-            print(json.dumps(out))
+            print(json_dumps(out))
             continue
         print(f"launch {i} of {len(launches)}")
         sys.stdout.write(r["printed"])

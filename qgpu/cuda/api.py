@@ -22,12 +22,14 @@ import numpy as np
 
 from qgpu.cuda import ptx
 from qgpu.cuda.codegen import compile_kernel
-from qgpu.cuda.driver import compile_to_ptx
+from qgpu.cuda.driver import compile_to_ptx, include_folders
+from qgpu.cuda.launch_args import check_value
 from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.many import launch_many
 from qgpu.cuda.printf import Buffer, device_fault, finish_buffer, printf_reserve
 from qgpu.cuda.shape import Shape, launch_shape
-from qgpu.cuda.signature import KernelSignature, find_kernel, parse_kernels
+from qgpu.cuda.signature import KernelSignature, find_kernel, parse_kernels, variable_elements
+from qgpu.cuda.symbols import from_words, symbol_data, to_words, words_of
 from qgpu.errors import CompileError, LaunchError, ProgramError
 from qgpu.interp import Machine
 from qgpu.isa import Program, limits
@@ -152,6 +154,13 @@ def _budget(budget):
     return int(budget)
 
 
+def scalar_values(params, args) -> dict:
+    """The scalar arguments as the results show them: a float parameter's value as a
+    float (inf and nan included), an integer's as an int."""
+    return {p.name: float(np.float32(a)) if p.dtype == "float32" else int(a)
+            for p, a in zip(params, args_list(params, args), strict=True) if not p.pointer}
+
+
 def args_list(params, args) -> list:
     """Launch arguments in parameter order (a dict by name, or a sequence)."""
     if isinstance(args, dict):
@@ -235,7 +244,7 @@ class Kernel:
                     # 8-byte elements on 8 bytes, as a GPU's allocations are aligned
                     next_word += next_word % 2 if arr.itemsize == 8 else 0
                     base = next_word
-                    words = _words(arr)
+                    words = words_of(arr)
                     next_word += words
                     if next_word > limit:
                         raise LaunchError(
@@ -243,9 +252,9 @@ class Kernel:
                             f"of global memory; the machine has {limits.GLOBAL_WORDS}"
                             + (f", {reserve} of them the printf buffer (printf_words, "
                                f"--printf-words)" if reserve else ""))
-                    memory[base:base + words] = _to_words(arr)
+                    memory[base:base + words] = to_words(arr)
                     placed.append((arr, base))
-                layout[p.name] = (base, _words(arr))
+                layout[p.name] = (base, words_of(arr))
                 values[f"param:{k}"] = base * 4
             else:
                 v = self._scalar(p, a)
@@ -259,7 +268,8 @@ class Kernel:
                 raise LaunchError(f"{self.name}: no global memory left for the printf "
                                   f"buffer (the arrays and variables take {next_word} of "
                                   f"{limits.GLOBAL_WORDS} words; it needs at least 2)")
-            buffer = Buffer(limits.GLOBAL_WORDS - words, words, sites)
+            buffer = Buffer(limits.GLOBAL_WORDS - words, words, sites,
+                            room=limits.GLOBAL_WORDS - next_word)
             values.update(buffer.symbols())
         program = template.bind(values)
         program.arrays = self._allocations(layout, template)
@@ -284,7 +294,7 @@ class Kernel:
         return None
 
     def _words(self, params, args) -> int:
-        return sum(_words(np.asarray(a)) for p, a in zip(params, args, strict=True)
+        return sum(words_of(np.asarray(a)) for p, a in zip(params, args, strict=True)
                    if p.pointer)
 
     def _check_shared(self, shape: Shape, shared_mem) -> None:
@@ -359,6 +369,8 @@ class Kernel:
         their unsigned twins; the lowering extends the narrow ones as PTX's ld.param)."""
         if p.dtype == "float32" and not isinstance(a, bool) \
                 and isinstance(a, int | float | np.integer | np.floating):
+            check_value(float(a), np.dtype("float32"), f"{self.name}: argument {p.name}",
+                        str(p), LaunchError)
             return int(np.array([a], np.float32).view(np.uint32)[0])   # its bit pattern
         if isinstance(a, bool | np.bool_) and p.dtype == "bool":
             return int(a)
@@ -393,6 +405,9 @@ class Kernel:
         runtime.generate_many steps the launches in flight at once); see
         cuda.many.launch_many for `errors` and `options`. Returns their LaunchResults in
         order; each set's arrays receive its results, as after a call."""
+        if isinstance(arg_sets, dict) or not hasattr(arg_sets, "__iter__"):
+            raise LaunchError(f"{self.name}.launch_many takes a list of argument sets (each "
+                              f"a tuple, list or dict), not {type(arg_sets).__name__}")
         return launch_many([(self, grid, block, args) for args in arg_sets], engine=engine,
                            budget=budget, shared_mem=shared_mem, printf_words=printf_words,
                            errors=errors, **options)
@@ -438,8 +453,7 @@ class Kernel:
                             run.memory, run.events, run.trace, seconds, prep.layout,
                             initial=prep.initial,
                             signed={p.name: p.signed for p in params if p.pointer},
-                            scalars={p.name: int(a) for p, a in zip(params, args_list(
-                                params, args), strict=True) if not p.pointer},
+                            scalars=scalar_values(params, args),
                             sources=self.sources, margins=run.margins, expected=run.expected,
                             printed=printed)
 
@@ -469,7 +483,7 @@ class Kernel:
         finals = {}
         for p, a in params:
             base, n = layout[p.name]
-            finals[p.name] = _from_words(memory[base:base + n], a)
+            finals[p.name] = from_words(memory[base:base + n], a)
             if base in may_write and a.flags.writeable:
                 a[...] = finals[p.name]
         # bit for bit: a float array's NaN is not equal to itself
@@ -478,22 +492,6 @@ class Kernel:
             raise LaunchError(f"{self.name}: the kernel wrote to {', '.join(refused)}, passed "
                               f"as read-only (const parameter or non-writeable array); the "
                               f"other arrays hold their results")
-
-
-def _words(a: np.ndarray) -> int:
-    """Words of global memory an array takes (its bytes, rounded up to whole words)."""
-    return -(-a.nbytes // 4)
-
-
-def _to_words(a: np.ndarray) -> list[int]:
-    data = a.tobytes().ljust(4 * _words(a), b"\0")
-    return [int(x) for x in np.frombuffer(data, dtype="<u4")]
-
-
-def _from_words(words: list[int], a: np.ndarray) -> np.ndarray:
-    """An array like `a` from the words that hold it."""
-    data = np.array(words, dtype="<u4").tobytes()[:a.nbytes]
-    return np.frombuffer(data, dtype=a.dtype).reshape(a.shape).copy()
 
 
 class Module:
@@ -513,42 +511,41 @@ class Module:
         self.source = source if isinstance(source, str) else source.decode("utf-8", "replace")
         self.filename = os.fsdecode(filename)
         self.engine = engine
-        includes = tuple(os.fsdecode(d) for d in include_dirs)
+        includes = include_folders(include_dirs)
+        self._compiled = (source, filename, includes)   # set_symbol asks its types
         self.signatures = parse_kernels(source, filename, includes)
         self.ptx = compile_to_ptx(source, filename, includes)
         self.ptx_module = ptx.parse(self.ptx)
         self._kernels: dict[str, Kernel] = {}
         self._symbols: dict[str, bytes] = {}
 
-    def set_symbol(self, name: str, values) -> None:
+    def set_symbol(self, name: str, values, what: str | None = None) -> None:
         """Fill a __constant__ or __device__ variable before the next launches, as the
-        host's cudaMemcpyToSymbol does: `values` is a numpy array (its bytes) or a list of
-        32-bit ints; at most the variable's size."""
-        var = next((v for v in self.ptx_module.variables
-                    if v.name == name and v.space in ("global", "const")), None)
-        if var is None:
-            known = [v.name for v in self.ptx_module.variables if v.space in ("global", "const")]
-            raise LaunchError(f"{self.filename}: no __constant__ or __device__ variable "
-                              f"'{name}' (variables: {', '.join(known) or 'none'})")
-        if not isinstance(values, np.ndarray):
-            # PTX declares most arrays as bytes (.b8): a list fills 32-bit elements (int,
-            # unsigned); a numpy array gives any other element type its own width
-            try:
-                values = np.array([limits.u32(int(v)) for v in values], dtype="<u4")
-            except (OverflowError, ValueError, TypeError):
-                raise LaunchError(f"{name}: values must be a numpy array or a list of "
-                                  "32-bit integers") from None
-        data = values.tobytes()
-        if len(data) > var.size:
-            raise LaunchError(f"{name}: {len(data)} bytes given; the variable holds "
-                              f"{var.size}")
-        self._symbols[name] = data.ljust(var.size, b"\0")
+        host's cudaMemcpyToSymbol does: `values` is a numpy array (its bytes, in the
+        machine's byte order) or a list of numbers stored as the variable's element type
+        (a float table's as float32, an int table's checked against int's range; a
+        variable of another type takes 32-bit integers); at most the variable's size.
+        Errors start with `what` (default: the name; qgpu run: `--symbol NAME`)."""
+        self._symbols[name] = self.symbol_data(name, values, what or name)
+
+    def symbol_element(self, name: str) -> tuple[str, str] | None:
+        """A variable's element type from the source, (numpy dtype, C type), or None."""
+        return variable_elements(*self._compiled).get(name)
+
+    def symbol_data(self, name: str, values, what: str) -> bytes:
+        """set_symbol's bytes for `values` (cuda.symbols); errors start with `what`."""
+        return symbol_data(self.ptx_module.variables, variable_elements(*self._compiled),
+                           self.filename, name, values, what)
 
     @property
     def kernel_names(self) -> list[str]:
         return [s.name for s in self.signatures]
 
     def get_function(self, name: str) -> Kernel:
+        if not isinstance(name, str):
+            raise LaunchError(f"get_function takes a kernel's name (a str; kernels: "
+                              f"{', '.join(self.kernel_names) or 'none'}), not "
+                              f"{type(name).__name__}")
         sig = find_kernel(self.signatures, name, self.filename)
         if sig.name in self._kernels:
             return self._kernels[sig.name]

@@ -156,3 +156,18 @@ def kernel_ast(source: str | bytes, filename: str = "kernel.cu",
     """clang's AST of the source as JSON (for a 64-bit GPU: the types a GPU gives)."""
     data, _ = _run(AST_FLAGS, _as_bytes(source), filename, includes, None)
     return json.loads(data.decode("utf-8", "replace"))
+
+
+def include_folders(include_dirs) -> tuple[str, ...]:
+    """include_dirs as folders: one str or path is one folder (not its letters), a
+    relative one is taken from the current directory, as a compiler's -I is."""
+    if include_dirs is None:
+        return ()
+    if isinstance(include_dirs, str | bytes | os.PathLike):
+        include_dirs = [include_dirs]
+    try:
+        folders = [os.fsdecode(d) for d in include_dirs]
+    except TypeError:
+        raise CompileError("include_dirs must be a folder or a list of folders (str or "
+                           f"path), not {type(include_dirs).__name__}") from None
+    return tuple(os.path.abspath(d) for d in folders)

@@ -12,9 +12,12 @@ shared by all, one given k times making k launches (`qgpu run`)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from qgpu.errors import QgpuError
+from qgpu.isa import limits
 
 
 class LaunchArgumentError(QgpuError):
@@ -57,6 +60,24 @@ def parse_arg_sets(kernel, pairs: list[str]) -> list[dict]:
     return [_launch(kernel, given, i) for i in range(counts[0] if counts else 1)]
 
 
+def set_symbols(module, pairs: list[str]) -> None:
+    """`qgpu run --symbol NAME=VALUES`: each variable filled with comma-separated numbers
+    of its element type (a float table takes decimal numbers, inf and nan; an integer
+    table integers in its type's range), as Module.set_symbol stores them."""
+    for pair in pairs:
+        name, eq, text = pair.partition("=")
+        name, what = name.strip(), f"--symbol {name.strip()}"
+        if not eq:
+            raise LaunchArgumentError(f"--symbol '{pair}': expected NAME=VALUES")
+        element = module.symbol_element(name)
+        items = text.split(",") if text.strip() else []
+        if element and element[0] == "float32":
+            values = [_float(t, what, "float elements") for t in items]
+        else:
+            values = [_int(t, what) for t in items]
+        module.set_symbol(name, values, what)
+
+
 def _given(kernel, pairs: list[str]) -> dict[str, list[str]]:
     """The values given per parameter name, every parameter given at least once."""
     params = [p.name for p in kernel.params]      # in order: the error lists them
@@ -85,23 +106,65 @@ def _launch(kernel, given: dict[str, list[str]], i: int) -> dict:
 
 def _scalar(param, text: str):
     """An integer (a bool parameter also takes true/false, a float one a decimal number,
-    inf or nan, rounded to float32 as a C literal `2.5f` is)."""
+    inf or nan, rounded to float32 as a C literal `2.5f` is; one beyond float32's range
+    is refused)."""
     if param.dtype == "bool" and text.strip().lower() in ("true", "false"):
         return text.strip().lower() == "true"
     if param.dtype == "float32":
-        try:
-            return float(text.strip())
-        except ValueError:
-            raise LaunchArgumentError(f"--arg {param.name}: '{text}' is not a number "
-                                      f"({param.ctype} parameter)") from None
-    return _int(text, param.name)
+        return _float(text, f"--arg {param.name}", f"{param.ctype} parameter")
+    return _int(text, f"--arg {param.name}")    # its range: the API's check (Kernel)
 
 
-def _int(text: str, name: str) -> int:
+def _int(text: str, what: str) -> int:
     try:
         return int(text.strip(), 0)
     except ValueError:
-        raise LaunchArgumentError(f"--arg {name}: '{text}' is not an integer") from None
+        raise LaunchArgumentError(f"{what}: '{text}' is not an integer") from None
+
+
+_NOT_FINITE = ("inf", "infinity", "nan")
+
+
+def _float(text: str, what: str, kind: str) -> float:
+    """A float32 value from its decimal text: inf and nan as they are, a finite number
+    that rounds beyond float32's range refused (1e400, 1e39)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise LaunchArgumentError(f"{what}: '{text}' is not a number ({kind})") from None
+    spelled = text.strip().lower().lstrip("+-") in _NOT_FINITE
+    if not spelled and not np.isfinite(_rounded32(value)):
+        raise LaunchArgumentError(f"{what}: {text.strip()} overflows float32 (largest "
+                                  f"finite {FLOAT32_MAX:.7g}; write inf for infinity)")
+    return value
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_value(value, dtype: np.dtype, what: str, kind: str, error=LaunchArgumentError):
+    """`value` (a Python number) fits an element of `dtype`, or `error` names it: an
+    integer within the type's range (bool: 0 or 1), a float within float32's finite range
+    unless it is inf or nan itself."""
+    if dtype.kind == "f":
+        if math.isfinite(value) and not np.isfinite(_rounded32(value)):
+            raise error(f"{what}: {value!r} overflows float32 (largest finite "
+                        f"{FLOAT32_MAX:.7g})")
+        return
+    info = np.iinfo(np.uint8 if dtype.kind == "b" else dtype)
+    lo, hi = (0, 1) if dtype.kind == "b" else (int(info.min), int(info.max))
+    if not lo <= value <= hi:
+        raise error(f"{what}: {value} does not fit {dtype.name} ({kind})")
+
+
+def _rounded32(value: float) -> np.float32:
+    with np.errstate(over="ignore"):
+        return np.float32(value)
+
+
+def max_elements(dtype: np.dtype) -> int:
+    """The most elements of `dtype` the machine's global memory holds."""
+    return limits.GLOBAL_WORDS * 4 // dtype.itemsize
 
 
 PREFIXES = {"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
@@ -117,23 +180,33 @@ def _array(param, text: str) -> np.ndarray:
     else:
         dtype = np.dtype(param.dtype or "int32")   # struct/void pointers: words by default
     if text.startswith("zeros:"):
-        n = _int(text[len("zeros:"):], param.name)
+        n = _int(text[len("zeros:"):], f"--arg {param.name}")
         if n < 0:
             raise LaunchArgumentError(f"--arg {param.name}: zeros:{n} is negative")
+        _fits_memory(n, dtype, f"--arg {param.name}: zeros:{n}")
         return np.zeros(n, dtype=dtype)
-    items = [t for t in text.split(",")] if text.strip() else []
+    return number_list(text, dtype, f"--arg {param.name}",
+                       f"{param.ctype} elements; a prefix such as u32: names another "
+                       "element type")
+
+
+def number_list(text: str, dtype: np.dtype, what: str, kind: str) -> np.ndarray:
+    """Comma-separated numbers as an array of `dtype`, each checked (check_value)."""
+    items = text.split(",") if text.strip() else []
+    _fits_memory(len(items), dtype, what)
     if dtype.kind == "f":
-        try:
-            return np.array([float(t) for t in items], dtype=dtype)
-        except ValueError:
-            raise LaunchArgumentError(f"--arg {param.name}: '{text}' is not a list of "
-                                      "numbers") from None
-    values = [_int(t, param.name) for t in items]
-    info = np.iinfo(np.uint8 if dtype.kind == "b" else dtype)
-    lo, hi = (0, 1) if dtype.kind == "b" else (info.min, info.max)
+        return np.array([_float(t, what, kind) for t in items], dtype=dtype)
+    values = [_int(t, what) for t in items]
     for v in values:
-        if not lo <= v <= hi:
-            raise LaunchArgumentError(f"--arg {param.name}: {v} does not fit {dtype.name} "
-                                      f"({param.ctype} elements; a prefix such as u32: names "
-                                      "another element type)")
+        check_value(v, dtype, what, kind)
     return np.array(values, dtype=dtype)
+
+
+def _fits_memory(n: int, dtype: np.dtype, what: str) -> None:
+    """Refused before anything is allocated: more elements than global memory holds."""
+    if n > max_elements(dtype):
+        words = -(-n * dtype.itemsize // 4)
+        raise LaunchArgumentError(f"{what} is {n:,} {dtype.name} elements, {words:,} words "
+                                  f"of global memory; the machine has "
+                                  f"{limits.GLOBAL_WORDS} (isa.limits.GLOBAL_WORDS: at most "
+                                  f"{max_elements(dtype)} such elements)")

@@ -57,16 +57,25 @@ def launch_many(launches: Sequence[tuple], engine: str | None = None,
     (or, with errors="return", the error) per launch, in order."""
     if errors not in ERRORS:
         raise LaunchError(f"errors={errors!r}: give one of {ERRORS}")
-    launches = list(launches)
+    try:
+        launches = list(launches)
+    except TypeError:
+        raise LaunchError(f"launch_many takes a list of (kernel, grid, block, args) tuples, "
+                          f"not {type(launches).__name__}") from None
+    for i, launch in enumerate(launches):
+        if not isinstance(launch, tuple | list) or len(launch) != 4:
+            raise LaunchError(f"launch_many: launch {i} is not a (kernel, grid, block, args) "
+                              "tuple")
+        if not callable(getattr(launch[0], "prepare", None)):
+            raise LaunchError(f"launch_many: launch {i}'s kernel is a "
+                              f"{type(launch[0]).__name__}, not a kernel (module."
+                              "get_function(name) gives one)")
     if engine is None:
         engines = {launch[0].engine for launch in launches}
         if len(engines) > 1:
             raise LaunchError(f"launch_many runs one engine; the kernels' defaults differ "
                               f"({sorted(engines)}): name one with engine=")
         engine = engines.pop() if engines else "interp"
-    for launch in launches:
-        if not isinstance(launch, tuple | list) or len(launch) != 4:
-            raise LaunchError("launch_many takes (kernel, grid, block, args) tuples")
     preps = []
     for kernel, grid, block, args in launches:
         try:

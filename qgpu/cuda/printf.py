@@ -30,6 +30,7 @@ ASSERT_FLAG = 0x8000_0000        # header word of an assert record: flag | site 
 TRAP_BASE = 0xA550_0000          # the failing lane loads TRAP_BASE + 4 * id: out of bounds
 _INT_CONV = set("diouxXc")
 _FLOAT_CONV = set("fFeEgG")
+MAX_FIELD = 4096                 # the widest field width or precision a format may give
 _SPEC = re.compile(rb"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d*))?(hh|h|ll|l|j|z|t|L|q)?(.)", re.S)
 
 
@@ -42,11 +43,17 @@ class KernelAssertion(MachineError):
 
 
 class PrintfOverflow(LaunchError):
-    """The printf buffer was too small: the message gives the size needed."""
+    """The printf buffer was too small: the message gives the size needed (or says that
+    the machine's global memory cannot hold it)."""
 
     def __init__(self, message: str, printed: str = ""):
         super().__init__(message)
         self.printed = printed     # the records that fitted
+
+
+class PrintfOverwritten(PrintfOverflow):
+    """The printf buffer's counter holds what no printf of the launch wrote: the kernel
+    stored over the buffer (past the end of an array)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,10 @@ def parse_format(fmt: bytes, where: str) -> list[bytes | Conv]:
             raise CompileError(f"{where}: printf conversion '{text}': a width or precision "
                                "taken from the arguments (*) is not supported; write the "
                                "number in the format")
+        if max(int(width or 0), int(prec or 0)) > MAX_FIELD:
+            raise CompileError(f"{where}: printf conversion '{text[:40]}': a width or "
+                               f"precision above {MAX_FIELD} characters is not supported "
+                               "(CUDA's printf buffer is small too)")
         length = (length or b"").decode()
         if length in ("l", "ll", "j", "z", "t", "q", "L") and conv not in "s":
             raise CompileError(f"{where}: printf conversion '{text}' prints a 64-bit value; "
@@ -205,6 +216,7 @@ class Buffer:
     first: int                      # its first word (the counter)
     words: int
     sites: list[Site] = field(default_factory=list)
+    room: int = 0                   # the most words the launch's buffer could have
 
     @property
     def capacity(self) -> int:
@@ -215,9 +227,10 @@ class Buffer:
         return {"printf:counter": 4 * self.first, "printf:data": 4 * (self.first + 1),
                 "printf:capacity": self.capacity}
 
-    def read(self, memory: list[int], kernel: str) -> tuple[str, tuple | None, str | None]:
-        """(the text printed, the first failed assert's (site, ids word), an overflow
-        message) from the final memory."""
+    def read(self, memory: list[int], kernel: str
+             ) -> tuple[str, tuple | None, PrintfOverflow | None]:
+        """(the text printed, the first failed assert's (site, ids word), the error of a
+        full or overwritten buffer) from the final memory."""
         used = memory[self.first]
         data = memory[self.first + 1:self.first + self.words]
         out, pos, failed = [], 0, None
@@ -232,13 +245,33 @@ class Buffer:
                 out.append(format_record(site, data[pos + 1:pos + site.record_words]))
             pos += site.record_words
         text = b"".join(out).decode("utf-8", "replace")
-        overflow = None
-        if used > self.capacity:
-            overflow = (f"{kernel}: the printf buffer is full: the launch's printf and assert "
-                        f"records need {used} words and the buffer holds {self.capacity} "
-                        f"(+1 counter word); give --printf-words {used + 1} (the API's "
-                        f"printf_words={used + 1})")
-        return text, failed, overflow
+        return text, failed, self._problem(used, pos, kernel, text)
+
+    def _problem(self, used: int, pos: int, kernel: str, text: str):
+        """The buffer's error: overwritten (its records end where the counter cannot: the
+        records fill it up to the counter, or up to less than a record from its end when
+        it is full), full, or None."""
+        largest = max((s.record_words for s in self.sites), default=1)
+        if (used <= self.capacity and pos != used) or \
+                (used > self.capacity and pos + largest <= self.capacity):
+            return PrintfOverwritten(
+                f"{kernel}: the printf buffer was overwritten: its counter holds {used:,}, "
+                f"which the launch's printf records (ending at word {pos}) cannot have "
+                f"written; a store past the end of an array? (--engine interp checks "
+                f"every access against its array)", text)
+        if used <= self.capacity:
+            return None
+        need = f"{kernel}: the printf buffer is full: the launch's printf and assert " \
+            f"records need {used} words and the buffer holds {self.capacity} (+1 counter " \
+            f"word); "
+        if used + 1 <= self.room:
+            return PrintfOverflow(need + f"give --printf-words {used + 1} (the API's "
+                                  f"printf_words={used + 1})", text)
+        from qgpu.isa import limits
+        return PrintfOverflow(need + f"the machine's global memory has "
+                              f"{limits.GLOBAL_WORDS} words and the launch's arrays and "
+                              f"variables leave at most {self.room} for the buffer: print "
+                              f"less (fewer threads, calls or values)", text)
 
 
 def _xyz(index: int, dims: tuple) -> str:
@@ -306,13 +339,15 @@ def finish_buffer(buffer: Buffer | None, memory: list[int], kernel: str, shape,
     if buffer is None:
         copy_back()
         return ""
-    text, failed, overflow = buffer.read(memory, kernel)
+    text, failed, problem = buffer.read(memory, kernel)
     copy_back()
+    if isinstance(problem, PrintfOverwritten):
+        raise problem           # before an assert record that may be one of its words
     if failed is not None:
         site, ids = failed
         raise assertion_error(site, kernel, ids >> 16, ids & 0xFFFF, text, shape)
-    if overflow is not None:
-        raise PrintfOverflow(overflow, text)
+    if problem is not None:
+        raise problem
     return text
 
 

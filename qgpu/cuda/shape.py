@@ -53,7 +53,10 @@ def dim3(value, what: str) -> Dim3:
     if hasattr(value, "x") and not isinstance(value, int | np.integer):
         value = (value.x, getattr(value, "y", 1), getattr(value, "z", 1))
     items = list(value) if isinstance(value, tuple | list) else [value]
-    if not 1 <= len(items) <= 3 or any(isinstance(v, bool) or not isinstance(
+    if not 1 <= len(items) <= 3:
+        raise LaunchError(f"{what} {value!r}: {len(items)} dimensions; a launch has 1 to 3 "
+                          "(x, y, z)")
+    if any(isinstance(v, bool) or not isinstance(
             v, int | np.integer) for v in items):
         raise LaunchError(f"{what} {value!r}: every dimension must be an int (give an int "
                           "or a tuple of 1 to 3 ints (x, y, z))")
@@ -79,6 +82,9 @@ def launch_shape(grid, block) -> Shape:
 def parse_dims(text: str, what: str) -> Dim3:
     """A command line's --grid/--block: "4", "2,2" or "2x2x1"."""
     parts = text.replace("x", ",").split(",")
+    if len(parts) > 3:
+        raise LaunchError(f"--{what} '{text}': {len(parts)} dimensions; give at most 3 "
+                          "(x,y,z), e.g. 4 or 2,2")
     try:
         values = tuple(int(p.strip(), 0) for p in parts)
     except ValueError:

@@ -116,6 +116,16 @@ def _desugar(text: str, typedefs: dict) -> str:
     return text
 
 
+def _base(head: str) -> str:
+    """A C type's base name without qualifiers, in the spelling ELEMENTS uses."""
+    base = " ".join(_QUALIFIERS.sub(" ", head).split())
+    return {"unsigned": "unsigned int", "signed": "int", "signed int": "int",
+            "short int": "short", "unsigned short int": "unsigned short",
+            "long int": "long", "unsigned long int": "unsigned long",
+            "long long int": "long long", "unsigned long long int": "unsigned long long",
+            "_Bool": "bool"}.get(base, base)
+
+
 def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | None]:
     """(Param, None) or (None, why qgpu cannot pass it)."""
     name = p.get("name") or f"arg{index}"
@@ -131,12 +141,7 @@ def _param(p: dict, index: int, typedefs: dict) -> tuple[Param | None, str | Non
         return None, f"parameter '{shown}{name}' is a pointer to a pointer (not supported)"
     head = text.split("*")[0]
     const = bool(re.search(r"\bconst\b", head))
-    base = " ".join(_QUALIFIERS.sub(" ", head).split())
-    base = {"unsigned": "unsigned int", "signed": "int", "signed int": "int",
-            "short int": "short", "unsigned short int": "unsigned short",
-            "long int": "long", "unsigned long int": "unsigned long",
-            "long long int": "long long", "unsigned long long int": "unsigned long long",
-            "_Bool": "bool"}.get(base, base)
+    base = _base(head)
     if base in ("long", "unsigned long"):
         return None, (f"parameter '{shown}{name}' is 64 bits on a GPU ({base}; size_t is "
                       "unsigned long) but 32 in qgpu's 32-bit compile: use long long / "
@@ -324,6 +329,26 @@ def _kernels_of(source: str | bytes, filename: str,
     from qgpu.cuda.driver import kernel_ast
     return tuple(kernels_from_ast(kernel_ast(source, filename, includes),
                                   os.fsdecode(filename)))
+
+
+@functools.lru_cache(maxsize=256)
+def variable_elements(source: str | bytes, filename: str = "kernel.cu",
+                      includes: tuple[str, ...] = ()) -> dict[str, tuple[str, str]]:
+    """The file's own __constant__ and __device__ variables of a scalar element type (a
+    scalar or an array of them): name -> (numpy dtype, C type). PTX declares most of them
+    as bytes (.b8), so `set_symbol` asks the source how to store a list of numbers."""
+    from qgpu.cuda.driver import kernel_ast
+    out = {}
+    for node in kernel_ast(source, filename, includes).get("inner", []):
+        kinds = {c.get("kind") for c in node.get("inner", [])}
+        if node.get("kind") != "VarDecl" or not kinds & {"CUDAConstantAttr",
+                                                          "CUDADeviceAttr"}:
+            continue
+        text = _type(node.get("type", {}))
+        base = _base(text.split("[")[0])
+        if "*" not in text and base in ELEMENTS and node.get("name"):
+            out[node["name"]] = (np.dtype(ELEMENTS[base]).name, base)
+    return out
 
 
 def find_kernel(kernels: list[KernelSignature], name: str, filename: str) -> KernelSignature:

@@ -13,19 +13,22 @@ found or the build fails: callers then use the numpy engine.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
 import platform
 import shutil
 import subprocess
+import sys
+import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 from qgpu.errors import QgpuError, setting_ignored
-from qgpu.files import atomic_write, clean_leftovers
+from qgpu.files import atomic_write, clean_leftovers, folder_problem, note_folder_problem
 
 SOURCE = Path(__file__).with_name("fast_kernel.c")
 INCLUDED = tuple(Path(__file__).with_name(name) for name in (  # #included by SOURCE
@@ -162,6 +165,24 @@ def _compiler() -> str | None:
     return None
 
 
+_temporary: list[Path] = []
+
+
+def _build_dir() -> Path:
+    """The cache folder, or (it cannot take a file: a file itself, not writable) a
+    temporary folder of this process, said in one line shared with the compile cache's
+    note about the same folder (files.note_folder_problem)."""
+    folder = _cache_dir()
+    problem = folder_problem(folder)
+    if problem is None:
+        return folder
+    note_folder_problem(problem, "the native kernel is built in a temporary folder")
+    if not _temporary:
+        _temporary.append(Path(tempfile.mkdtemp(prefix="qgpu-native-")))
+        atexit.register(shutil.rmtree, _temporary[0], True)
+    return _temporary[0]
+
+
 def _cache_dir() -> Path:
     """$QGPU_CACHE_DIR, else $XDG_CACHE_HOME/qgpu/native, else ~/.cache/qgpu/native when
     HOME names a folder, else .cache/qgpu/native in the checkout (HOME empty: not the
@@ -191,7 +212,7 @@ def build_library(cc: str, source: Path, stem: str, flags: list[str],
         all_flags = flags + extra
         key = hashlib.sha256(text + repr((cc, all_flags, platform.machine(),
                                           platform.node())).encode()).hexdigest()[:16]
-        target = _cache_dir() / f"{stem}_{key}.so"
+        target = _build_dir() / f"{stem}_{key}.so"
         if target.exists():
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -334,6 +355,11 @@ def threads() -> int:
     return 2 if value.strip() == "2" else 1
 
 
+def _say(message: str) -> None:
+    """One plain line on stderr (not a Python warning with its source location)."""
+    print(f"qgpu: {message}", file=sys.stderr, flush=True)
+
+
 def load_kernel() -> ctypes.CDLL | None:
     """The compiled kernel, or None (with a warning) when it cannot be built."""
     global _kernel, _tried
@@ -343,15 +369,14 @@ def load_kernel() -> ctypes.CDLL | None:
     if os.environ.get("QGPU_NATIVE", "1") == "0":
         return None
     cc = _compiler()
+    slower = "the fast engine runs on numpy, much slower"
     if cc is None:
-        warnings.warn("no C compiler found (set CC): the fast engine runs on numpy, much "
-                      "slower", RuntimeWarning, stacklevel=2)
+        _say(f"no C compiler found (set CC): {slower}")
         return None
     try:
         lib = ctypes.CDLL(str(build_library(cc, SOURCE, "fast_kernel", FLAGS, INCLUDED)))
     except (OSError, QgpuError) as err:
-        warnings.warn(f"could not build the native kernel ({err}): the fast engine runs on "
-                      "numpy, much slower", RuntimeWarning, stacklevel=2)
+        _say(f"could not build the native kernel ({err}): {slower}")
         return None
     _declare(lib)
     lib.qgpu_set_threads(threads())

@@ -29,7 +29,13 @@ from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.memory import decode_memory_rows, memory_location
 from qgpu.circuit.machine.spec import MachineSpec, check_launch
 from qgpu.circuit.schedule import LayerShape
-from qgpu.files import OutputError, StoredFileError, clean_leftovers
+from qgpu.files import (
+    OutputError,
+    StoredFileError,
+    clean_leftovers,
+    folder_problem,
+    note_folder_problem,
+)
 from qgpu.isa import limits
 from qgpu.isa.program import Program
 from qgpu.model.config import QwenConfig
@@ -151,6 +157,10 @@ def _store(machine: ModelMachine, shape: LayerShape) -> None:
         return
     meta = {"config": engine.config.to_hf_dict(), "memory_at": list(machine.memory_at)}
     target = plan_path(shape, machine.spec)
+    problem = folder_problem(target.parent)
+    if problem:  # said once with the compile cache's note on the same folder
+        note_folder_problem(problem, "the engine plan is not stored")
+        return
     clean_leftovers(target.parent)  # killed writers' temporaries
     try:
         path = save_plan(target, engine.plan.fields, meta)

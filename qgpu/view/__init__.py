@@ -21,10 +21,10 @@ Chromium for screenshots and the tests, nothing of qgpu).
 from __future__ import annotations
 
 import html as _html
-import json
 from importlib import resources
 from pathlib import Path
 
+from qgpu.files import json_dumps
 from qgpu.protocol import encode_prompt
 from qgpu.view.data import Arrays, Sources, launch_data
 
@@ -38,7 +38,7 @@ def _asset(name: str) -> str:
 
 def render_html(data: dict, title: str | None = None) -> str:
     """The whole page for `data` (view.data.launch_data), one string."""
-    blob = json.dumps(data, separators=(",", ":"))
+    blob = json_dumps(data, separators=(",", ":"))  # JSON.parse reads it: no NaN
     blob = blob.replace("<", "\\u003c")  # only inside JSON strings: safe in <script>
     title = title or f"qgpu: {data.get('kernel', 'launch')}"
     page = _asset("page.html")

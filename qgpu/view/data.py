@@ -10,6 +10,7 @@ model's top-1 minus top-2 logit margin per written token, the interpreter's trac
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -110,6 +111,14 @@ def _source_lines(origin: dict, sources: Sources) -> list[int]:
     return []
 
 
+def _margins(margins: list[float] | None) -> list[float | None] | None:
+    """The margins as the page shows them: one that is not a finite number (a NaN from
+    a trace file) is null, the page's 'no margin'."""
+    if margins is None:
+        return None
+    return [float(m) if math.isfinite(m) else None for m in margins]
+
+
 def launch_data(prompt: list[int], trace: list[int], *, kernel: str = "", engine: str = "",
                 sources: Sources | None = None, arrays: Arrays | None = None,
                 final_memory: list[int] | None = None, margins: list[float] | None = None,
@@ -159,6 +168,6 @@ def launch_data(prompt: list[int], trace: list[int], *, kernel: str = "", engine
         "arrays": [{"name": n, "base": b, "size": s, "signed": arrays.signed.get(n, True)}
                    for n, (b, s) in arrays.layout.items()],
         "scalars": dict(arrays.scalars),
-        "margins": margins, "expected": expected, "mismatch": mismatch, "note": note,
+        "margins": _margins(margins), "expected": expected, "mismatch": mismatch, "note": note,
         "printed": printed,
     }

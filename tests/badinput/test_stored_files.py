@@ -145,7 +145,7 @@ def test_cache_folder_checked_before_compiling(tmp_path, capsys):
     assert "needed" in folder_problem(tmp_path, 1 << 60)
     compiled = compile_circuit(adder_machine().circuit, LayerShape.small(), cache=a_file)
     err = capsys.readouterr().err
-    assert "cannot take this compile" in err and "is a file" in err
+    assert "cache folder cannot be used" in err and "is a file" in err
     assert compiled.weights is not None and a_file.read_text() == ""
 
 

@@ -39,7 +39,7 @@ def test_grid_and_block_as_tuples_and_args_as_dict(mod):
     assert list(c) == [4, 6]
     with pytest.raises(LaunchError, match=r"grid \(2,3\) x block \(2\) \(6 CTAs"):
         mod.get_function("vadd")((2, 3), 2, [a, b, c, 2])
-    with pytest.raises(LaunchError, match="tuple of 1 to 3 ints"):
+    with pytest.raises(LaunchError, match="4 dimensions; a launch has 1 to 3"):
         mod.get_function("vadd")((1, 1, 1, 1), 2, [a, b, c, 2])
 
 

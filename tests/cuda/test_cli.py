@@ -180,7 +180,8 @@ def test_float_scalars_and_arrays_from_the_command_line(tmp_path, capsys):
     assert rc == 0
     a, x, y = np.float32(0.1), np.array([1, 2, 3, -np.inf], np.float32), np.float32(0.5)
     want = [float(np.float32(float(a) * float(v) + float(y))) for v in x]  # fma: one rounding
-    assert json.loads(capsys.readouterr().out)["args"]["y"] == want
+    # --json writes a float that is not finite as a string (qgpu.files.json_dumps)
+    assert json.loads(capsys.readouterr().out)["args"]["y"] == want[:3] + ["-inf"]
     assert main(["run", str(path), "--grid", "1", "--block", "4", "--engine", "interp",
                  "--arg", "n=4", "--arg", "a=two", "--arg", "x=zeros:4",
                  "--arg", "y=zeros:4"]) == 1

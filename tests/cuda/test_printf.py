@@ -119,7 +119,7 @@ def _buffer(sites, records, words=16):
         mem[first + 1 + pos:first + 1 + pos + len(rec)] = rec
         pos += len(rec)
     mem[first] = pos
-    return Buffer(first, words, sites), mem
+    return Buffer(first, words, sites, room=first + words), mem   # the rest of memory free
 
 
 def test_the_buffer_reads_records_in_order_and_reports_overflow():
@@ -135,7 +135,7 @@ def test_the_buffer_reads_records_in_order_and_reports_overflow():
     mem[buf.first] = 17
     text, _, overflow = buf.read(mem, "k")
     assert text == "1,2\na=3\n4,5\na=6\n7,8\na=9\n"
-    assert "--printf-words 18" in overflow and "printf_words=18" in overflow
+    assert "--printf-words 18" in str(overflow) and "printf_words=18" in str(overflow)
 
 
 def test_an_assert_record_names_the_first_failing_thread():
