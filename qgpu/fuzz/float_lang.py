@@ -278,13 +278,19 @@ class Program:
     float_outputs: list
     int_outputs: list
     name: str = "fuzzf"
+    barriers: bool = False  # the kernel: __syncthreads() after each output (no data is
+    # shared: the outputs are the same, the float code before the barriers pushes their
+    # blocks high: issue 36's class, in CTAs of several warps)
 
-    def body(self, expr) -> list[str]:
+    def body(self, expr, sync: bool = False) -> list[str]:
         nf, ni = len(self.float_outputs), len(self.int_outputs)
+        barrier = ["  __syncthreads();"] if sync and self.barriers else []
         lines = ["  float a = f[3 * t], b = f[3 * t + 1], c = f[3 * t + 2];",
                  "  int i = n[2 * t], j = n[2 * t + 1];"]
-        lines += [f"  fo[{nf} * t + {k}] = {expr(e)};" for k, e in enumerate(self.float_outputs)]
-        lines += [f"  io[{ni} * t + {k}] = {expr(e)};" for k, e in enumerate(self.int_outputs)]
+        for k, e in enumerate(self.float_outputs):
+            lines += [f"  fo[{nf} * t + {k}] = {expr(e)};", *barrier]
+        for k, e in enumerate(self.int_outputs):
+            lines += [f"  io[{ni} * t + {k}] = {expr(e)};", *barrier]
         return lines
 
     def source(self) -> str:
@@ -292,7 +298,7 @@ class Program:
             _DEVICE_HELPERS,
             f"__global__ void {self.name}(const float *f, const int *n, float *fo, int *io) {{",
             "  int t = blockIdx.x * blockDim.x + threadIdx.x;",
-            *self.body(device_expr), "}"]) + "\n"
+            *self.body(device_expr, sync=True), "}"]) + "\n"
 
     def host_function(self, index: int) -> str:
         return "\n".join([
