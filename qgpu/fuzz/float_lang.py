@@ -161,6 +161,17 @@ def product(e):
     return None
 
 
+def _constant(e) -> bool:
+    return isinstance(e, Const) or (isinstance(e, Op) and e.op == "neg"
+                                    and _constant(e.args[0]))
+
+
+def _folded(p) -> bool:
+    """A product of two constants: clang folds it (rounded) before it contracts, so the
+    sum stays a plain add (seen: 0x1.555556p-2f * 2.5f + x was no fma)."""
+    return p is not None and _constant(p[1]) and _constant(p[2])
+
+
 def contracted(e: Op):
     """For a plain + or - that clang fuses into an fma: (x, y, z, negate_product), the fma
     being x*y*(+-1) + z; else None. (Never both operands products: the generator avoids
@@ -168,7 +179,7 @@ def contracted(e: Op):
     if not (isinstance(e, Op) and e.op in ("+", "-")):
         return None
     left, right = e.args
-    p, q = product(left), product(right)
+    p, q = (None if _folded(x) else x for x in (product(left), product(right)))
     if p and q:
         raise ValueError("a sum of two products: which one clang fuses is not fixed")
     if p:

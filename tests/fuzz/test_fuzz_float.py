@@ -8,7 +8,15 @@ import shutil
 import pytest
 
 from qgpu.fuzz.float_host import run_host
-from qgpu.fuzz.float_kernels import CaseResult, case_setup, compare, fuzz, run_qgpu, summary
+from qgpu.fuzz.float_kernels import (
+    CaseResult,
+    case_setup,
+    compare,
+    fuzz,
+    run_batch,
+    run_qgpu,
+    summary,
+)
 from qgpu.fuzz.float_lang import FLOAT_VARS as FV
 from qgpu.fuzz.float_lang import INT_VARS as IV
 from qgpu.fuzz.float_lang import (
@@ -38,6 +46,9 @@ def test_contraction_shapes_follow_clang():
     assert contracted(Op("+", (mul, C))) == (A, B, C, False)
     assert contracted(Op("+", (C, mul))) == (A, B, C, False)
     assert contracted(Op("-", (C, mul))) == (A, B, C, True)             # fma(-a, b, c)
+    folded = Op("*", (f(1 / 3), Op("neg", (f(2.5),))))                  # a constant
+    assert contracted(Op("+", (folded, C))) is None
+    assert contracted(Op("+", (Op("*", (f(2.5), A)), C))) == (f(2.5), A, C, False)
     x, y, z, neg = contracted(Op("-", (mul, C)))                        # fma(a, b, -c)
     assert (x, y, neg) == (A, B, False) and z == Op("neg", (C,))
     assert contracted(Op("+", (Op("neg", (mul,)), C))) == (A, B, C, True)
@@ -193,7 +204,7 @@ def test_float_barriers_past_block_64_on_the_model():
     interpreter ran the CTA's next warp; now they check token for token."""
     import qgpu.runtime  # noqa: F401 - registers the model engines
     from qgpu.cuda import compile as compile_cuda
-    from qgpu.fuzz.float_kernels import launch_arrays, run_batch
+    from qgpu.fuzz.float_kernels import launch_arrays
     from qgpu.isa.program import Bar
 
     seeds = [36 * 1_000_003 + 25, 36 * 1_000_003 + 36]
@@ -205,3 +216,12 @@ def test_float_barriers_past_block_64_on_the_model():
                    if isinstance(b.terminator, Bar)) >= 65
     results = run_batch(seeds, "model-forced", barriers=1.0)
     assert [r.status for r in results] == ["ok", "ok"], [r.detail for r in results]
+
+
+@needs_clang
+def test_a_product_of_two_constants_is_folded_not_fused():
+    """Seed 36000176 (model programs): `(c < c ? a : 3.0f) + 0x1.555556p-2f * 2.5f`:
+    clang folds the constant product, then adds; the oracle fused it (off by one ulp)."""
+    result = run_batch([36000176], "model-forced", barriers=0.5,
+                       runner=lambda p, inputs, g, b, _e: run_qgpu(p, inputs, g, b))[0]
+    assert result.status == "ok" and result.outputs, result.detail
