@@ -14,6 +14,9 @@ know is compared as "both NaN" and counted (see fuzz.float_lang).
   python -m qgpu.fuzz.float_kernels --cases 2000 --seed 1          # prints counts, rate
   python -m qgpu.fuzz.float_kernels --cases 20 --engine model-check # a sample on the model
   python -m qgpu.fuzz.float_kernels --cases 50 --reference f.json   # for qgpu validate-gpu
+
+A --barriers share (default 0.2) of the kernels has __syncthreads() after each output, in
+CTAs of 2-4 warps: barriers after long float code, at high block numbers (issue 36).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -38,6 +41,7 @@ from qgpu.fuzz.float_lang import (
     is_nan,
     make_inputs,
 )
+from qgpu.isa import limits
 from qgpu.progress import progress as progress_bar
 from qgpu.validate.reference import (
     encode_array,
@@ -67,14 +71,26 @@ class CaseResult:
     want: list = field(default_factory=list)   # the host's (float bits, ints, nan flag)
 
 
-def case_setup(seed: int, model: bool = False):
+BARRIER_SHAPES = ((1, 8), (2, 8), (1, 16))  # CTAs of 2 and 4 warps (issue 36's launches)
+
+
+def case_setup(seed: int, model: bool = False, barriers: float = 0.0):
     """The seed's program, grid, block and inputs (model: a program the model runs, one
-    warp of 4 threads at most: float operations cost the model ~1,000 tokens each)."""
+    warp of 4 threads at most: float operations cost the model ~1,000 tokens each). A
+    `barriers` share: the kernel with __syncthreads() after each output, in CTAs of 2-4
+    warps (drawn after the rest: barriers=0 gives the cases campaigns always had)."""
     rng = random.Random(seed)
     program = generate_program(rng, model)
     grid = 1 if model else rng.choice([1, 1, 2])
     block = rng.randint(1, 4 if model or grid > 1 else 8)
-    return program, grid, block, make_inputs(rng, grid * block)
+    inputs = make_inputs(rng, grid * block)
+    if barriers and rng.random() < barriers:
+        program = replace(program, barriers=True)
+        per_thread = 5 + len(program.float_outputs) + len(program.int_outputs)
+        grid, block = rng.choice([(g, b) for g, b in BARRIER_SHAPES  # the arrays fit
+                                  if g * b * per_thread + 1 <= limits.GLOBAL_WORDS])
+        inputs = (inputs + make_inputs(rng, grid * block))[:grid * block]
+    return program, grid, block, inputs
 
 
 def launch_arrays(program: Program, inputs):
@@ -132,9 +148,10 @@ def compare(result: CaseResult, got, want) -> CaseResult:
     return result
 
 
-def run_batch(seeds: list[int], engine: str = "interp", runner=run_qgpu) -> list[CaseResult]:
+def run_batch(seeds: list[int], engine: str = "interp", runner=run_qgpu,
+              barriers: float = 0.0) -> list[CaseResult]:
     """The seeds' cases: one native oracle build for all of them, then qgpu case by case."""
-    setups = [case_setup(s, model=engine != "interp") for s in seeds]
+    setups = [case_setup(s, model=engine != "interp", barriers=barriers) for s in seeds]
     want = run_host([(p, inputs) for p, _g, _b, inputs in setups])
     results = []
     for seed, (program, grid, block, inputs), host in zip(seeds, setups, want, strict=True):
@@ -157,7 +174,7 @@ def run_batch(seeds: list[int], engine: str = "interp", runner=run_qgpu) -> list
 
 
 def fuzz(cases: int, seed: int, engine: str = "interp", progress: bool = False,
-         runner=run_qgpu, log=None) -> list[CaseResult]:
+         runner=run_qgpu, log=None, barriers: float = 0.0) -> list[CaseResult]:
     """Run `cases` seeded cases (in batches of HOST_BATCH, one oracle build each). log:
     called with a line after every batch. KeyboardInterrupt (SIGINT, or SIGTERM in
     main) ends the campaign: the cases of the batches completed are returned."""
@@ -167,7 +184,7 @@ def fuzz(cases: int, seed: int, engine: str = "interp", progress: bool = False,
                       enabled=progress, leave=True) as bar:
         try:
             for start in range(0, cases, HOST_BATCH):
-                batch = run_batch(seeds[start:start + HOST_BATCH], engine, runner)
+                batch = run_batch(seeds[start:start + HOST_BATCH], engine, runner, barriers)
                 results += batch
                 bar.update(len(batch))
                 bad = sum(r.status not in ("ok", "over_limits") for r in results)
@@ -231,6 +248,10 @@ def main(argv=None) -> int:
     parser.add_argument("--engine", default="interp",
                         help="interp (default) or model-check / model-forced (the model, "
                              "compared token by token with the interpreter)")
+    parser.add_argument("--barriers", type=float, default=0.2,
+                        help="share of kernels with __syncthreads() after each output, in "
+                             "CTAs of 2-4 warps (0 gives the cases of campaigns before "
+                             "this option)")
     parser.add_argument("--show", type=int, default=5, help="failures to print in full")
     parser.add_argument("--reference", metavar="FILE",
                         help="write the cases as a `qgpu validate-gpu --reference` file")
@@ -249,7 +270,8 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, stop)
     results = fuzz(args.cases, args.seed, args.engine, progress=True,
                    log=lambda line: print(f"[{time.strftime('%H:%M:%S')}] {line}",
-                                          file=sys.stderr, flush=True))
+                                          file=sys.stderr, flush=True),
+                   barriers=args.barriers)
     elapsed = time.perf_counter() - started
     s = summary(results)
     for r in [r for r in results if r.status not in ("ok", "over_limits")][: args.show]:

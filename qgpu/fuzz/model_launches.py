@@ -5,7 +5,8 @@ Two sources of launches:
 - "isa": random machine programs (qgpu/fuzz/model_programs.py: random operations of
   the model machine, forwarded/register/immediate operands, divergent branches, bounded
   loops, early exits, a barrier, memory operations at aligned in-bounds addresses) with
-  random global memory;
+  random global memory; a --high-blocks share placed at blocks 48..127 (mostly in CTAs
+  of several warps: barriers past block 64, issue 36);
 - "cuda": the CUDA fuzzer's random kernels (qgpu/fuzz/cuda_lang.py) compiled by
   the front end, with edge-value inputs; their outputs are also compared with the
   fuzzer's C-semantics evaluation.
@@ -18,7 +19,8 @@ must equal the interpreter's. A --multi-warp share of the launches (default 1/4)
 counted with their reason, not hidden.
 
   python -m qgpu.fuzz.model_launches --cases 2000 --seed 1 [--mode forced|generate]
-      [--source isa|cuda|both] [--multi-warp 0.25] [--max-blocks 12] [--max-memory 128]
+      [--source isa|cuda|both] [--multi-warp 0.25] [--high-blocks 0.1] [--max-blocks 12]
+      [--max-memory 128]
       [--minimise] [--show 3] [--outcomes FILE] [--ray [ADDRESS] [--ray-workers 2]]
 
 Prints cases run, passed, refused (by reason), mismatches, tokens (prompt and trace) and
@@ -359,6 +361,10 @@ def main(argv=None) -> int:
     parser.add_argument("--source", choices=("isa", "cuda", "both"), default="both")
     parser.add_argument("--multi-warp", type=float, default=0.25,
                         help="share of launches over one warp (up to 4 warps, 4 CTAs)")
+    parser.add_argument("--high-blocks", type=float, default=0.1,
+                        help="share of random machine programs placed at blocks 48..127, "
+                             "mostly in CTAs of several warps (0 gives the cases of "
+                             "campaigns before this option)")
     parser.add_argument("--max-blocks", type=int, default=12,
                         help="blocks of a random machine program (+ its exit block), <= 31")
     parser.add_argument("--max-memory", type=int, default=128,
@@ -390,7 +396,7 @@ def main(argv=None) -> int:
         started = time.perf_counter()
         results = fuzz(machine, args.cases, args.seed, args.mode, args.source, progress=True,
                        multi_warp=args.multi_warp, max_blocks=args.max_blocks,
-                       max_memory=args.max_memory, pool=pool)
+                       max_memory=args.max_memory, high=args.high_blocks, pool=pool)
         elapsed = time.perf_counter() - started
         spread = getattr(pool, "worker_batches", None)
     if args.outcomes:

@@ -18,7 +18,9 @@ Memory operations address `[rA+off]` with rA masked in an earlier stage of the b
 (`and rA, rX, mask`) or `[r0+off]`, aligned and in bounds for their space; reads come
 before writes and a block writes at most MAX_BLOCK_WRITES words per lane. The writeback
 set is either every register the block writes (each result shows in the trace) or
-liveness's. Random global memory contents come with each case.
+liveness's. Random global memory contents come with each case. A share of the cases
+(`high`) places the program at blocks 48..127 behind a jump from block 0, mostly in CTAs
+of several warps: the fault detector's barrier bookkeeping at 7-bit block numbers.
 """
 
 from __future__ import annotations
@@ -265,11 +267,37 @@ class _Gen:
         return Program(blocks, name="fuzz")
 
 
+def _retarget(term, shift: int):
+    if isinstance(term, Jmp):
+        return Jmp(term.target + shift)
+    if isinstance(term, Bar):
+        return Bar(term.target + shift)
+    if isinstance(term, Br):
+        return Br(term.cond, term.taken + shift, term.not_taken + shift)
+    return term
+
+
+def placed_high(program: Program, start: int) -> Program:
+    """The program with its blocks moved to start.. (block 0 jumps there; the blocks
+    between are never reached): its barriers, branches and PCs at high block numbers."""
+    moved = [Block([list(st) for st in b.stages], _retarget(b.terminator, start),
+                   b.writeback) for b in program.blocks]
+    gap = [Block([], Exit(), frozenset()) for _ in range(start - 1)]
+    return Program([Block([], Jmp(start), frozenset()), *gap, *moved], name=program.name)
+
+
+HIGH_SHAPES = ((1, 8), (1, 16), (2, 8), (2, 4), (1, 12))  # mostly CTAs of 2-4 warps
+
+
 def random_case(rng: random.Random, ops: tuple[str, ...], max_blocks: int = 12,
-                multi_warp: float = 0.03, max_memory: int = limits.GLOBAL_WORDS) -> Case:
+                multi_warp: float = 0.03, max_memory: int = limits.GLOBAL_WORDS,
+                high: float = 0.0) -> Case:
     """One random launch: program (at most max_blocks + 1 blocks), grid, block (one warp
     but for `multi_warp` of the cases), initial global memory (at most max_memory
-    words)."""
+    words). A `high` share of the cases has its program placed at blocks 48..127
+    (placed_high) and, three times in four, CTAs of several warps: barriers past block
+    64 that a warp waits at while the CTA's other warps run (issue 36's class; the
+    draws come after the others, so high=0 gives the cases it always gave)."""
     program = _Gen(rng, ops, min(max_blocks, limits.ROM_BLOCKS - 1)).program()
     if rng.random() < multi_warp:
         grid, block = rng.choice(((2, 4), (1, 8), (2, 3), (1, 16), (4, 1)))
@@ -277,4 +305,9 @@ def random_case(rng: random.Random, ops: tuple[str, ...], max_blocks: int = 12,
         grid, block = 1, rng.choice((1, 2, 3, 4, 4, 4))
     n = min(max_memory, rng.choice((0, 4, 8, 16, 16, 32, 64, limits.GLOBAL_WORDS)))
     memory = [edge_word(rng) if rng.random() < 0.7 else 0 for _ in range(n)]
+    last_start = limits.ROM_BLOCKS - len(program.blocks)
+    if high and rng.random() < high and last_start >= 2:
+        program = placed_high(program, rng.randint(min(48, last_start), last_start))
+        if rng.random() < 0.75:
+            grid, block = rng.choice(HIGH_SHAPES)
     return Case(program, grid, block, memory)

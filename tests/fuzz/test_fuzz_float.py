@@ -8,7 +8,15 @@ import shutil
 import pytest
 
 from qgpu.fuzz.float_host import run_host
-from qgpu.fuzz.float_kernels import CaseResult, compare, fuzz, run_qgpu, summary
+from qgpu.fuzz.float_kernels import (
+    CaseResult,
+    case_setup,
+    compare,
+    fuzz,
+    run_batch,
+    run_qgpu,
+    summary,
+)
 from qgpu.fuzz.float_lang import FLOAT_VARS as FV
 from qgpu.fuzz.float_lang import INT_VARS as IV
 from qgpu.fuzz.float_lang import (
@@ -38,6 +46,9 @@ def test_contraction_shapes_follow_clang():
     assert contracted(Op("+", (mul, C))) == (A, B, C, False)
     assert contracted(Op("+", (C, mul))) == (A, B, C, False)
     assert contracted(Op("-", (C, mul))) == (A, B, C, True)             # fma(-a, b, c)
+    folded = Op("*", (f(1 / 3), Op("neg", (f(2.5),))))                  # a constant
+    assert contracted(Op("+", (folded, C))) is None
+    assert contracted(Op("+", (Op("*", (f(2.5), A)), C))) == (f(2.5), A, C, False)
     x, y, z, neg = contracted(Op("-", (mul, C)))                        # fma(a, b, -c)
     assert (x, y, neg) == (A, B, False) and z == Op("neg", (C,))
     assert contracted(Op("+", (Op("neg", (mul,)), C))) == (A, B, C, True)
@@ -167,3 +178,50 @@ def test_float_fuzz_sample_on_the_model():
     results = fuzz(2, seed=27, engine="model-check")
     bad = [r for r in results if r.status != "ok"]
     assert not bad, "\n".join(f"seed {r.seed}: {r.status}: {r.detail}" for r in bad)
+
+
+@needs_clang
+def test_barrier_kernels_are_the_same_outputs_in_multi_warp_ctas():
+    """--barriers: the kernel with __syncthreads() after each output (not in the host
+    oracle), in CTAs of 2-4 warps, on the interpreter equals the oracle; barriers=0 gives
+    the cases campaigns always had."""
+    for seed in range(30):
+        assert case_setup(seed, model=True)[1:] == case_setup(seed, model=True,
+                                                              barriers=0.0)[1:]
+    results = fuzz(10, seed=36, barriers=1.0)
+    assert all(r.program.barriers and r.block >= 8 for r in results)
+    assert "__syncthreads();" in results[0].program.source()
+    assert "__syncthreads" not in results[0].program.host_function(0)
+    bad = [r for r in results if r.status not in ("ok", "over_limits")]
+    assert not bad and sum(r.status == "ok" for r in results) >= 5, [r.detail for r in bad]
+
+
+@pytest.mark.slow
+@needs_clang
+def test_float_barriers_past_block_64_on_the_model():
+    """Two barrier kernels whose last barrier is past block 64 (after the float routine),
+    CTAs of 2 warps x 2: on the machine before issue 36's fix the model trapped where the
+    interpreter ran the CTA's next warp; now they check token for token."""
+    import qgpu.runtime  # noqa: F401 - registers the model engines
+    from qgpu.cuda import compile as compile_cuda
+    from qgpu.fuzz.float_kernels import launch_arrays
+    from qgpu.isa.program import Bar
+
+    seeds = [36 * 1_000_003 + 25, 36 * 1_000_003 + 36]
+    for seed in seeds:
+        program, grid, block, inputs = case_setup(seed, model=True, barriers=1.0)
+        linked = compile_cuda(program.source()).get_function(program.name).link(
+            grid, block, launch_arrays(program, inputs))[0]
+        assert max(b.terminator.target for b in linked.blocks
+                   if isinstance(b.terminator, Bar)) >= 65
+    results = run_batch(seeds, "model-forced", barriers=1.0)
+    assert [r.status for r in results] == ["ok", "ok"], [r.detail for r in results]
+
+
+@needs_clang
+def test_a_product_of_two_constants_is_folded_not_fused():
+    """Seed 36000176 (model programs): `(c < c ? a : 3.0f) + 0x1.555556p-2f * 2.5f`:
+    clang folds the constant product, then adds; the oracle fused it (off by one ulp)."""
+    result = run_batch([36000176], "model-forced", barriers=0.5,
+                       runner=lambda p, inputs, g, b, _e: run_qgpu(p, inputs, g, b))[0]
+    assert result.status == "ok" and result.outputs, result.detail

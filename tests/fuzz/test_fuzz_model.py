@@ -23,7 +23,8 @@ from qgpu.fuzz.model_launches import (
 from qgpu.fuzz.model_programs import Case, random_case
 from qgpu.interp import run_launch
 from qgpu.isa.asm import assemble, disassemble
-from qgpu.isa.program import Bar, Br
+from qgpu.isa.limits import launch_warps
+from qgpu.isa.program import Bar, Br, Jmp
 from qgpu.protocol import tok
 
 SMALL = {"max_blocks": 8, "max_memory": 16}
@@ -77,6 +78,36 @@ def test_generated_programs_are_valid_terminate_and_cover_the_machine():
     assert set(ops) == set(spec.op_names), sorted(set(spec.op_names) ^ set(ops))
     assert terms[Br.__name__] and terms[Bar.__name__] and back_edges > 50
     assert refused == 0
+
+
+def test_high_placed_programs_put_barriers_past_block_64_in_multi_warp_ctas():
+    """random_case(high=1): valid programs at blocks 48..127 that run on the interpreter
+    without a fault; barriers past block 64 in CTAs of several warps are frequent (issue
+    36's class), and high=0 gives the cases the generator always gave."""
+    spec = MachineSpec(slots=1)
+    classed = 0
+    for seed in range(200):
+        case = random_case(random.Random(seed), spec.op_names, high=1.0)
+        check_launch(spec, case.program, case.grid, case.block)
+        run_launch(case.program, case.grid, case.block, memory=case.memory or None)
+        first = case.program.blocks[0].terminator
+        assert isinstance(first, Jmp) and first.target >= 48
+        bars = [b.terminator.target for b in case.program.blocks
+                if isinstance(b.terminator, Bar)]
+        warps = launch_warps(case.grid, case.block)
+        classed += bool(bars) and max(bars) >= 65 and warps > case.grid
+        plain = random_case(random.Random(seed), spec.op_names)
+        assert disassemble(plain.program) == disassemble(
+            random_case(random.Random(seed), spec.op_names, high=0.0).program)
+    assert classed >= 20, classed
+
+
+@pytest.mark.slow
+def test_high_placed_programs_on_the_model(machine):
+    """60 high-placed cases (seed 36): the machine before issue 36's fix mismatched on
+    several of them (a warp waiting at a barrier past block 64 trapped), none now."""
+    results = fuzz(machine, 60, seed=36, mode="forced", source="isa", high=1.0)
+    _check_campaign(results, 60)
 
 
 @pytest.mark.slow

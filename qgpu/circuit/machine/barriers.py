@@ -11,8 +11,8 @@ has released E = the latched EXEC's epoch), after the END's rows are written:
 - `barrier.lanes` (per lane of the current warp's CTA, `barrier.cta`): waiting =
   alive with count E + 1, running = alive with count E;
 - `barrier.span`: R = [no lane runs and one waits] (a release happens now), and per
-  block t = 1..31 the number of waiting lanes at a pc >= t, and the number waiting
-  (RAW dims: counts * 2^-44, exact, instead of 16 x 31 bits);
+  block t = 1..127 (2^pc_bits - 1) the number of waiting lanes at a pc >= t, and the
+  number waiting (RAW dims: counts * 2^-44, exact, instead of 16 x 127 bits);
 - `barrier.ends`: the highest waiting pc (its bits are a telescoping sum over the
   thermometer [count_t >= 1]) and the lowest ([count_t >= waiting]);
 - `barrier.trap`: D = R and highest > lowest; `trap` = D at END (the TRAP rule's
@@ -85,6 +85,11 @@ def detect(c: Circuit, bk: Bookkeeping, rows: list[Signal], alive: Signal, pc_bi
                      lane_states)
 
     top = (1 << pc_bits) - 1
+    # A gate's big must exceed every value its form takes ungated: pc and highest -
+    # lowest reach `top` (127 with the 128-block ROM). With 64, a lane at block >= 65
+    # passed its gate closed: a barrier there trapped before the CTA's other warps
+    # arrived (issue 36: the float dot kernel, blocks of 8 and 16).
+    gate = float(top + 1)
 
     def span(ctx, outs):
         release, count, waiting = outs
@@ -94,7 +99,7 @@ def detect(c: Circuit, bk: Bookkeeping, rows: list[Signal], alive: Signal, pc_bi
             pc = ctx.num(rows[k], 0, pc_bits)
             for t in range(1, top + 1):
                 ctx.step(pc, t, {count[t - 1]: COUNT_UNIT}, when=[ctx.v01(wait, k)],
-                         big=64.0)
+                         big=gate)
         ctx.linear(ctx.sum01(wait), {waiting[0]: COUNT_UNIT})
 
     release, count, waiting = unit(
@@ -121,9 +126,9 @@ def detect(c: Circuit, bk: Bookkeeping, rows: list[Signal], alive: Signal, pc_bi
     def trap(ctx, outs):
         at_end, div, value = outs
         gap = plus(ctx.num(hi), scaled(ctx.num(lo), -1))
-        ctx.step(gap, 1, true_bit(div[0]), when=[ctx.v01(release)], big=64.0)
+        ctx.step(gap, 1, true_bit(div[0]), when=[ctx.v01(release)], big=gate)
         ctx.step(gap, 1, true_bit(at_end[0]), when=[ctx.v01(release), ctx.v01(bk.is_end)],
-                 big=64.0)
+                 big=gate)
         at_trap = plus(ctx.const(1), scaled(ctx.v01(bk.is_v), -1))
         for j in range(pc_bits):
             ctx.step(plus(ctx.v01(lo, j), at_trap), 2, true_bit(value[j]))
