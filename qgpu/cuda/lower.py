@@ -91,6 +91,8 @@ class Lowering:
         self.b = Builder(self.fn)
         self.regs: dict[str, V] = {}
         self.params = {name: i for i, (name, _) in enumerate(pfn.params)}
+        self.param_bits = {i: 64 if typ in ("u64", "s64", "b64") else 32
+                           for i, (_, typ) in enumerate(pfn.params)}
         self.shared: dict[str, int] = {}
         self.globals = {v.name for v in module.variables if v.space in ("global", "const")}
         self.spaces: dict[str, set[str]] = {}

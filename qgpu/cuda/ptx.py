@@ -177,6 +177,18 @@ def _statements(lines: list[str]):
             # a .entry header ends at '{' without a ';'
             semi = s.find(";")
             brace = s.find("{")
+            before = (buf + " " + s[:brace]).strip() if brace != -1 else ""
+            if brace != -1 and before and not before.startswith(".") \
+                    and (semi == -1 or brace < semi):
+                # a vector operand ({lo, hi}) of an instruction: up to the ';' after it
+                close = s.find("}", brace)
+                semi = s.find(";", close) if close != -1 else -1
+                if semi == -1:
+                    buf += " " + s
+                    break
+                yield start, (buf + " " + s[:semi + 1]).strip()
+                buf, s = "", s[semi + 1:].strip()
+                continue
             if brace != -1 and (semi == -1 or brace < semi) and not buf.lstrip().startswith(
                     (".global", ".const")) and "=" not in buf + s[:brace]:
                 yield start, (buf + " " + s[:brace]).strip()
@@ -304,6 +316,8 @@ def parse(text: str) -> PModule:
     skip_depth = None          # inside a .section { } block
     pending_header: tuple[int, str] | None = None
     loc: tuple[int, int] | None = None
+    scoped: dict[str, str] = {}    # inline-scope register names -> their %-names
+    scopes = 0
     for line, st in _statements(lines):
         if skip_depth is not None:
             if st == "{":
@@ -326,6 +340,8 @@ def parse(text: str) -> PModule:
             depth -= 1
             if depth == 0:
                 cur = None
+            if depth <= 1:
+                scoped = {}
             continue
         body = st.rstrip(";").strip()
         if body.startswith(".section"):
@@ -358,9 +374,20 @@ def parse(text: str) -> PModule:
             parts = body.split()
             loc = (int(parts[1]), int(parts[2]))
             continue
+        if body.startswith(".reg") and depth > 1:
+            # a register of an inline scope ({ .reg .b32 tmp; mov.b64 {tmp, %r5}, %rd1; }):
+            # renamed to a %-register of its own, so the lowering sees a register
+            scopes += 1
+            for name in re.split(r"[\s,]+", body.split(None, 2)[-1]):
+                if name and not name.startswith("%"):
+                    scoped[name] = f"%{name}_s{scopes}"
+            continue
         if body.startswith(".reg") or body.startswith(".pragma") or body.startswith(
                 (".maxntid", ".reqntid", ".minnctapersm", ".maxnreg", ".noreturn")):
             continue
+        if scoped and depth > 1:
+            body = re.sub(r"(?<![%$\w.])(" + "|".join(map(re.escape, scoped)) + r")\b",
+                          lambda m: scoped[m.group(1)], body)
         vm = _VAR.match(body)
         if vm:
             if vm.group(1) == "local":

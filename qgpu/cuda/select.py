@@ -73,11 +73,8 @@ def select(lw, ins: ptx.PInstr) -> None:
         lower_float(lw, ins)
         return
     if op in ("ld", "ldu") and "param" in parts:
-        addr = ops[1]
-        if not isinstance(addr, ptx.PAddr) or not isinstance(addr.base, ptx.PSym) \
-                or addr.base.name not in lw.params or addr.offset:
-            raise fail(ins, "unsupported parameter access (struct or array parameter?)")
-        _param_load(lw, ins, Sym(f"param:{lw.params[addr.base.name]}"))
+        k = param_index(lw, ins)
+        _param_load(lw, ins, Sym(f"param:{k}:hi" if ops[1].offset else f"param:{k}"))
         return
     if _type(ins) in _NARROW and op in ("ld", "ldu") and "param" not in parts:
         narrow_load(lw, ins)
@@ -228,6 +225,19 @@ def _setp(lw, ins) -> None:
     elif isinstance(ops[0], ptx.PPair):
         b.emit("mov", p, r)
         b.emit("xor", lw.dst(ops[0].second, ins), r, Imm(1))
+
+
+def param_index(lw, ins: ptx.PInstr) -> int:
+    """The parameter an ld.param reads: its whole value, or (offset 4) the high word of a
+    long long parameter; anything else (a struct or array parameter) is refused."""
+    addr = ins.operands[1]
+    if not isinstance(addr, ptx.PAddr) or not isinstance(addr.base, ptx.PSym) \
+            or addr.base.name not in lw.params or addr.offset not in (0, 4):
+        raise fail(ins, "unsupported parameter access (struct or array parameter?)")
+    k = lw.params[addr.base.name]
+    if addr.offset and lw.param_bits.get(k, 32) != 64:
+        raise fail(ins, "unsupported parameter access (struct or array parameter?)")
+    return k
 
 
 def _param_load(lw, ins, value: Sym) -> None:

@@ -12,7 +12,7 @@ still refused by cuda.lower, naming the PTX and source line.
     mul.wide.{u,s}32, mad.wide.{u,s}32     the 64-bit product (+ a 64-bit addend)
     mul.lo.{u,s,b}64                       the low 64 bits of a 64 x 64 product
     add/sub.{u,s,b}64                      with the carry / borrow between the words
-    and/or/xor.b64, mov, selp              per word
+    and/or/xor.b64, mov, selp              per word; mov.b64 {lo, hi} unpacks and packs
     shl.b64, shr.{u,s}64 by a constant     words shifted into each other
     cvt between 8/16/32 and 64 bits        zero/sign extension, truncation to the low bits
     setp.{cmp}.{u,s}64                     high words first, low words (unsigned) on a tie
@@ -27,7 +27,7 @@ from __future__ import annotations
 from qgpu.cuda import ptx
 from qgpu.cuda.ir import Sym
 from qgpu.cuda.ptx import fail
-from qgpu.cuda.select import emit_mulhi, narrow_load
+from qgpu.cuda.select import emit_mulhi, narrow_load, param_index
 from qgpu.isa import Imm
 
 _WIDE = {"u64", "s64", "b64"}
@@ -42,10 +42,20 @@ def _wide_reg(o) -> bool:
     return isinstance(o, ptx.PReg) and o.name.startswith("%rd")
 
 
+def _word_vector(o) -> bool:
+    """{lo, hi}: two 32-bit operands (a 64-bit value's words)."""
+    return isinstance(o, ptx.PVec) and len(o.items) == 2 and all(
+        isinstance(x, ptx.PReg | ptx.PImm) and not _wide_reg(x) for x in o.items)
+
+
 def handles(ins: ptx.PInstr) -> bool:
     """Whether this instruction is one of the 64-bit forms lowered here."""
     parts = set(ins.parts[1:])
     op = ins.parts[0]
+    if op == "mov" and "b64" in parts and len(ins.operands) == 2:
+        d, a = ins.operands   # unpack {lo, hi} <- %rd, or pack %rd <- {lo, hi}
+        if (_word_vector(d) and _wide_reg(a)) or (_wide_reg(d) and _word_vector(a)):
+            return True
     if op not in _OPS or "cc" in parts:
         return False
     wide = bool(parts & _WIDE) or "wide" in parts or any(_wide_reg(o) for o in ins.operands)
@@ -203,6 +213,14 @@ def lower_wide(lw, ins: ptx.PInstr) -> None:
         d, a, b = p.dst(ops[0], ins), p.pair(ops[1], ins), p.pair(ops[2], ins)
         for k in (0, 1):
             lw.b.emit(op, d[k], a[k], b[k])
+    elif op == "mov" and isinstance(ops[0], ptx.PVec):   # {lo, hi} <- %rd
+        a = p.pair(ops[1], ins)
+        for k in (0, 1):
+            lw.b.emit("mov", lw.dst(ops[0].items[k], ins), a[k])
+    elif op == "mov" and isinstance(ops[1], ptx.PVec):   # %rd <- {lo, hi}
+        d = p.dst(ops[0], ins)
+        for k in (0, 1):
+            lw.b.emit("mov", d[k], lw.value(ops[1].items[k], ins))
     elif op == "mov":
         d, a = p.dst(ops[0], ins), p.pair(ops[1], ins)
         lw.b.emit("mov", d[0], a[0])
@@ -265,12 +283,32 @@ def _load(lw, p: _Pairs, ins) -> None:
     d = p.dst(ops[0], ins)
     addr = ops[1]
     if "param" in ins.parts:
-        if not isinstance(addr, ptx.PAddr) or not isinstance(addr.base, ptx.PSym) \
-                or addr.base.name not in lw.params or addr.offset:
-            raise fail(ins, "unsupported parameter access (struct or array parameter?)")
-        k = lw.params[addr.base.name]
-        lw.b.emit("mov", d[0], Sym(f"param:{k}"))
-        lw.b.emit("mov", d[1], Sym(f"param:{k}:hi") if typ in _WIDE else Imm(0))
+        k = param_index(lw, ins)
+        if addr.offset:          # the high word of a long long parameter, alone
+            lw.b.emit("mov", d[0], Sym(f"param:{k}:hi"))
+            if typ[0] == "s":
+                lw.b.emit("shr.s", d[1], d[0], Imm(31))
+            else:
+                lw.b.emit("mov", d[1], Imm(0))
+            return
+        if typ in _WIDE:
+            lw.b.emit("mov", d[0], Sym(f"param:{k}"))
+            lw.b.emit("mov", d[1], Sym(f"param:{k}:hi"))
+            return
+        # a narrower load into a 64-bit register extends to 64 bits by its type
+        bits = int(typ[1:])
+        if bits == 32:
+            lw.b.emit("mov", d[0], Sym(f"param:{k}"))
+        elif typ[0] == "s":
+            t = lw.b.tmp()
+            lw.b.emit("shl", t, Sym(f"param:{k}"), Imm(32 - bits))
+            lw.b.emit("shr.s", d[0], t, Imm(32 - bits))
+        else:
+            lw.b.emit("and", d[0], Sym(f"param:{k}"), Imm((1 << bits) - 1))
+        if typ[0] == "s":
+            lw.b.emit("shr.s", d[1], d[0], Imm(31))
+        else:
+            lw.b.emit("mov", d[1], Imm(0))
         return
     if typ[1:] in ("8", "16"):   # the byte/halfword load into the low word (cuda.select)
         narrow_load(lw, ptx.PInstr(ins.opcode, [ptx.PReg(ops[0].name + ":lo"), addr],
