@@ -387,7 +387,7 @@ def parse(text: str) -> PModule:
             continue
         if scoped and depth > 1:
             body = re.sub(r"(?<![%$\w.])(" + "|".join(map(re.escape, scoped)) + r")\b",
-                          lambda m: scoped[m.group(1)], body)
+                          lambda m, names=scoped: names[m.group(1)], body)
         vm = _VAR.match(body)
         if vm:
             if vm.group(1) == "local":
