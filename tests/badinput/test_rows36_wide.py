@@ -67,3 +67,21 @@ def test_the_list_says_the_kernels_run(tmp_path, capsys):
     assert main(["run", str(path), "--list"]) == 0
     out = capsys.readouterr().out
     assert out.count("runs") >= 4 and "cannot run" not in out
+
+
+def test_float_and_long_long_shuffles_are_not_ambiguous():
+    src = """__global__ void k(float *o, long long *q, unsigned long long *u, const float *a,
+                      const long long *b) {
+  int i = threadIdx.x;
+  o[i] = __shfl_down_sync(0xffffffff, a[i], 1);
+  q[i] = __shfl_xor_sync(0xffffffff, b[i], 1);
+  u[i] = __shfl_sync(0xffffffff, (unsigned long long)b[i], 3);
+}
+"""
+    a = np.array([1.5, 2.5, -3.0, np.inf], np.float32)
+    b = np.array([1, -2, 0x300000000, -(2**40)], np.int64)
+    o, q, u = np.zeros(4, np.float32), np.zeros(4, np.int64), np.zeros(4, np.uint64)
+    qgpu.compile(src, engine="interp").get_function("k")(1, 4, [o, q, u, a, b])
+    assert o.tolist() == [2.5, -3.0, np.inf, np.inf]
+    assert q.tolist() == [-2, 1, -(2**40), 0x300000000]
+    assert u.tolist() == [int(b[3]) & (2**64 - 1)] * 4

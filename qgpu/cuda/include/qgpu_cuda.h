@@ -175,6 +175,31 @@ __QGPU_FN int __shfl_xor_sync(unsigned m, int v, int lm, int width = warpSize) {
 __QGPU_FN unsigned __shfl_xor_sync(unsigned m, unsigned v, int lm, int width = warpSize) {
   return (unsigned)__shfl_xor_sync(m, (int)v, lm, width);
 }
+/* float and 64-bit shuffles, as CUDA's headers define them: a float's bits; a 64-bit
+ * value's two words shuffled alike */
+#define __QGPU_SHFL_MORE(NAME, L)                                                         \
+  __QGPU_FN float NAME(unsigned m, float v, L d, int width = warpSize) {                  \
+    return __int_as_float(NAME(m, __float_as_int(v), d, width));                          \
+  }                                                                                       \
+  __QGPU_FN long long NAME(unsigned m, long long v, L d, int width = warpSize) {          \
+    unsigned lo = NAME(m, (unsigned)v, d, width);                                         \
+    unsigned hi = NAME(m, (unsigned)((unsigned long long)v >> 32), d, width);             \
+    return (long long)(((unsigned long long)hi << 32) | lo);                              \
+  }                                                                                       \
+  __QGPU_FN unsigned long long NAME(unsigned m, unsigned long long v, L d,                \
+                                    int width = warpSize) {                               \
+    return (unsigned long long)NAME(m, (long long)v, d, width);                           \
+  }                                                                                       \
+  __QGPU_FN long NAME(unsigned m, long v, L d, int width = warpSize) {                    \
+    return (long)NAME(m, (int)v, d, width);                                               \
+  }                                                                                       \
+  __QGPU_FN unsigned long NAME(unsigned m, unsigned long v, L d, int width = warpSize) {  \
+    return (unsigned long)NAME(m, (unsigned)v, d, width);                                 \
+  }
+__QGPU_SHFL_MORE(__shfl_sync, int)
+__QGPU_SHFL_MORE(__shfl_up_sync, unsigned)
+__QGPU_SHFL_MORE(__shfl_down_sync, unsigned)
+__QGPU_SHFL_MORE(__shfl_xor_sync, int)
 __QGPU_FN unsigned __ballot_sync(unsigned m, int p) { return __nvvm_vote_ballot_sync(m, p); }
 __QGPU_FN int __any_sync(unsigned m, int p) { return __nvvm_vote_any_sync(m, p); }
 __QGPU_FN int __all_sync(unsigned m, int p) { return __nvvm_vote_all_sync(m, p); }
