@@ -436,6 +436,7 @@ class Kernel:
             self._refuse_native_floats(shape)
         program, memory, layout, arrays, buffer = self._link(shape.grid, shape.block, args,
                                                              printf_words)
+        program.shared_words = -(-(self.template_for(shape).shared_bytes + shared_mem) // 4)
         return Prepared(self, shape, grid, block, args, engine, runner, budget, program,
                         memory, list(memory), layout, arrays, buffer)
 

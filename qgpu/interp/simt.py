@@ -214,6 +214,12 @@ class Machine:
         if addr % 4 or addr // 4 >= words:
             raise _MemoryTrap(memory_kind(space, addr % 4 != 0), addr, lane, self._position,
                               ins.op)
+        launch = self.prog.shared_words
+        if space == "shared" and launch is not None and addr // 4 >= launch:
+            raise _MemoryTrap(memory_kind(space, False), addr, lane, self._position, ins.op,
+                              f"the launch has {launch} word{'s' * (launch != 1)} of shared "
+                              f"memory per CTA (its __shared__ data and the extern array's "
+                              f"launch size, --shared-bytes / shared_mem=)")
         return addr // 4
 
     def _mem(self, space: str, cta: int) -> list[int]:

@@ -136,6 +136,9 @@ class Program:
     # compiled from CUDA (the API's link): CUDA's memory model applies, and the
     # interpreter reports shared-memory races between warps (interp.races)
     cuda: bool = field(default=False, compare=False)
+    # the launch's shared memory per CTA in words (static __shared__ data + the extern
+    # array's launch size, from the API): the interpreter faults past it; None: the ISA's
+    shared_words: int | None = field(default=None, compare=False)
 
     def __post_init__(self):
         validate(self)
