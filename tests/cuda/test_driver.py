@@ -36,7 +36,7 @@ def test_include_dirs_and_the_missing_header_message(tmp_path):
     inc.mkdir()
     (inc / "defs.cuh").write_text("#define VALUE 3\n")
     with pytest.raises(CompileError, match=r"k.cu:1:10: fatal error: 'defs.cuh' file not found "
-                                           r"\(qgpu compiles the device side only.*cuda_runtime.h"):
+                                           r"\(qgpu parses host code against the system.s C/C\+\+ headers.*cuda_runtime.h"):
         qgpu.compile(KERNEL, str(tmp_path / "k.cu"), engine="interp")
     m = qgpu.compile(KERNEL, str(tmp_path / "k.cu"), engine="interp", include_dirs=[str(inc)])
     assert _run(m) == [3, 3]
