@@ -99,38 +99,35 @@ _KIND = re.compile(rb'"kind": "([A-Za-z]+)"')
 _KEEP_KINDS = {b"TypedefDecl", b"TypeAliasDecl"}
 
 
-def _last_file(chunk: bytes) -> bytes | None:
-    """The last location file written in `chunk` (an includedFrom's file is not one)."""
-    end = len(chunk)
+def _last_file(text: bytes, lo: int, hi: int) -> bytes | None:
+    """The last location file written in text[lo:hi] (an includedFrom's file is not one).
+    Positions, not slices: the text is up to a few hundred MB."""
     while True:
-        at = chunk.rfind(b'"file": "', 0, end)
+        at = text.rfind(b'"file": "', lo, hi)
         if at < 0:
             return None
-        before = chunk[max(0, at - 64):at].rstrip()
-        if not before.endswith(b'"includedFrom": {'):
-            stop = chunk.index(b'"', at + 9)
-            return chunk[at + 9:stop]
-        end = at
+        if not text[max(lo, at - 64):at].rstrip().endswith(b'"includedFrom": {'):
+            return text[at + 9:text.index(b'"', at + 9)]
+        hi = at
 
 
-def _last_line(chunk: bytes) -> bytes | None:
-    at = chunk.rfind(b'"line": ')
+def _last_line(text: bytes, lo: int, hi: int) -> bytes | None:
+    at = text.rfind(b'"line": ', lo, hi)
     if at < 0:
         return None
     stop = at + 8
-    while stop < len(chunk) and chunk[stop:stop + 1].isdigit():
+    while text[stop:stop + 1].isdigit():
         stop += 1
-    return chunk[at + 8:stop]
+    return text[at + 8:stop]
 
 
-def _first_file(chunk: bytes) -> bytes | None:
-    """The file of a declaration's own location (its "loc"), when written there."""
-    loc = chunk.find(b'"loc": {')
-    rng = chunk.find(b'"range": {')
+def _own_file(text: bytes, lo: int, hi: int) -> bytes | None:
+    """The file of a declaration's own location (its "loc", before its "range")."""
+    loc = text.find(b'"loc": {', lo, min(hi, lo + 400))
     if loc < 0:
         return None
-    head = chunk[loc:rng if rng > loc else loc + 2000]
-    return _last_file(head)
+    rng = text.find(b'"range": {', loc, hi)
+    return _last_file(text, loc, rng if rng > 0 else min(hi, loc + 2000))
 
 
 def trim_ast(text: bytes, system_dirs: tuple[str, ...]) -> bytes:
@@ -144,23 +141,22 @@ def trim_ast(text: bytes, system_dirs: tuple[str, ...]) -> bytes:
     if not starts or tail < starts[-1]:
         return text
     prefixes = tuple(os.fsencode(d).rstrip(b"/") + b"/" for d in system_dirs)
-    chunks = [text[s:e] for s, e in zip(starts, starts[1:] + [tail + 1])]
     kept: list[bytes] = []
     cur_file, cur_line = b"", b"0"
     dropped_since = False
-    for chunk in chunks:
-        body = chunk.rstrip().rstrip(b",")
-        kind = _KIND.search(body, 0, 200)
-        own = _first_file(body) or cur_file
-        system = own.startswith(prefixes) and not (kind and kind.group(1) in _KEEP_KINDS)
-        if system:
+    for lo, hi in zip(starts, starts[1:] + [tail + 1]):
+        while text[hi - 1:hi] in b" \n,":       # the chunk's own closing brace ends it
+            hi -= 1
+        kind = _KIND.search(text, lo, min(hi, lo + 200))
+        own = _own_file(text, lo, hi) or cur_file
+        if own.startswith(prefixes) and not (kind and kind.group(1) in _KEEP_KINDS):
             dropped_since = True
         else:
             if dropped_since:
                 kept.append(b'{"kind": "QgpuSkipped", "loc": {"file": "%s", "line": %s}}'
                             % (cur_file, cur_line))
                 dropped_since = False
-            kept.append(body)
-        cur_file = _last_file(body) or cur_file
-        cur_line = _last_line(body) or cur_line
+            kept.append(text[lo:hi])
+        cur_file = _last_file(text, lo, hi) or cur_file
+        cur_line = _last_line(text, lo, hi) or cur_line
     return text[:starts[0]] + b",\n".join(kept) + text[tail:]

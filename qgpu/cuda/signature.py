@@ -168,10 +168,17 @@ def _constant(node: dict) -> bool:
     return node.get("kind") in _CONSTANT and all(_constant(c) for c in node.get("inner", []))
 
 
+def _clock_value(n: dict) -> bool:
+    """A clock_t variable or difference: clock() is 0 in qgpu (qgpu_cuda.h), so these hold
+    0 in 32 bits as in 64."""
+    return n.get("type", {}).get("qualType", "").replace("const ", "") == "clock_t"
+
+
 def _wide(n: dict):
     kind = n.get("kind")
     if kind in _ARITH and _type(n.get("type", {})).replace("const ", "") in _WIDE_CODE \
-            and not _constant(n) and not (kind == "VarDecl" and n.get("constexpr")):
+            and not _constant(n) and not (kind == "VarDecl" and n.get("constexpr")) \
+            and not _clock_value(n):
         return (f"'{n.get('type', {}).get('qualType', 'long')}' is 64 bits on a GPU and qgpu "
                 "computes in 32: use int or unsigned (or int64 values the machine refuses)")
     return None
