@@ -144,7 +144,7 @@ def trim_ast(text: bytes, system_dirs: tuple[str, ...]) -> bytes:
     kept: list[bytes] = []
     cur_file, cur_line = b"", b"0"
     dropped_since = False
-    for lo, hi in zip(starts, starts[1:] + [tail + 1]):
+    for lo, hi in zip(starts, starts[1:] + [tail + 1], strict=True):
         while text[hi - 1:hi] in b" \n,":       # the chunk's own closing brace ends it
             hi -= 1
         kind = _KIND.search(text, lo, min(hi, lo + 200))

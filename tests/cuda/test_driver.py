@@ -36,7 +36,8 @@ def test_include_dirs_and_the_missing_header_message(tmp_path):
     inc.mkdir()
     (inc / "defs.cuh").write_text("#define VALUE 3\n")
     with pytest.raises(CompileError, match=r"k.cu:1:10: fatal error: 'defs.cuh' file not found "
-                                           r"\(qgpu parses host code against the system.s C/C\+\+ headers.*cuda_runtime.h"):
+                                           r"\(qgpu parses host code against the system.s "
+                                           r"C/C\+\+ headers.*cuda_runtime.h"):
         qgpu.compile(KERNEL, str(tmp_path / "k.cu"), engine="interp")
     m = qgpu.compile(KERNEL, str(tmp_path / "k.cu"), engine="interp", include_dirs=[str(inc)])
     assert _run(m) == [3, 3]
@@ -209,3 +210,29 @@ __global__ void k(const int *in, int *out) {
     xor = np.bitwise_xor(x, x.reshape(2, 2)[:, ::-1].reshape(-1))
     ranks = np.arange(4) % 2 * 10 + 2 + (np.arange(4) * 10 + 4) * 1000
     assert list(out) == list(lo * 10000 + xor * 100 + ranks)
+
+
+def test_cuda_samples_helpers_parse():
+    """Host code in the CUDA samples' style: command-line flags, timers, device choice."""
+    src = b"""#include <helper_functions.h>
+#include <helper_cuda.h>
+__global__ void k(int *a) { a[threadIdx.x] = 6; }
+int main(int argc, char **argv) {
+  int dev = findCudaDevice(argc, (const char **)argv);
+  int n = checkCmdLineFlag(argc, (const char **)argv, "n")
+              ? getCmdLineArgumentInt(argc, (const char **)argv, "n") : 2;
+  StopWatchInterface *timer = NULL;
+  sdkCreateTimer(&timer);
+  sdkStartTimer(&timer);
+  int *d;
+  checkCudaErrors(cudaMalloc(&d, n * sizeof(int)));
+  k<<<1, n>>>(d);
+  getLastCudaError("k failed");
+  sdkStopTimer(&timer);
+  printf("%d cores/SM, %.3f ms on %d\\n", _ConvertSMVer2Cores(7, 5), sdkGetTimerValue(&timer),
+         dev);
+  sdkDeleteTimer(&timer);
+  exit(EXIT_SUCCESS);
+}
+"""
+    assert _run(qgpu.compile(src, "samples.cu", engine="interp")) == [6, 6]
