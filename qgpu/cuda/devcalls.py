@@ -293,7 +293,7 @@ class DeviceCalls:
         where = f"{ins.loc[0]}:{ins.loc[1]}" if ins.loc and ins.loc[1] == line else \
             f"{file.decode('utf-8', 'replace')}:{line}"
         site = Site(len(self.sites), where, assertion=(cond.decode("utf-8", "replace"),
-                                                       _plain_name(func)))
+                                                       func.decode("utf-8", "replace")))
         self.sites.append(site)
         b = self.lw.b
         junk, t, c, c16, ids = (b.tmp() for _ in range(5))
@@ -306,11 +306,3 @@ class DeviceCalls:
         # the fault detector it is whatever word the address aliases
         self._append(site.header, [ids, junk])
         b.finish(Ret())
-
-
-def _plain_name(func: bytes) -> str:
-    """The function's own name, as CUDA's __func__ gives it: the C library's assert passes
-    __PRETTY_FUNCTION__ ("void ns::k(int *) [T = int]" -> "k")."""
-    text = func.decode("utf-8", "replace")
-    head = text.split("(", 1)[0].split()
-    return head[-1].split("::")[-1] if head and "(" in text else text

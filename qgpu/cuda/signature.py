@@ -31,6 +31,15 @@ ELEMENTS = {
 _WIDE = {"long", "unsigned long", "double", "long double", "__int128", "unsigned __int128"}
 _SCALARS = {"int", "unsigned int", "float", "char", "signed char", "unsigned char", "bool",
             "short", "unsigned short", "long long", "unsigned long long"}
+# the C library's 64-bit exact-width names: `long` in the 64-bit host's headers this AST
+# is parsed with, `long long` in the -m32 compile's: 64 bits in both, so long long here
+_EXACT64 = re.compile(r"\b(?:__)?(u?)(?:int64_t|int_least64_t|int_fast64_t|intmax_t)\b")
+
+
+def _exact64(text: str) -> str:
+    return _EXACT64.sub(lambda m: "unsigned long long" if m.group(1) else "long long", text)
+
+
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict|restrict|struct|class|union)\b")
 
 
@@ -99,7 +108,10 @@ class _Locations:
 
 
 def _type(t: dict) -> str:
-    return t.get("desugaredQualType", t.get("qualType", ""))
+    sugared = t.get("qualType", "")
+    if _EXACT64.search(sugared):
+        return _exact64(sugared)
+    return t.get("desugaredQualType", sugared)
 
 
 def _desugar(text: str, typedefs: dict) -> str:
@@ -353,3 +365,18 @@ def find_kernel(kernels: list[KernelSignature], name: str, filename: str) -> Ker
                                "with --kernel")
     raise CompileError(f"{filename}: no __global__ function named '{name}' (kernels: "
                        f"{', '.join(k.name for k in kernels) or 'none'})")
+
+
+_LONG_CODES = str.maketrans("lm", "xy")
+
+
+def ptx_entry(mangled: str, entries) -> str:
+    """The PTX entry of a kernel the 64-bit AST mangled: itself, or the one entry that
+    differs only where the AST says long (l, m) and the -m32 compile long long (x, y),
+    which is how int64_t/uint64_t parameters mangle in the two (kernels with real `long`
+    parameters are refused before this)."""
+    if mangled in entries:
+        return mangled
+    want = mangled.translate(_LONG_CODES)
+    found = [e for e in entries if e.translate(_LONG_CODES) == want]
+    return found[0] if len(found) == 1 else mangled

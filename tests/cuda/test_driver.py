@@ -236,3 +236,18 @@ int main(int argc, char **argv) {
 }
 """
     assert _run(qgpu.compile(src, "samples.cu", engine="interp")) == [6, 6]
+
+
+def test_stdint_64_bit_names_are_long_long_in_both_compiles():
+    """The system's stdint.h makes int64_t `long` for the 64-bit AST and `long long` for
+    the -m32 PTX: the kernel is found (its two manglings differ) and computes in 64 bits."""
+    src = b"""#include <stdint.h>
+__global__ void k(uint64_t u, int64_t *out, const uint64_t *in) {
+  int64_t v = in[threadIdx.x] * 3 + (int64_t)u;
+  uint64_t w = u >> 3;
+  out[threadIdx.x] = v + (int64_t)w - 2 * v;
+}
+"""
+    out, inp, u = np.zeros(2, np.int64), np.array([5, 1 << 40], np.uint64), (1 << 35) + 17
+    qgpu.compile(src, "stdint64.cu", engine="interp").get_function("k")(1, 2, [u, out, inp])
+    assert list(out) == [(u >> 3) - (int(x) * 3 + u) for x in inp]

@@ -238,15 +238,17 @@ __QGPU_FN int abs(int a) { return a < 0 ? -a : a; }
 /* device printf (clang turns it into vprintf; the host's printf is the C library's) */
 extern "C" __device__ int printf(const char *, ...);
 
-/* assert in device code: the C library's macro calls __assert_fail, whose device side is
- * CUDA's __assertfail: the failing lane traps (qgpu/cuda/devcalls.py) and the launch ends
- * with a KernelAssertion naming file:line, thread and condition; NDEBUG removes asserts */
-extern "C" __device__ void __assertfail(const char *cond, const char *file, unsigned line,
-                                        const char *func, size_t char_size);
-__device__ static inline void __assert_fail(const char *cond, const char *file,
-                                            unsigned line, const char *func) {
-  __assertfail(cond, file, line, func, sizeof(char));
-}
+/* assert in device code: the C library's assert macro calls __assert_fail, here CUDA's
+ * __assertfail, a macro so that the call keeps the user's line (its line table names the
+ * file as the user gave it) and __func__ names the function: the failing lane traps
+ * (qgpu/cuda/devcalls.py) and the launch ends with a KernelAssertion naming file:line,
+ * thread and condition; NDEBUG removes asserts. assert.h re-included later redefines only
+ * the assert macro. */
+extern "C" __host__ __device__ void __assertfail(const char *cond, const char *file,
+                                                 unsigned line, const char *func,
+                                                 size_t char_size);
+#define __assert_fail(cond, file, line, func) \
+  __assertfail(cond, file, line, __func__, sizeof(char))
 
 /* clock(), clock64(): 0 (see the top of this file) */
 __QGPU_FN clock_t clock(void) { return 0; }
