@@ -216,7 +216,7 @@ def test_corpus_on_the_interpreter(case):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["transpose_naive", "namespace_ops", "tiled_partition_reduce",
-                                  "cg_reduce_tiles"])
+                                  "cg_reduce_tiles", "host_stdlib_saxpy", "book_dot"])
 def test_corpus_sample_on_the_model_checked(case):
     _run(case, "model-check")
 
