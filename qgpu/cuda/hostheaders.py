@@ -11,7 +11,7 @@ include OpenMP's header when no OpenMP is installed.
 
 clang's JSON AST of a file that includes <iostream> is ~120 MB, nearly all of it the C++
 library; `trim_ast` keeps the top-level declarations of the user's files and qgpu's
-headers (and every top-level typedef, which parameter types are desugared with), and
+headers (and every typedef, without its body, which parameter types are desugared with), and
 replaces each dropped run by one node that carries the location state clang's JSON
 writes as deltas (a file or line is written only when it changes).
 """
@@ -97,6 +97,27 @@ def _shipped() -> list[str]:
 _TOP = b"\n    {\n"                      # a top-level declaration (the TU's inner list)
 _KIND = re.compile(rb'"kind": "([A-Za-z]+)"')
 _KEEP_KINDS = {b"TypedefDecl", b"TypeAliasDecl"}
+_TYPEDEF_AT = (b'"kind": "TypedefDecl"', b'"kind": "TypeAliasDecl"')
+_NAME_TYPE = re.compile(rb'"name": "([^"]*)",\s*"type": (\{[^{}]*\})')
+
+
+def _typedefs(text: bytes, lo: int, hi: int) -> list[bytes]:
+    """Every typedef declared in text[lo:hi] (in extern "C" blocks, namespaces, classes),
+    as a node without location: parameter types are desugared through them (clock_t *,
+    uint8_t *), as they were through the typedefs of the whole AST."""
+    out = []
+    for marker in _TYPEDEF_AT:
+        at = text.find(marker, lo, hi)
+        while at >= 0:
+            # a declaration node (its "loc" next), not a TypedefType's reference to one
+            if text[at + len(marker):at + len(marker) + 64].lstrip(b", \n").startswith(b'"loc"'):
+                name_at = text.find(b'"name": "', at, min(hi, at + 3000))
+                m = _NAME_TYPE.match(text, name_at) if name_at >= 0 else None
+                if m:
+                    out.append(b'{"kind": "%s", "name": "%s", "type": %s}'
+                               % (marker[9:-1], m.group(1), m.group(2)))
+            at = text.find(marker, at + 1, hi)
+    return out
 
 
 def _last_file(text: bytes, lo: int, hi: int) -> bytes | None:
@@ -151,6 +172,7 @@ def trim_ast(text: bytes, system_dirs: tuple[str, ...]) -> bytes:
         own = _own_file(text, lo, hi) or cur_file
         if own.startswith(prefixes) and not (kind and kind.group(1) in _KEEP_KINDS):
             dropped_since = True
+            kept.extend(_typedefs(text, lo, hi))
         else:
             if dropped_since:
                 kept.append(b'{"kind": "QgpuSkipped", "loc": {"file": "%s", "line": %s}}'

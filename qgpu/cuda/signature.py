@@ -118,7 +118,9 @@ def _desugar(text: str, typedefs: dict) -> str:
     """A pointer's pointee through typedefs (clang's JSON desugars only the outer type)."""
     for _ in range(16):
         head, star, rest = text.partition("*")
-        words = head.split()
+        # std::uint16_t is the C library's uint16_t (<cstdint> re-declares it in std)
+        words = [w[5:] if w.startswith("std::") and w[5:] in typedefs else w
+                 for w in head.split()]
         names = [w for w in words if w in typedefs]
         if not names:
             return text

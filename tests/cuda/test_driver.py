@@ -251,3 +251,22 @@ __global__ void k(uint64_t u, int64_t *out, const uint64_t *in) {
     out, inp, u = np.zeros(2, np.int64), np.array([5, 1 << 40], np.uint64), (1 << 35) + 17
     qgpu.compile(src, "stdint64.cu", engine="interp").get_function("k")(1, 2, [u, out, inp])
     assert list(out) == [(u >> 3) - (int(x) * 3 + u) for x in inp]
+
+
+def test_system_typedefs_resolve_pointer_parameters():
+    """Parameter types through the C library's typedefs, wherever they are declared (an
+    extern "C" block, a namespace): the trimmed AST keeps every typedef."""
+    src = b"""#include <cstdint>
+#include <ctime>
+#include <vector>
+__global__ void k(const uint8_t *img, std::uint16_t *half, int32_t *out) {
+  out[threadIdx.x] = img[threadIdx.x] + half[threadIdx.x];
+}
+"""
+    m = qgpu.compile(src, "typedefs.cu", engine="interp")
+    img, half = np.array([200, 7], np.uint8), np.array([60000, 1], np.uint16)
+    out = np.zeros(2, np.int32)
+    m.get_function("k")(1, 2, [img, half, out])
+    assert list(out) == [60200, 8]
+    assert [p.ctype for p in m.get_function("k").signature.params] == [
+        "unsigned char", "unsigned short", "int"]
