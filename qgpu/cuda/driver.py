@@ -108,8 +108,7 @@ _SPLIT_LAUNCH = re.compile(rb"<<[ \t]+<([^;\n]*?)>>[ \t]+>")
 
 
 def join_launch_chevrons(source: bytes) -> bytes:
-    return _SPLIT_LAUNCH.sub(rb"<<<\1>>>", source) if b"<< <" in source or b"<<\t<" in source \
-        else source
+    return _SPLIT_LAUNCH.sub(rb"<<<\1>>>", source)
 
 
 def _as_bytes(source: str | bytes) -> bytes:
