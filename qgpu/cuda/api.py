@@ -28,7 +28,13 @@ from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.many import launch_many
 from qgpu.cuda.printf import Buffer, device_fault, finish_buffer, printf_reserve
 from qgpu.cuda.shape import Shape, launch_shape
-from qgpu.cuda.signature import KernelSignature, find_kernel, parse_kernels, variable_elements
+from qgpu.cuda.signature import (
+    KernelSignature,
+    find_kernel,
+    parse_kernels,
+    ptx_entry,
+    variable_elements,
+)
 from qgpu.cuda.symbols import from_words, symbol_data, to_words, words_of
 from qgpu.errors import CompileError, LaunchError, ProgramError
 from qgpu.interp import Machine
@@ -552,7 +558,7 @@ class Module:
             return self._kernels[sig.name]
         if sig.problem:
             raise CompileError(sig.problem)
-        ptx_name = sig.mangled
+        ptx_name = ptx_entry(sig.mangled, self.ptx_module.functions)
         if ptx_name not in self.ptx_module.functions:
             raise CompileError(f"{sig.where}: kernel {sig.name}: clang emitted no PTX entry "
                                f"{ptx_name} for it (qgpu compiles pointers as 32-bit)")

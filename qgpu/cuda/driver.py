@@ -1,8 +1,9 @@
 """cuda.driver: CUDA source to PTX and to clang's AST with clang-19 (the host's NVRTC role).
 
-It owns the clang command lines (docs/cuda.md explains each flag), the headers qgpu ships
-(qgpu/cuda/include: qgpu_cuda.h, included by itself, and the small cuda_runtime.h,
-stdio.h, stdint.h, ... set a whole .cu file's host code needs to parse), finding clang,
+It owns the clang command lines (docs/cuda.md explains each flag), the CUDA headers qgpu
+ships (qgpu/cuda/include: qgpu_cuda.h, included by itself, cuda_runtime.h,
+cooperative_groups.h, ...; a whole .cu file's host code is parsed against the system's
+C/C++ headers, cuda.hostheaders), the launch spelling `<< <grid, block>> >`, finding clang,
 where a source is compiled (in place when it is a file on disk, so its own includes
 resolve; a string is written to a temporary folder, its name's folder searched for
 includes), and turning clang's diagnostics into a CompileError that names the user's
@@ -22,6 +23,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from qgpu.cuda import hostheaders
 from qgpu.errors import CompileError
 
 HEADER_NAME = "qgpu_cuda.h"
@@ -30,11 +32,12 @@ HEADER_NAME = "qgpu_cuda.h"
 # headers) but never compiled. +ptx70: the *_sync builtins without a CUDA installation; no
 # runtime unrolling and no vectorised loads/stores (each costs blocks or needs 64/128-bit
 # accesses); line tables only, so errors can name source lines (they do not change the
-# generated code); -nostdlibinc: the host's C/C++ headers are replaced by the shipped set
-# (clang's own builtin headers, stddef.h and stdarg.h, stay).
+# generated code). The system's C/C++ headers come from cuda.hostheaders.include_flags
+# (clang's own search list for the 64-bit host, given explicitly: -m32 would look for
+# 32-bit multilib headers).
 _COMMON = [
     "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_75", "-nocudainc", "-nocudalib",
-    "--cuda-path=/nonexistent", "--cuda-feature=+ptx70", "-nostdlibinc",
+    "--cuda-path=/nonexistent", "--cuda-feature=+ptx70",
     "-Wno-unknown-cuda-version", "-fno-crash-diagnostics",
 ]
 # -m32: 32-bit pointers (the machine's addresses; no 64-bit address arithmetic). long and
@@ -85,15 +88,27 @@ def _diagnostic(stderr: str, code: int) -> str:
         return f"clang failed (exit code {code}): {text or 'no message'}"
     first = errors[0]
     if "file not found" in first:
-        first += (" (qgpu compiles the device side only, against its own small headers: "
-                  f"{', '.join(shipped_headers())}; other host headers are not available)")
+        first += f" ({hostheaders.missing_header_hint(find_clang())})"
     extra = len(errors) - 1
     return first + (f" (and {extra} more error{'s' if extra > 1 else ''})" if extra else "")
 
 
 def shipped_headers() -> list[str]:
-    return sorted(p.name for p in include_dir().iterdir()
+    """The CUDA headers qgpu ships, as a file #includes them (cooperative_groups/reduce.h)."""
+    root = include_dir()
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.h")
                   if p.is_file() and not p.name.startswith(("qgpu", "__")))
+
+
+# `kernel<< <grid, block>> >(...)`: a formatter's spelling of a launch (clang-format of old
+# versions split the chevrons); nvcc accepts it, clang's lexer needs `<<<` and `>>>`. Only
+# within one line, and only a `<< <` ... `>> >` pair with no `;` between them (`>> >` alone
+# closes nested templates).
+_SPLIT_LAUNCH = re.compile(rb"<<[ \t]+<([^;\n]*?)>>[ \t]+>")
+
+
+def join_launch_chevrons(source: bytes) -> bytes:
+    return _SPLIT_LAUNCH.sub(rb"<<<\1>>>", source)
 
 
 def _as_bytes(source: str | bytes) -> bytes:
@@ -106,6 +121,7 @@ def _run(flags: list[str], source: bytes, filename: str, includes: tuple[str, ..
     (compiled in place), else a copy in a temporary folder with filename's folder searched
     for quoted includes. Returns (output file's bytes or stdout, the display name)."""
     clang = find_clang()
+    source = join_launch_chevrons(source)
     path = Path(os.fsdecode(filename))
     shown = os.fsdecode(filename)
     in_place = False
@@ -124,7 +140,8 @@ def _run(flags: list[str], source: bytes, filename: str, includes: tuple[str, ..
             cmd += ["-iquote", str(path.parent)]
         for d in includes:
             cmd += ["-I", os.fsdecode(d)]
-        cmd += ["-isystem", str(include_dir()), "-include", str(header_path()), str(src)]
+        cmd += ["-isystem", str(include_dir()), *hostheaders.include_flags(clang),
+                "-include", str(header_path()), str(src)]
         out = Path(tmp) / (out_name or "out")
         if out_name:
             cmd += ["-S", "-o", str(out)]
@@ -155,7 +172,8 @@ def kernel_ast(source: str | bytes, filename: str = "kernel.cu",
                includes: tuple[str, ...] = ()) -> dict:
     """clang's AST of the source as JSON (for a 64-bit GPU: the types a GPU gives)."""
     data, _ = _run(AST_FLAGS, _as_bytes(source), filename, includes, None)
-    return json.loads(data.decode("utf-8", "replace"))
+    dirs = hostheaders.system_include_dirs(find_clang())
+    return json.loads(hostheaders.trim_ast(data, dirs).decode("utf-8", "replace"))
 
 
 def include_folders(include_dirs) -> tuple[str, ...]:

@@ -31,6 +31,15 @@ ELEMENTS = {
 _WIDE = {"long", "unsigned long", "double", "long double", "__int128", "unsigned __int128"}
 _SCALARS = {"int", "unsigned int", "float", "char", "signed char", "unsigned char", "bool",
             "short", "unsigned short", "long long", "unsigned long long"}
+# the C library's 64-bit exact-width names: `long` in the 64-bit host's headers this AST
+# is parsed with, `long long` in the -m32 compile's: 64 bits in both, so long long here
+_EXACT64 = re.compile(r"\b(?:__)?(u?)(?:int64_t|int_least64_t|int_fast64_t|intmax_t)\b")
+
+
+def _exact64(text: str) -> str:
+    return _EXACT64.sub(lambda m: "unsigned long long" if m.group(1) else "long long", text)
+
+
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict|restrict|struct|class|union)\b")
 
 
@@ -99,14 +108,19 @@ class _Locations:
 
 
 def _type(t: dict) -> str:
-    return t.get("desugaredQualType", t.get("qualType", ""))
+    sugared = t.get("qualType", "")
+    if _EXACT64.search(sugared):
+        return _exact64(sugared)
+    return t.get("desugaredQualType", sugared)
 
 
 def _desugar(text: str, typedefs: dict) -> str:
     """A pointer's pointee through typedefs (clang's JSON desugars only the outer type)."""
     for _ in range(16):
         head, star, rest = text.partition("*")
-        words = head.split()
+        # std::uint16_t is the C library's uint16_t (<cstdint> re-declares it in std)
+        words = [w[5:] if w.startswith("std::") and w[5:] in typedefs else w
+                 for w in head.split()]
         names = [w for w in words if w in typedefs]
         if not names:
             return text
@@ -173,10 +187,17 @@ def _constant(node: dict) -> bool:
     return node.get("kind") in _CONSTANT and all(_constant(c) for c in node.get("inner", []))
 
 
+def _clock_value(n: dict) -> bool:
+    """A clock_t variable or difference: clock() is 0 in qgpu (qgpu_cuda.h), so these hold
+    0 in 32 bits as in 64."""
+    return n.get("type", {}).get("qualType", "").replace("const ", "") == "clock_t"
+
+
 def _wide(n: dict):
     kind = n.get("kind")
     if kind in _ARITH and _type(n.get("type", {})).replace("const ", "") in _WIDE_CODE \
-            and not _constant(n) and not (kind == "VarDecl" and n.get("constexpr")):
+            and not _constant(n) and not (kind == "VarDecl" and n.get("constexpr")) \
+            and not _clock_value(n):
         return (f"'{n.get('type', {}).get('qualType', 'long')}' is 64 bits on a GPU and qgpu "
                 "computes in 32: use int or unsigned (or int64 values the machine refuses)")
     return None
@@ -371,3 +392,18 @@ def find_kernel(kernels: list[KernelSignature], name: str, filename: str) -> Ker
                                "with --kernel")
     raise CompileError(f"{filename}: no __global__ function named '{name}' (kernels: "
                        f"{', '.join(k.name for k in kernels) or 'none'})")
+
+
+_LONG_CODES = str.maketrans("lm", "xy")
+
+
+def ptx_entry(mangled: str, entries) -> str:
+    """The PTX entry of a kernel the 64-bit AST mangled: itself, or the one entry that
+    differs only where the AST says long (l, m) and the -m32 compile long long (x, y),
+    which is how int64_t/uint64_t parameters mangle in the two (kernels with real `long`
+    parameters are refused before this)."""
+    if mangled in entries:
+        return mangled
+    want = mangled.translate(_LONG_CODES)
+    found = [e for e in entries if e.translate(_LONG_CODES) == want]
+    return found[0] if len(found) == 1 else mangled

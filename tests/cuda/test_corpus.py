@@ -129,6 +129,42 @@ def _conv():
     return "conv_constant.cu", "convolve", 2, 4, [x, out, 8], lambda: {1: want}
 
 
+def _saxpy_int():
+    """host_stdlib.cu: a file whose host code uses the C library without includes and the
+    `<< <blocks, threads>> >` launch spelling."""
+    x, y = (RNG.integers(-99, 99, 10, dtype=np.int32) for _ in range(2))
+    want = (3 * x + y).astype(np.int32)
+    return "host_stdlib.cu", "saxpyInt", 3, 4, [10, 3, x, y], lambda: {3: want}
+
+
+def _count_above():
+    x = RNG.integers(0, 23, 16, dtype=np.int32)
+    count = np.array([2], np.int32)
+    return "host_cpp.cu", "countAbove", 2, 8, [x, count, 10, 16], lambda: {
+        1: np.array([2 + (x > 10).sum()], np.int32)}
+
+
+def _dot_book():
+    """dot_book.cu: grid-stride products, a shared-cache tree per block (24 values, 2
+    blocks of 8: each thread sums a[i] * b[i] over i = tid, tid + 16)."""
+    a, b = (RNG.integers(-30, 30, 24, dtype=np.int32) for _ in range(2))
+    partial = np.zeros(2, np.int32)
+    prod = (a * b).astype(np.int64)
+    per_thread = prod[:16] + np.concatenate([prod[16:], np.zeros(8, np.int64)])
+    return "dot_book.cu", "dot", 2, 8, [a, b, partial], lambda: {
+        2: per_thread.reshape(2, 8).sum(axis=1).astype(np.int32)}
+
+
+def _tile_sum_max():
+    """cg_tiles_reduce.cu: cg::reduce per tile of 4 (plus, greater), clock() is 0."""
+    x = RNG.integers(-50, 50, 14, dtype=np.int32)
+    padded = np.concatenate([x, np.zeros(2, np.int32)]).reshape(4, 4)
+    sums, maxima, elapsed = (np.full(n, 9, np.int32) for n in (4, 4, 14))
+    return "cg_tiles_reduce.cu", "tileSumMax", 2, 8, [x, sums, maxima, elapsed, 14], lambda: {
+        1: padded.sum(axis=1).astype(np.int32), 2: padded.max(axis=1).astype(np.int32),
+        3: np.zeros(14, np.int32)}
+
+
 SYMBOLS = {"conv_constant_mask": ("mask", [3, -2, 1])}   # cudaMemcpyToSymbol's role
 SHARED = {"scan_dynamic_shared": 32}   # bytes of extern __shared__ (the <<<, , N>>>)
 
@@ -152,6 +188,8 @@ CASES = {
     "cooperative_groups_sum": lambda: _cg_sum(),
     "tiled_partition_reduce": _tile_reduce, "tiled_partition_pairs": _pair_max,
     "conv_constant_mask": lambda: _conv(),
+    "host_stdlib_saxpy": _saxpy_int, "host_cpp_count_above": _count_above,
+    "book_dot": _dot_book, "cg_reduce_tiles": _tile_sum_max,
     # clang's closed form of the loop (mul.wide.u32, shr.u64) on register pairs
     "sum_to_n": lambda: ("several.cu", "sum_to_n", 1, 4, [np.zeros(4, np.int32), 5000],
                          lambda: {0: np.full(4, sum(range(5000)), np.int32)}),
@@ -177,7 +215,8 @@ def test_corpus_on_the_interpreter(case):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["transpose_naive", "namespace_ops", "tiled_partition_reduce"])
+@pytest.mark.parametrize("case", ["transpose_naive", "namespace_ops", "tiled_partition_reduce",
+                                  "cg_reduce_tiles", "host_stdlib_saxpy", "book_dot"])
 def test_corpus_sample_on_the_model_checked(case):
     _run(case, "model-check")
 

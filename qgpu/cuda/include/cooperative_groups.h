@@ -1,5 +1,7 @@
 /* cooperative_groups.h (qgpu): the thread-block subset of CUDA's cooperative groups,
- * on the launch's own ids: this_thread_block(), and a block's sync(), thread_rank(),
+ * on the launch's own ids: this_thread_block(); thread_group, which a thread block or a
+ * tile converts to (sync(), thread_rank(), size()/num_threads(), cg::sync(g)); a block's
+ * sync(), thread_rank(),
  * size()/num_threads(), group_index(), thread_index(), dim_threads(); tiles of a block,
  * tiled_partition<N>(block) / thread_block_tile<N> for N = 1, 2, 4 (a warp has 4 lanes,
  * so a tile never straddles warps): sync(), thread_rank(), size()/num_threads(),
@@ -7,14 +9,41 @@
  * (width N: a GPU computes the same within the tile), ballot/any/all. Larger tiles are a
  * compile error naming the line that asks for one; grid groups, coalesced groups and
  * tiled_partition(parent, n) with a run-time size are not provided (an error naming the
- * line). */
+ * line). cooperative_groups/reduce.h adds cg::reduce over a tile with cg::plus, less,
+ * greater, bit_and, bit_or, bit_xor. */
 #ifndef QGPU_COOPERATIVE_GROUPS_H
 #define QGPU_COOPERATIVE_GROUPS_H
 #include "cuda_runtime.h"
 
 namespace cooperative_groups {
-class thread_block {
+/* a thread block (tile_ 0) or a tile of tile_ threads, its kind known at run time as in
+ * CUDA (a function taking `thread_group g` serves both) */
+class thread_group {
+ protected:
+  unsigned tile_;
+  __device__ static unsigned block_rank() {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  }
+  __device__ static unsigned block_size() { return blockDim.x * blockDim.y * blockDim.z; }
+
  public:
+  __device__ explicit thread_group(unsigned tile) : tile_(tile) {}
+  __device__ void sync() const {
+    if (tile_ == 0) {
+      __syncthreads();
+    } else {
+      __syncwarp(((1u << tile_) - 1u) << (block_rank() % warpSize / tile_ * tile_));
+    }
+  }
+  __device__ unsigned thread_rank() const { return tile_ ? block_rank() % tile_ : block_rank(); }
+  __device__ unsigned size() const { return tile_ ? tile_ : block_size(); }
+  __device__ unsigned num_threads() const { return size(); }
+};
+__device__ inline void sync(const thread_group &g) { g.sync(); }
+
+class thread_block : public thread_group {
+ public:
+  __device__ thread_block() : thread_group(0) {}
   __device__ void sync() const { __syncthreads(); }
   __device__ unsigned thread_rank() const {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -30,7 +59,7 @@ __device__ inline thread_block this_thread_block() { return thread_block(); }
 __device__ inline void sync(const thread_block &g) { g.sync(); }
 
 template <unsigned N>
-class thread_block_tile {
+class thread_block_tile : public thread_group {
   // other sizes compile (so that one kernel does not stop its siblings) and qgpu refuses
   // the kernel that uses one, naming its line (cuda.signature)
   __device__ static unsigned rank_in_block() { return thread_block().thread_rank(); }
@@ -44,6 +73,7 @@ class thread_block_tile {
   }
 
  public:
+  __device__ thread_block_tile() : thread_group(N) {}
   __device__ void sync() const { __syncwarp(lanes()); }
   __device__ unsigned thread_rank() const { return rank_in_block() % N; }
   __device__ unsigned size() const { return N; }

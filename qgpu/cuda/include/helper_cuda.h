@@ -10,6 +10,13 @@
 #define getLastCudaError(msg) ((void)(msg))
 #define CUDA_CHECK(val) (val)
 #define cudaCheckErrors(msg) ((void)(msg))
+#include "helper_string.h"
 inline int findCudaDevice(int argc, const char **argv) { return 0; }
+inline int findCudaDevice(int argc, char **argv) { return 0; }
 inline int gpuDeviceInit(int dev) { return dev; }
+int gpuGetMaxGflopsDeviceId(void);
+int _ConvertSMVer2Cores(int major, int minor);
+const char *_ConvertSMVer2ArchName(int major, int minor);
+bool checkCudaCapabilities(int major, int minor);
+template <class T> void check(T result, const char *func, const char *file, int line);
 #endif

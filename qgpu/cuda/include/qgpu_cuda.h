@@ -8,6 +8,15 @@
  *    ((32 - width) << 8 | clamp) then makes a real GPU shuffle within groups of 4 lanes,
  *    so a kernel means the same on the machine and on real hardware.
  *  - atomicInc/atomicDec are CAS loops (the machine has no native inc/dec atomics).
+ *  - clock() and clock64() are 0 on the machine and on the interpreter alike: the
+ *    machine has no cycle counter (its special registers are tid, ntid, ctaid, nctaid,
+ *    laneid and warpid), and a count that differed between the engines would make one
+ *    kernel's output depend on where it ran. A kernel that times itself
+ *    (`t = clock() - start`) stores 0.
+ *
+ * As nvcc's cuda_runtime.h does, it brings in the C library's stdio.h, stdlib.h,
+ * string.h, time.h, assert.h and math.h (the system's, for host code), so that a file
+ * calling exit, rand, memset, clock or ceil without an include compiles as with nvcc.
  */
 #ifndef QGPU_CUDA_H
 #define QGPU_CUDA_H
@@ -25,6 +34,19 @@
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 
 #include <__clang_cuda_builtin_vars.h>
+
+/* nvcc's implicit host includes. math.h: the C library's own (the driver passes its
+ * path), not the C++ library's wrapper, which would pull in all of <cmath>. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <assert.h>
+#ifdef __QGPU_C_MATH_H
+#include __QGPU_C_MATH_H
+#else
+#include <math.h>
+#endif
 
 #undef warpSize
 #define warpSize 4
@@ -237,6 +259,25 @@ __QGPU_FN unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
 __QGPU_FN unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
 __QGPU_FN unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }
 __QGPU_FN int abs(int a) { return a < 0 ? -a : a; }
+
+/* device printf (clang turns it into vprintf; the host's printf is the C library's) */
+extern "C" __device__ int printf(const char *, ...);
+
+/* assert in device code: the C library's assert macro calls __assert_fail, here CUDA's
+ * __assertfail, a macro so that the call keeps the user's line (its line table names the
+ * file as the user gave it) and __func__ names the function: the failing lane traps
+ * (qgpu/cuda/devcalls.py) and the launch ends with a KernelAssertion naming file:line,
+ * thread and condition; NDEBUG removes asserts. assert.h re-included later redefines only
+ * the assert macro. */
+extern "C" __host__ __device__ void __assertfail(const char *cond, const char *file,
+                                                 unsigned line, const char *func,
+                                                 size_t char_size);
+#define __assert_fail(cond, file, line, func) \
+  __assertfail(cond, file, line, __func__, sizeof(char))
+
+/* clock(), clock64(): 0 (see the top of this file) */
+__QGPU_FN clock_t clock(void) { return 0; }
+__QGPU_FN long long clock64(void) { return 0; }
 
 /* nvcc includes cuda_runtime.h by itself: so does qgpu (dim3, int2, ...) */
 #include "cuda_runtime.h"
