@@ -2,7 +2,7 @@
 
 Normal mode: a line is a user turn; the language part answers (greedy, the base's text).
 `/run FILE.cu --grid G --block B --arg NAME=VALUE ...` (any of `qgpu run`'s launch
-options: chat.run_line) launches that kernel on the machine part instead: the model
+options: cli.chat_run) launches that kernel on the machine part instead: the model
 writes the launch's trace token by token, the reply shows its records, the kernel's
 printf output and the results read from the model's state.
 
@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 from qgpu.chat.kernels import KernelRun, request_from_reply, run_request
 from qgpu.chat.prompts import FEEDBACK, SYSTEM, ChatTemplate, advanced_system
-from qgpu.chat.run_line import run_line
 from qgpu.errors import CheckMismatch, QgpuError
 
 MAX_RECORDS_SHOWN = 40
@@ -57,8 +56,10 @@ class ChatSession:
     turns become its prompt (the checkpoint's chat template; default ChatML)."""
 
     def __init__(self, machine, language=None, advanced: bool = False, check: bool = True,
-                 system: str = SYSTEM, template: ChatTemplate | None = None):
-        self.machine, self.language = machine, language
+                 system: str = SYSTEM, template: ChatTemplate | None = None, run_line=None):
+        # run_line(machine, line, check): a /run line's launches (cli.chat_run.run_line,
+        # which `qgpu chat` passes: a /run is `qgpu run`, and the CLI sits above the chat)
+        self.machine, self.language, self.run_line = machine, language, run_line
         self.advanced, self.check, self.system = advanced, check, system
         self.template = template or ChatTemplate()
         self.turns: list[tuple[str, str]] = []
@@ -84,8 +85,11 @@ class ChatSession:
         return Reply(answer, "text")
 
     def run_command(self, line: str) -> Reply:
+        if self.run_line is None:
+            return Reply("/run is not available in this session (it takes qgpu chat's "
+                         "launcher)", "error")
         try:
-            runs = run_line(self.machine, line, check=self.check)
+            runs = self.run_line(self.machine, line, check=self.check)
         except (QgpuError, ValueError, OverflowError, MemoryError, OSError) as exc:
             # ValueError/OverflowError/MemoryError: a value the launch's own checks missed
             return _error(exc)

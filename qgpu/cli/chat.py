@@ -57,8 +57,10 @@ def open_session(model: str, advanced: bool = False, max_new_tokens: int = 512,
     except TextModelError as exc:
         print(f"qgpu chat: {exc}; /run launches only", file=sys.stderr)
         language = None
+    from qgpu.cli.chat_run import run_line
+
     return ChatSession(machine, language, advanced=advanced, check=check,
-                       template=ChatTemplate.from_directory(model))
+                       template=ChatTemplate.from_directory(model), run_line=run_line)
 
 
 def main(args) -> int:

@@ -203,7 +203,7 @@ def run(args) -> dict:
     elif getattr(args, "model", None):
         from qgpu.runtime.checkpoint import engine_name, load_machine_checkpoint
 
-        # a chat's /run passes its loaded machine (chat.run_line); held: weakly registered
+        # a chat's /run passes its loaded machine (cli.chat_run); held: weakly registered
         machine = getattr(args, "machine", None) or load_machine_checkpoint(args.model)
         engine = engine_name(machine, check=args.check, forced=forced)
     budget = getattr(args, "budget", None)

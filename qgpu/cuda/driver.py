@@ -88,7 +88,7 @@ def _diagnostic(stderr: str, code: int) -> str:
         return f"clang failed (exit code {code}): {text or 'no message'}"
     first = errors[0]
     if "file not found" in first:
-        first += f" ({hostheaders.missing_header_hint(find_clang())})"
+        first += f" ({hostheaders.missing_header_hint(find_clang(), shipped_headers())})"
     extra = len(errors) - 1
     return first + (f" (and {extra} more error{'s' if extra > 1 else ''})" if extra else "")
 

@@ -78,20 +78,17 @@ def include_flags(clang: str) -> list[str]:
     return flags
 
 
-def missing_header_hint(clang: str) -> str:
+def missing_header_hint(clang: str, shipped: list[str]) -> str:
+    """What to do about a header clang did not find (shipped: the CUDA headers qgpu
+    ships, from cuda.driver, which imports this module)."""
     dirs = system_include_dirs(clang)
     cxx = [d for d in dirs if "c++" in d and "cuda_wrappers" not in d]
     if not cxx:
         return ("clang-19 found no C++ standard library: install libstdc++-12-dev "
                 "(Debian: 'apt-get install libstdc++-12-dev')")
     return ("qgpu parses host code against the system's C/C++ headers and ships the CUDA "
-            f"ones: {', '.join(_shipped())}; a helper header of a samples repository goes "
+            f"ones: {', '.join(shipped)}; a helper header of a samples repository goes "
             "beside the source or on an -I path")
-
-
-def _shipped() -> list[str]:
-    from qgpu.cuda.driver import shipped_headers
-    return shipped_headers()
 
 
 _TOP = b"\n    {\n"                      # a top-level declaration (the TU's inner list)

@@ -18,6 +18,7 @@ import pytest
 
 from qgpu.chat import ChatSession
 from qgpu.chat.text import MAX_LINE_TOKENS, TextModel
+from qgpu.cli.chat_run import run_line
 from qgpu.model.fast import FastEngine
 from qgpu.protocol import vocab
 from tests.merge.helpers import random_base
@@ -91,7 +92,7 @@ def machine():
 
 
 def _chat(machine):
-    return ChatSession(machine, ScriptedLanguage(["fine, thanks"] * 4))
+    return ChatSession(machine, ScriptedLanguage(["fine, thanks"] * 4), run_line=run_line)
 
 
 @pytest.mark.slow

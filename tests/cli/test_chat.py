@@ -14,7 +14,7 @@ from qgpu.chat.kernels import (
     request_from_reply,
 )
 from qgpu.chat.prompts import ChatTemplate, ChatTemplateError, advanced_system, chat_prompt
-from qgpu.chat.run_line import parse_line
+from qgpu.cli.chat_run import parse_line, run_line
 from tests.merge.machine_helpers import ScriptedLanguage, merged_machine
 
 # merged machines hold a few GiB each: one xdist worker takes every test that builds them
@@ -136,7 +136,7 @@ def machine():
 @pytest.mark.slow
 def test_normal_mode_text_and_run(machine, tmp_path):
     language = ScriptedLanguage(["Hello! Ask me anything."])
-    chat = ChatSession(machine, language)
+    chat = ChatSession(machine, language, run_line=run_line)
     reply = chat.handle("hi there")
     assert (reply.kind, reply.text) == ("text", "Hello! Ask me anything.")
     assert "<|im_start|>user\nhi there<|im_end|>" in language.prompts[0]

@@ -1,10 +1,11 @@
-"""chat.run_line: a chat's `/run FILE.cu OPTIONS` line. OPTIONS are `qgpu run`'s own: the
+"""cli.chat_run: a chat's `/run FILE.cu OPTIONS` line. OPTIONS are `qgpu run`'s own: the
 line is read by its argument parser (cli.run.add_arguments: --grid/--block as dim3,
 --arg, --kernel, --shared-bytes, --symbol, --budget, --printf-words, --check, --forced,
 --html, -I, --list) and launched by its `run` on the chat's loaded machine, so a /run
 takes what `qgpu run` takes and fails as it fails; the reply adds the kernel's printf
 output and the decoded records. Options that choose another engine or model (--model,
---engine, --device) or another output (--json) do not apply in a chat and are refused."""
+--engine, --device) or another output (--json) do not apply in a chat and are refused.
+It lives with the CLI (it is `qgpu run`), and `qgpu chat` hands it to its ChatSession."""
 
 from __future__ import annotations
 
