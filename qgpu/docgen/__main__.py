@@ -1,4 +1,4 @@
-"""python -m qgpu.docgen [isa] [circuit] [layers] [merge]: rewrite the generated parts of
+"""python -m qgpu.docgen [isa] [circuit] [layers] [merge] [readme]: rewrite the generated parts of
 docs/."""
 
 from __future__ import annotations
@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from qgpu.docgen import circuit_doc, isa_doc, layers_doc, merge_doc
+from qgpu.docgen import circuit_doc, isa_doc, layers_doc, merge_doc, readme_doc
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m qgpu.docgen", description=__doc__)
-    known = ("isa", "circuit", "layers", "merge")
+    known = ("isa", "circuit", "layers", "merge", "readme")
     # no `choices=`: Python 3.11's argparse checks an empty `nargs="*"` list against them
     ap.add_argument("parts", nargs="*", help=f"which generated docs to rewrite: "
                     f"{', '.join(known)} (default: all)")
@@ -31,6 +31,10 @@ def main(argv=None) -> int:
     if "merge" in parts:
         changed = merge_doc.rewrite()
         print(f"{merge_doc.DOC}: {'rewritten' if changed else 'up to date'}", file=sys.stderr)
+    if "readme" in parts:
+        changed = readme_doc.rewrite()
+        print(f"{readme_doc.README}: {'rewritten' if changed else 'up to date'}",
+              file=sys.stderr)
     return 0
 
 
