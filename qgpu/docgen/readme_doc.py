@@ -44,7 +44,8 @@ def limits_table() -> str:
         ("blocks executed per launch", f"{limits.DEFAULT_BLOCK_BUDGET:,} (interpreter "
          "default, `--budget`)", "the launch ends as runaway"),
         ("emulated", "`float` (binary32), `/` and `%`, 16-bit and 8-bit values, `long long`",
-         "integer code on the machine, bit-exact (`sqrtf`: interpreter only)"),
+         "integer code on the model, bit-exact (`sqrtf`: interpreter only, refused by name "
+         "on the model)"),
         ("refused", "`double`, `long`/`size_t`, fast-math float, 64-bit atomics and division, "
          "`__half`, textures, streams, dynamic parallelism", "an error naming file:line"),
     ]
