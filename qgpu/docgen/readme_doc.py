@@ -77,7 +77,7 @@ def performance_table(directory: Path = RESULTS) -> str:
     out = ["| what | figure | load | date, source | how |", "|---|---|---|---|---|"]
     for result in load_results(directory):
         load = result.get("load")
-        load_text = "-" if not load else "-".join(f"{x:g}" for x in dict.fromkeys(load))
+        load_text = "-" if not load else "-".join(f"{x:g}" for x in sorted(set(load)))
         when = f"{result['date']}, {result.get('source', 'measured')}"
         for row in result["rows"]:
             out.append(f"| {row['what']} | {row['figure']} | {load_text} | {when} | "
