@@ -33,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.results import load_average, record  # noqa: E402
 from qgpu import suite  # noqa: E402
 from qgpu.errors import CheckMismatch, QgpuError  # noqa: E402
 from qgpu.interp import run_launch  # noqa: E402
@@ -117,6 +118,7 @@ def main(argv=None) -> int:
                 engine.plan.lib.qgpu_set_batch_profile(None)
         return name, run, time.perf_counter() - t0
 
+    load_before = load_average()
     start_all = time.perf_counter()
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(check, cases))
@@ -151,6 +153,15 @@ def main(argv=None) -> int:
           f"{t['model']:.1f} s); interpreter and the rest {t['interp']:.1f} s; whole checks "
           f"{t['wall']:.1f} s; the whole run {elapsed:.1f} s wall ({t['tokens'] / elapsed:,.0f} "
           f"tok/s, {args.jobs} job(s)); {load()}")
+    if not args.names and args.limit is None:   # the whole suite: the README's figure
+        path = record("batched_check", [{
+            "what": f"batched teacher-forced check of the whole suite ({t['launches']} "
+                    f"launches, {t['tokens']:,} tokens, every token and the memory "
+                    f"compared), {args.jobs} job(s), chunks of {args.chunk}",
+            "figure": f"{elapsed:.1f} s wall (model pass {t['tokens'] / t['model']:,.0f} "
+                      f"tokens/s)",
+            "how": f"`benchmarks/bench_batched_check.py --jobs {args.jobs}`"}], load_before)
+        print(f"recorded {path}")
     if phases:
         seconds = sum(phases.values())
         shares = sorted(zip(seconds.tolist(), names, strict=True), reverse=True)

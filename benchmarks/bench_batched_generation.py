@@ -27,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.results import load_average, record  # noqa: E402
 from qgpu.cuda.shape import launch_shape  # noqa: E402
 from qgpu.errors import QgpuError  # noqa: E402
 from qgpu.model.fast_native import batch_phases  # noqa: E402
@@ -139,6 +140,7 @@ def main() -> None:
                   f"{tokens / cpu:,.0f} per CPU second; {before} -> {after}", flush=True)
     if args.suite:
         jobs = [job for _, job in everything]
+        load_before = load_average()
         runs, wall, cpu, before, after = timed(lambda: generate_many(
             machine, jobs, in_flight=max(args.in_flight), jobs=args.jobs))
         tokens = sum(len(r.trace) for r in runs if not isinstance(r, QgpuError))
@@ -147,6 +149,15 @@ def main() -> None:
               f"{max(args.in_flight)} in flight, {args.jobs} job(s)): {wall:.1f} s wall, "
               f"{tokens / wall:,.0f} tokens/s, {cpu:.1f} s of CPU; {bad} differ from the "
               f"interpreter; {before} -> {after}", flush=True)
+        path = record("batched_generation", [{
+            "what": f"the whole suite generated (`runtime.generate_many`: {len(jobs)} launches, "
+                    f"{tokens:,} trace tokens), {args.jobs} job(s), "
+                    f"{max(args.in_flight)} in flight per job; {bad} differ from the "
+                    f"interpreter",
+            "figure": f"{wall:.1f} s wall ({tokens / wall:,.0f} tokens/s)",
+            "how": f"`benchmarks/bench_batched_generation.py --suite --jobs {args.jobs} "
+                   f"--in-flight {max(args.in_flight)}`"}], load_before)
+        print(f"recorded {path}", flush=True)
 
 
 if __name__ == "__main__":

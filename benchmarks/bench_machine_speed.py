@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.results import load_average, record  # noqa: E402
 from qgpu.interp import run_launch  # noqa: E402
 from qgpu.isa.asm import assemble  # noqa: E402
 from qgpu.model.fast import FastEngine  # noqa: E402
@@ -91,6 +92,8 @@ def main() -> None:
 
     min_seconds = np.inf
     native = engine.backend == "native"
+    load_before = load_average()
+    wall_rates: dict[bool, list[float]] = {False: [], True: []}
     for rep in range(args.repeats):
         for reuse in (False, True) if native else (True,):
             if native:
@@ -103,11 +106,13 @@ def main() -> None:
             if reuse:
                 min_seconds = min(min_seconds, run.seconds)
             n = len(prompt) + len(run.trace)
+            wall_rates[reuse].append(run.tokens_per_second)
             print(f"native generate_launch #{rep + 1}{REUSE[reuse] if native else ''}: "
                   f"{run.tokens_per_second:,.0f} trace tok/s wall ({n / run.seconds:,.0f} "
                   f"tok/s counting the prompt), {n / cpu:,.0f} tok/s per CPU second; "
                   f"{before} -> {load()}", flush=True)
 
+    record_result(args, c, len(want), wall_rates, load_before)
     if native:
         for reuse in (False, True):
             by_kind(engine, prompt + want, reuse)
@@ -119,6 +124,22 @@ def main() -> None:
 
 
 REUSE = {False: " (plain)", True: " (reuse)"}
+
+
+def record_result(args, config, trace_tokens: int, wall_rates: dict, load_before: float):
+    """benchmarks/results/machine_speed.json: the generation figures README.md shows."""
+    def span(rates):
+        return f"{min(rates):,.0f}-{max(rates):,.0f}" if len(rates) > 1 else f"{rates[0]:,.0f}"
+    figure = f"{span(wall_rates[True])} trace tokens/s wall"
+    if wall_rates[False]:
+        figure += f" (plain path in the same runs: {span(wall_rates[False])})"
+    what = (f"one launch generated on the fast engine (loop launch, {trace_tokens:,} trace "
+            f"tokens; default machine: {config.num_hidden_layers} layers, hidden "
+            f"{config.hidden_size:,})")
+    how = (f"`benchmarks/bench_machine_speed.py --iterations {args.iterations} "
+           f"--repeats {args.repeats}`")
+    path = record("machine_speed", [{"what": what, "figure": figure, "how": how}], load_before)
+    print(f"recorded {path}", flush=True)
 
 
 def set_reuse(engine: FastEngine, on: bool) -> None:

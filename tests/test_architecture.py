@@ -21,7 +21,8 @@ def layers() -> list[str]:
 
 def readme_packages() -> list[str]:
     text = (ROOT / "README.md").read_text()
-    table = text[text.index("## Architecture"):text.index("## Running CUDA kernels")]
+    start = text.index("## Architecture")
+    table = text[start:text.index("\n## ", start + 1)]
     return re.findall(r"^\| [^|]+ \| `qgpu/(\w+)(?:\.py)?`", table, re.M)
 
 

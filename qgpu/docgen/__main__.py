@@ -1,5 +1,5 @@
-"""python -m qgpu.docgen [isa] [circuit] [layers] [merge] [readme]: rewrite the generated
-parts of docs/ and README.md."""
+"""python -m qgpu.docgen [isa] [circuit] [layers] [merge] [readme]: rewrite the generated parts of
+docs/."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ def main(argv=None) -> int:
         print(f"{merge_doc.DOC}: {'rewritten' if changed else 'up to date'}", file=sys.stderr)
     if "readme" in parts:
         changed = readme_doc.rewrite()
-        print(f"README.md: {'rewritten' if changed else 'up to date'}", file=sys.stderr)
+        print(f"{readme_doc.README}: {'rewritten' if changed else 'up to date'}",
+              file=sys.stderr)
     return 0
 
 

@@ -1,79 +1,111 @@
-"""docgen.readme_doc: the generated parts of README.md: the limits a user meets first (from
-`isa.limits`), the kernel suite's counts (from `qgpu.suite`) and the vocabulary's size
-(from `protocol.vocab`). Sections sit between `<!-- generated:NAME -->` and
-`<!-- end:NAME -->`; `python -m qgpu.docgen readme` rewrites them and
-tests/docgen/test_readme_doc.py fails when the README differs from what it writes now (a
-changed limit or a new suite kernel without the docs regenerated)."""
+"""docgen.readme_doc: the generated sections of README.md, between
+`<!-- docgen:NAME -->` and `<!-- /docgen:NAME -->` markers:
+
+- limits: the machine's limits (`isa.limits`), what the front end refuses and what it emulates;
+- suite: the kernel suite's kernels and launches (`qgpu.suite.load_suite`);
+- machine: the compiled machine's layers, width and nonzeros (`merge.size`'s constants,
+  which tests/circuit/machine/test_layout_doc.py keeps equal to the compiled machine's) and
+  the vocabulary (`protocol.vocab`);
+- performance: the benchmark results in benchmarks/results/*.json (each written by its
+  benchmark through benchmarks/results.py), with their date, load and machine.
+
+`python -m qgpu.docgen readme` rewrites them; tests/docgen/test_readme_doc.py fails when the
+committed README differs from what this module writes now."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
-from qgpu.docgen.isa_doc import render as render_sections
 from qgpu.isa import limits
+from qgpu.merge.size import MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS
+from qgpu.protocol import PROTOCOL_VERSION, VOCAB_SIZE
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+RESULTS = ROOT / "benchmarks" / "results"
 
 
 def limits_table() -> str:
-    words = limits.GLOBAL_WORDS
     rows = [
-        ("threads per CTA (block)", f"1..{limits.MAX_THREADS_PER_CTA}",
-         "a larger block is refused before any token is fed"),
-        ("CTAs per launch (grid)", f"1..{limits.MAX_CTAS}, 1-D/2-D/3-D",
-         f"at most {limits.MAX_WARPS} warps in all; more is refused"),
-        ("lanes per warp (`warpSize`)", f"{limits.LANES}",
-         "shuffles whose constant offset, mask, lane or width assume more lanes are "
-         "refused; kernels relying on 32 threads in lockstep are reported as races by the "
-         "interpreter"),
-        ("registers", f"{limits.REGS - 1} live values per thread ({limits.REGS} with r0 = 0)",
-         "a kernel needing more is refused, naming the count"),
-        ("global memory", f"{words} words ({words * 4} bytes), arrays and printf buffer "
-         "together", "arguments that do not fit are refused before the launch"),
-        ("shared memory", f"{limits.SHARED_WORDS} words ({limits.SHARED_WORDS * 4} bytes) "
-         "per CTA, static and `extern`", "larger `__shared__` data is refused"),
-        ("program ROM", f"{limits.ROM_BLOCKS} blocks of {limits.STAGES} stages",
-         "a larger program is refused (float routines take ~40-60 blocks)"),
-        ("block budget (interpreter)", f"{limits.DEFAULT_BLOCK_BUDGET:,} blocks",
-         "`--budget N`; the model's default is lower (its run time)"),
-        ("64-bit", "`long long` exact on register pairs",
-         "`long`/`size_t` are 32-bit in qgpu's 32-bit compile: refused in signatures"),
-        ("float32", "add/sub/mul/fma/div, compares, conversions: bit-exact on both engines",
-         "emulated by integer routines (~900-1,600 tokens per operation and warp); "
-         "`sqrtf` on the interpreter only; `double` refused"),
+        ("threads per CTA (block)", f"1..{limits.MAX_THREADS_PER_CTA}", "refused (LaunchError)"),
+        ("CTAs per launch (grid)", f"1..{limits.MAX_CTAS}", "refused"),
+        ("warps per launch, all CTAs", f"{limits.MAX_WARPS}", "refused"),
+        ("lanes per warp (`warpSize`)", f"{limits.LANES}", f"`warpSize` is {limits.LANES}: "
+         f"shuffles and votes act on {limits.LANES} lanes; a shuffle whose constant offset, "
+         f"mask, lane or width assumes more lanes is refused with its line, and code "
+         f"relying on 32 threads in lockstep is reported as a shared-memory race by the "
+         f"interpreter"),
+        ("registers per lane", f"{limits.REGS} ({limits.REGS - 1} usable, r0 reads zero)",
+         "a kernel needing more live registers is refused"),
+        ("global memory", f"{limits.GLOBAL_WORDS} words of {limits.WORD_BITS} bits",
+         "arrays past it refused; an out-of-bounds access faults (`TRAP`)"),
+        ("shared memory per CTA", f"{limits.SHARED_WORDS} words", "refused"),
+        ("program ROM", f"{limits.ROM_BLOCKS} blocks of {limits.STAGES} stages", "refused"),
+        ("memory writes per block", f"{limits.MAX_BLOCK_WRITES}", "blocks are packed within it"),
+        ("blocks executed per launch", f"{limits.DEFAULT_BLOCK_BUDGET:,} (interpreter "
+         "default, `--budget`)", "the launch ends as runaway"),
+        ("emulated", "`float` (binary32), `/` and `%`, 16-bit and 8-bit values, `long long`",
+         "integer code on the model, bit-exact (`sqrtf`: interpreter only, refused by name "
+         "on the model)"),
+        ("refused", "`double`, `long`/`size_t`, fast-math float, 64-bit atomics and division, "
+         "`__half`, textures, streams, dynamic parallelism", "an error naming file:line"),
     ]
     out = ["| limit | value | beyond it |", "|---|---|---|"]
     out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     return "\n".join(out)
 
 
-def suite_counts() -> str:
-    from qgpu import suite
+def suite_sentence() -> str:
+    from qgpu.suite import load_suite
 
-    specs = suite.load_suite()
-    launches = sum(len(s.launches) for s in specs)
-    return (f"The kernel suite (`kernels/`, `python -m qgpu.suite`): {len(specs)} kernels, "
-            f"{launches} launch configurations, each with an independent numpy oracle.")
-
-
-def vocab_size() -> str:
-    from qgpu.protocol.vocab import VOCAB_SIZE
-
-    return f"The machine's vocabulary: {VOCAB_SIZE:,} GPU tokens (`docs/protocol.md`)."
+    specs = load_suite()
+    launches = sum(len(spec.launches) for spec in specs)
+    return (f"The kernel suite (`kernels/`): {len(specs)} CUDA kernels with {launches} launch "
+            f"configurations, each with an independent numpy oracle.")
 
 
-SECTIONS = {"README.md": {"limits": limits_table, "suite": suite_counts,
-                          "vocab": vocab_size}}
+def machine_sentence() -> str:
+    return (f"The machine as merged into a 2B base: {MACHINE_LAYERS} layers, hidden "
+            f"{MACHINE_HIDDEN:,}, {MACHINE_NONZEROS / 1e6:.2f} M nonzero weights; vocabulary "
+            f"{VOCAB_SIZE:,} GPU tokens (protocol v{PROTOCOL_VERSION}).")
 
 
-def render(text: str) -> str:
-    return render_sections("README.md", text, SECTIONS)
+def load_results(directory: Path = RESULTS) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]
 
 
-def rewrite() -> bool:
-    """Rewrite README.md's generated sections; whether it changed."""
-    old = README.read_text()
+def performance_table(directory: Path = RESULTS) -> str:
+    out = ["| what | figure | load | date, source | how |", "|---|---|---|---|---|"]
+    for result in load_results(directory):
+        load = result.get("load")
+        load_text = "-" if not load else "-".join(f"{x:g}" for x in sorted(set(load)))
+        when = f"{result['date']}, {result.get('source', 'measured')}"
+        for row in result["rows"]:
+            out.append(f"| {row['what']} | {row['figure']} | {load_text} | {when} | "
+                       f"{row['how']} |")
+    return "\n".join(out)
+
+
+SECTIONS = {"limits": limits_table, "suite": suite_sentence, "machine": machine_sentence,
+            "performance": performance_table}
+
+
+def render(text: str, sections: dict | None = None) -> str:
+    """README `text` with every generated section rewritten."""
+    for name, fn in (sections or SECTIONS).items():
+        pattern = re.compile(rf"(<!-- docgen:{name} -->\n).*?(<!-- /docgen:{name} -->)", re.S)
+        if not pattern.search(text):
+            raise ValueError(f"README.md lacks the markers of section '{name}'")
+        text = pattern.sub(lambda m, fn=fn: m.group(1) + fn() + "\n" + m.group(2), text)
+    return text
+
+
+def rewrite(path: Path = README) -> bool:
+    """Rewrite README.md's generated sections; True when it changed."""
+    old = path.read_text()
     new = render(old)
     if new != old:
-        README.write_text(new)
+        path.write_text(new)
     return new != old

@@ -1,27 +1,36 @@
-"""README.md holds the code's limits, the suite's counts and the vocabulary's size
-verbatim (`python -m qgpu.docgen readme`): a changed limit or a new suite kernel without
-the README regenerated fails here."""
+"""README.md's generated sections (limits, suite counts, machine figures, performance) equal
+what `python -m qgpu.docgen readme` writes now, so a changed limit, an added suite kernel or a
+new benchmark result fails here until the README is regenerated."""
 
-import re
+import json
+
+import pytest
 
 from qgpu.docgen import readme_doc
-from qgpu.isa import limits
 
 
-def test_the_readmes_generated_sections_are_current():
+def test_readme_generated_sections_are_current():
     text = readme_doc.README.read_text()
-    assert readme_doc.render(text) == text, "run `python -m qgpu.docgen readme`"
+    assert readme_doc.render(text) == text, (
+        "README.md's generated sections are stale: run `python -m qgpu.docgen readme`")
 
 
-def test_a_changed_limit_shows_in_the_limits_section(monkeypatch):
+def test_a_changed_limit_makes_the_readme_stale(monkeypatch):
     text = readme_doc.README.read_text()
-    monkeypatch.setattr(limits, "MAX_THREADS_PER_CTA", limits.MAX_THREADS_PER_CTA * 64)
+    monkeypatch.setattr(readme_doc.limits, "MAX_THREADS_PER_CTA", 32)
     assert readme_doc.render(text) != text
 
 
-def test_the_readme_states_no_count_outside_its_generated_sections():
-    """Counts of the suite are written only by docgen (they went stale three times)."""
-    text = readme_doc.README.read_text()
-    outside = re.sub(r"<!-- generated:(\w+) -->.*?<!-- end:\1 -->", "", text, flags=re.S)
-    assert not re.search(r"\d+ kernels(,| with| and) [\d,]+ launch", outside)
-    assert not re.search(r"\d+ launch configurations", outside)
+def test_every_result_file_says_when_where_and_how(tmp_path):
+    for result in readme_doc.load_results():
+        assert {"benchmark", "date", "load", "machine", "source", "rows"} <= set(result)
+        for row in result["rows"]:
+            assert {"what", "figure", "how"} <= set(row)
+    (tmp_path / "x.json").write_text(json.dumps({"date": "2026-01-01", "load": [1.0, 2.0],
+        "source": "measured", "rows": [{"what": "w", "figure": "f", "how": "h"}]}))
+    assert "| w | f | 1-2 | 2026-01-01, measured | h |" in readme_doc.performance_table(tmp_path)
+
+
+def test_missing_markers_are_named():
+    with pytest.raises(ValueError, match="limits"):
+        readme_doc.render("no markers here")
