@@ -60,7 +60,7 @@ def test_trace_decodes_a_stream(tmp_path, capsys):
 
 def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_one():
     readme = (ROOT / "README.md").read_text()
-    block = re.search(r"```\n(.*?)```", readme, re.S).group(1)
+    block = re.search(r"```(?:bash)?\n(.*?)```", readme, re.S).group(1)
     commands = [line.split("#")[0].strip() for line in block.strip().splitlines()]
     assert commands == ["./dev demo", "./dev test"]
     ci = (ROOT / ".ci" / "run").read_text()
