@@ -115,3 +115,29 @@ def test_the_chats_prompt_path_gives_the_same_ids_on_merged_and_base(dirs):
     want = base.generate_ids(PROMPT)
     assert merged.generate_ids(PROMPT) == want and len(want) == 16
     assert merged.stats["prompt_tokens"] == len(PROMPT) and merged.stats["tokens"] == 16
+
+
+def test_the_prompt_cache_gives_the_same_ids_and_feeds_only_new_tokens(dirs):
+    from qgpu.chat.text import TextModel
+
+    start = 1   # plays <|im_start|>: a state is kept before each "message"
+    system = [start, 5, 17, 3, 99, 42, 7, 8, 9]
+    first = system + [start, 11, 12, 13]
+    fresh = TextModel(TextEngine.from_directory(dirs / "merged"), None, 150,
+                      max_new_tokens=8)
+    fresh.cache = None   # each prompt read whole
+    cached = TextModel(TextEngine.from_directory(dirs / "merged"), None, 150,
+                       max_new_tokens=8, message_start=start)
+    answer = cached.generate_ids(first)
+    assert cached.stats["cached_tokens"] == 0
+    again = cached.generate_ids(first)   # a retry: everything but the last token cached
+    assert again == answer and cached.stats["cached_tokens"] == len(first) - 1
+    # a new turn after the answer: the prompt, the answer and the new message's tokens
+    turn = first + answer + [start, 21, 22]
+    assert cached.generate_ids(turn) == fresh.generate_ids(turn)
+    assert cached.stats["cached_tokens"] == len(first) + len(answer) - 1
+    assert fresh.stats["cached_tokens"] == 0
+    # another question on the same system prompt: only the tokens after it are fed
+    other = system + [start, 31, 32, 33]
+    assert cached.generate_ids(other) == fresh.generate_ids(other)
+    assert cached.stats["cached_tokens"] == len(system)
