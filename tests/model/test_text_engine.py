@@ -141,3 +141,31 @@ def test_the_prompt_cache_gives_the_same_ids_and_feeds_only_new_tokens(dirs):
     other = system + [start, 31, 32, 33]
     assert cached.generate_ids(other) == fresh.generate_ids(other)
     assert cached.stats["cached_tokens"] == len(system)
+
+
+def _fixed_order_product(bits: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """bf16_matvec.c's summation order in numpy float32: column c into partial c % 32 in
+    column order (a multiply, then an add), the 32 partials reduced in its tree."""
+    w = widen(bits)
+    p = np.zeros((x.shape[0], w.shape[0], 32), np.float32)
+    for c in range(w.shape[1]):
+        p[:, :, c % 32] = p[:, :, c % 32] + (x[:, None, c] * w[None, :, c])
+    q = ((p[..., 0:8] + p[..., 8:16]) + p[..., 16:24]) + p[..., 24:32]
+    return ((q[..., 0] + q[..., 4]) + (q[..., 2] + q[..., 6])) + \
+        ((q[..., 1] + q[..., 5]) + (q[..., 3] + q[..., 7]))
+
+
+@pytest.mark.parametrize("rows,cols,tokens", [(9, 70, 1), (9, 70, 3), (4, 64, 2), (3, 31, 1)])
+def test_bf16_products_keep_the_fixed_summation_order(rows, cols, tokens, monkeypatch):
+    """The four-row AVX-512 blocks, the one-row tail and the widened-row prompt path all
+    give the fixed order's bits (so the greedy ids stay the base's)."""
+    rng = np.random.default_rng(rows * cols + tokens)
+    bits = (rng.standard_normal((rows, cols)).astype(np.float32).view(np.uint32)
+            >> 16).astype(np.uint16)
+    x = rng.standard_normal((tokens, cols)).astype(np.float32)
+    monkeypatch.setenv("QGPU_THREADS", "2")
+    got = x @ Bf16Matrix(bits).T
+    if load_lib() is None:
+        pytest.skip("no C compiler: the numpy fallback sums in its own order")
+    np.testing.assert_array_equal(got.view(np.uint32),
+                                  _fixed_order_product(bits, x).view(np.uint32))
