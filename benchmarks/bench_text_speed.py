@@ -34,12 +34,12 @@ def prompt_ids(vocab: int, count: int, start: int | None, seed: int) -> list[int
     return [start] + body[:split] + [start] + body[split:]
 
 
-def measure_qgpu(model: str, count: int, new: int) -> dict:
+def measure_qgpu(model: str, count: int, new: int, weights: str = "bf16") -> dict:
     from qgpu.chat.text import TextModel
     from qgpu.model.text_engine import TextEngine
 
     t0 = time.perf_counter()
-    engine = TextEngine.from_directory(model)
+    engine = TextEngine.from_directory(model, weights)
     text = TextModel.from_directory(model, engine, engine.config.vocab_size, new)
     text.stop_ids = set()   # a fixed number of tokens
     load = time.perf_counter() - t0
@@ -87,9 +87,12 @@ def main() -> None:
     ap.add_argument("--prompt-tokens", type=int, default=40)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--text-weights", choices=("bf16", "q8"), default="bf16",
+                    help="one engine per process, so that its peak RSS is its own")
     a = ap.parse_args()
     os.environ["QGPU_THREADS"] = str(a.threads)
-    rows = {"qgpu chat (bf16)": measure_qgpu(a.model, a.prompt_tokens, a.new_tokens)}
+    rows = {f"qgpu chat ({a.text_weights})": measure_qgpu(a.model, a.prompt_tokens,
+                                                          a.new_tokens, a.text_weights)}
     if a.gguf:
         try:
             rows["llama.cpp " + os.path.basename(a.gguf)] = measure_llama(

@@ -169,3 +169,25 @@ def test_bf16_products_keep_the_fixed_summation_order(rows, cols, tokens, monkey
         pytest.skip("no C compiler: the numpy fallback sums in its own order")
     np.testing.assert_array_equal(got.view(np.uint32),
                                   _fixed_order_product(bits, x).view(np.uint32))
+
+
+def test_q8_text_weights_run_close_to_the_bf16_base_but_not_equal(dirs):
+    from qgpu.model.q8 import Q8Matrix
+
+    bf16 = TextEngine.from_directory(dirs / "base")
+    q8 = TextEngine.from_directory(dirs / "base", "q8")
+    gate = q8.weights["model.layers.0.mlp.gate_proj.weight"]
+    assert isinstance(gate, Q8Matrix) and gate.nbytes < 0.6 * bf16.weights[
+        "model.layers.0.mlp.gate_proj.weight"].nbytes
+    a = bf16.prefill(bf16.new_state(), PROMPT)
+    b = q8.prefill(q8.new_state(), PROMPT)
+    assert not np.array_equal(a, b)   # 8-bit weights: not the base's bits
+    scale = np.abs(a).max()
+    assert np.abs(a - b).max() < 0.05 * scale   # but close
+    ids = q8.generate(PROMPT, 8)
+    assert len(ids) == 8 and all(0 <= t < 150 for t in ids)
+
+
+def test_unknown_text_weights_are_refused(dirs):
+    with pytest.raises(CheckpointError, match="text weights 'q4'"):
+        TextEngine.from_directory(dirs / "base", "q4")
