@@ -21,13 +21,12 @@ static void *run(void *arg) {
         const float *scale = j->s + r * blocks;
         for (int64_t t = 0; t < j->t; t++) {
             const float *x = j->x + t * j->cols;
-            float total = 0.0f;
-            for (int64_t b = 0; b < blocks; b++) {
-                float part = 0.0f;
+            float acc[BLOCK] = {0};   /* per-lane sums: elementwise, so it vectorizes */
+            for (int64_t b = 0; b < blocks; b++)
                 for (int c = 0; c < BLOCK; c++)
-                    part += (float)row[b * BLOCK + c] * x[b * BLOCK + c];
-                total += scale[b] * part;
-            }
+                    acc[c] += scale[b] * ((float)row[b * BLOCK + c] * x[b * BLOCK + c]);
+            float total = 0.0f;
+            for (int c = 0; c < BLOCK; c++) total += acc[c];
             j->y[t * j->rows + r] = total;
         }
     }
