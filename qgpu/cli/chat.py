@@ -18,8 +18,8 @@ def add_arguments(parser) -> None:
                         help="text tokens per reply (default 512)")
     parser.add_argument("--text-weights", choices=("bf16", "q8"), default="bf16",
                         help="the language part's weights: bf16 (the base's own, its exact "
-                             "greedy text) or q8 (8-bit blocks like GGUF's Q8_0: about half "
-                             "the memory read per token, NOT bit-equal to the base)")
+                             "greedy text) or q8 (8-bit blocks like GGUF's Q8_0, quantized at "
+                             "load: NOT bit-equal to the base, and slower than bf16 today)")
     parser.add_argument("--no-check", action="store_true",
                         help="do not replay launches on the interpreter")
 
