@@ -44,23 +44,25 @@ def load_lib():
 
 
 class Q8Matrix:
-    """[rows, cols] (cols a multiple of 32) as int8 blocks and float32 scales; `x @ m.T`."""
+    """[rows, cols] as int8 blocks and float32 scales (the columns zero-padded to whole
+    blocks: a merged model's hidden size need not be a multiple of 32); `x @ m.T`."""
 
     __array_ufunc__ = None
 
     def __init__(self, source: Bf16Matrix):
         rows, cols = source.shape
-        if cols % BLOCK:
-            raise ValueError(f"Q8Matrix needs columns in blocks of {BLOCK}, not {cols}")
         self.shape, self.ndim = (rows, cols), 2
-        self.values = np.empty((rows, cols), np.int8)
-        self.scales = np.empty((rows, cols // BLOCK), np.float32)
+        self.padded = -(-cols // BLOCK) * BLOCK
+        self.values = np.empty((rows, self.padded), np.int8)
+        self.scales = np.empty((rows, self.padded // BLOCK), np.float32)
         for a in range(0, rows, QUANTIZE_ROWS):   # widened a slice at a time
-            w = widen(source.bits[a:a + QUANTIZE_ROWS]).reshape(-1, cols // BLOCK, BLOCK)
+            w = widen(source.bits[a:a + QUANTIZE_ROWS])
+            w = np.pad(w, ((0, 0), (0, self.padded - cols))).reshape(-1, self.padded // BLOCK,
+                                                                     BLOCK)
             scale = np.abs(w).max(axis=2) / 127.0
             safe = np.where(scale > 0, scale, 1.0)[..., None]
             self.values[a:a + QUANTIZE_ROWS] = np.rint(w / safe).astype(np.int8).reshape(
-                -1, cols)
+                -1, self.padded)
             self.scales[a:a + QUANTIZE_ROWS] = scale
 
     @property
@@ -74,7 +76,7 @@ class Q8Matrix:
     def __getitem__(self, rows) -> np.ndarray:
         q = self.values[rows].astype(np.float32)
         s = np.repeat(self.scales[rows], BLOCK, axis=-1)
-        return q * s
+        return (q * s)[..., :self.shape[1]]
 
     def times(self, x: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(x, np.float32)
@@ -85,7 +87,10 @@ class Q8Matrix:
         out = np.empty((flat.shape[0], rows), np.float32)
         lib = load_lib()
         if lib is not None:
-            lib.qgpu_q8_matmul(self.values.ctypes.data, self.scales.ctypes.data, rows, cols,
+            if self.padded != cols:
+                flat = np.ascontiguousarray(np.pad(flat, ((0, 0), (0, self.padded - cols))))
+            lib.qgpu_q8_matmul(self.values.ctypes.data, self.scales.ctypes.data, rows,
+                               self.padded,
                                flat.ctypes.data, flat.shape[0], out.ctypes.data, threads())
         else:
             for a in range(0, rows, QUANTIZE_ROWS):

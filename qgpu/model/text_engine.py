@@ -185,9 +185,9 @@ def text_weights(directory: str | Path, weights: str = "bf16") -> TextWeights:
         else:
             tensors[name] = _float(values, bf16)
     if weights == "q8":
-        from qgpu.model.q8 import BLOCK, Q8Matrix
+        from qgpu.model.q8 import Q8Matrix
 
         for name, value in tensors.items():
-            if name != EMBED and isinstance(value, Bf16Matrix) and value.shape[1] % BLOCK == 0:
+            if name != EMBED and isinstance(value, Bf16Matrix):
                 tensors[name] = Q8Matrix(value)
     return TextWeights(text, tensors)
