@@ -16,12 +16,14 @@ import json
 import time
 from pathlib import Path
 
+from qgpu.chat.prompt_cache import PromptCache
 from qgpu.errors import QgpuError
 
 END_TOKENS = ("<|im_end|>", "<|endoftext|>")
 MAX_LINE_TOKENS = 2048   # one chat line; the text engine's prefill takes seconds per 1,000
 MAX_LINE_CHARS = 64 * 1024   # refused before it is tokenized at all
 NOT_TEXT_PREFIXES = ("<|gpu:", "<|qgpu:reserved_")   # merge.tokenizer's names
+MESSAGE_START = "<|im_start|>"   # a state is cached before each message of a prompt
 
 
 class TextModelError(QgpuError):
@@ -32,8 +34,14 @@ class TextModel:
     """`generate(prompt) -> text` on an engine over a merged (or base) checkpoint."""
 
     def __init__(self, engine, tokenizer, text_vocab: int, stop_ids=(),
-                 max_new_tokens: int = 256, text_limit: int | None = None):
+                 max_new_tokens: int = 256, text_limit: int | None = None,
+                 message_start: int | None = None):
         self.engine, self.tokenizer = engine, tokenizer
+        self.message_start = message_start
+        # states that copy (model.state.ModelState) can be kept; an engine without them
+        # (a llama.cpp context) reads every prompt whole
+        copies = hasattr(engine, "consume") and hasattr(engine.new_state(), "copy")
+        self.cache = PromptCache() if copies else None
         self.text_vocab = int(text_vocab)
         # ids a reply may hold: the base tokenizer's own (below the fillers and GPU tokens)
         self.text_limit = min(int(text_vocab), text_vocab if text_limit is None
@@ -63,7 +71,8 @@ class TextModel:
         # past its last token, e.g. 151,669 of Qwen3's 151,936, decode to nothing)
         not_text = [i for name, i in names.items() if name.startswith(NOT_TEXT_PREFIXES)]
         return cls(engine, tokenizer, text_vocab, stops, max_new_tokens,
-                   min(not_text, default=max(names.values(), default=text_vocab - 1) + 1))
+                   min(not_text, default=max(names.values(), default=text_vocab - 1) + 1),
+                   tokenizer.token_to_id(MESSAGE_START))
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
@@ -92,24 +101,45 @@ class TextModel:
 
     def generate_ids(self, ids: list[int]) -> list[int]:
         """Greedy ids after the prompt `ids` (the engine's own generate loop, timed:
-        `stats` holds the prompt's tokens, the time to the first token and the tokens
-        per second after it)."""
+        `stats` holds the prompt's tokens, how many of them came from the prompt cache,
+        the time to the first token and the tokens per second after it)."""
         start = time.perf_counter()
-        state = self.engine.new_state()
-        last = getattr(self.engine, "prefill_last", None)   # TextEngine: no head per token
-        logits = last(state, ids) if last else self.engine.prefill(state, ids)[-1]
+        if self.cache is not None:
+            state, cached = self._read_prompt(ids)
+            logits = self.engine.step(state, ids[-1])
+        else:
+            state, cached = self.engine.new_state(), 0
+            last = getattr(self.engine, "prefill_last", None)  # TextEngine: no head per token
+            logits = last(state, ids) if last else self.engine.prefill(state, ids)[-1]
         out = [self._greedy(logits)]
         first = time.perf_counter()
         while out[-1] not in self.stop_ids and len(out) < self.max_new_tokens:
             out.append(self._greedy(self.engine.step(state, out[-1])))
         rest = time.perf_counter() - first
-        self.stats = {"prompt_tokens": len(ids), "tokens": len(out),
+        if self.cache is not None:   # the state has read the prompt and out[:-1]
+            self.cache.store(list(ids) + out[:-1], state)
+        self.stats = {"prompt_tokens": len(ids), "cached_tokens": cached,
+                      "tokens": len(out),
                       "first_token_s": first - start,
                       "tokens_per_s": (len(out) - 1) / rest if len(out) > 1 and rest else None}
         for token in out:
             if token >= self.text_vocab:
                 raise TextModelError(f"the model wrote GPU token {token} at a text position")
         return out[:-1] if out and out[-1] in self.stop_ids else out
+
+    def _read_prompt(self, ids: list[int]):
+        """A state after all of `ids` but the last, from the longest cached prefix on,
+        stopping before each message to cache the state there (the next turn's or a
+        retry's prompt shares them); returns (state, tokens taken from the cache)."""
+        cached, state = self.cache.restore(ids, self.engine.new_state)
+        done = cached
+        stops = [p for p in range(done + 1, len(ids) - 1) if ids[p] == self.message_start]
+        for stop in stops + [len(ids) - 1]:
+            if stop > done:
+                self.engine.consume(state, ids[done:stop])
+                done = stop
+                self.cache.store(ids[:stop], state)
+        return state, cached
 
     def generate(self, prompt: str) -> str:
         ids = self.encode(prompt)

@@ -21,6 +21,10 @@ def add_arguments(parser) -> None:
                         help="answer vector/matrix questions with kernels run on the machine")
     parser.add_argument("--max-new-tokens", type=int, default=512,
                         help="text tokens per reply (default 512)")
+    parser.add_argument("--text-weights", choices=("bf16", "q8"), default="bf16",
+                        help="the language part's weights: bf16 (the base's own, its exact "
+                             "greedy text) or q8 (8-bit blocks like GGUF's Q8_0, quantized at "
+                             "load: NOT bit-equal to the base, and slower than bf16 today)")
     parser.add_argument("--no-check", action="store_true",
                         help="do not replay launches on the interpreter")
 
@@ -40,7 +44,7 @@ def _need_chat_extra() -> None:
 
 
 def open_session(model: str, advanced: bool = False, max_new_tokens: int = 512,
-                 check: bool = True):
+                 check: bool = True, text_weights: str = "bf16"):
     from qgpu.chat import ChatSession
     from qgpu.chat.prompts import ChatTemplate
     from qgpu.chat.text import TextModel, TextModelError
@@ -52,7 +56,12 @@ def open_session(model: str, advanced: bool = False, max_new_tokens: int = 512,
 
     machine = load_machine_checkpoint(model)
     try:
-        language = TextModel.from_directory(model, machine.inner, machine.gpu_token_offset,
+        engine = machine.inner
+        if text_weights != "bf16" and machine.merged:
+            from qgpu.model.text_engine import TextEngine
+
+            engine = TextEngine.from_directory(model, text_weights)
+        language = TextModel.from_directory(model, engine, machine.gpu_token_offset,
                                             max_new_tokens) if machine.merged else None
     except TextModelError as exc:
         print(f"qgpu chat: {exc}; /run launches only", file=sys.stderr)
@@ -64,7 +73,8 @@ def open_session(model: str, advanced: bool = False, max_new_tokens: int = 512,
 
 
 def main(args) -> int:
-    session = open_session(args.model, args.advanced, args.max_new_tokens, not args.no_check)
+    session = open_session(args.model, args.advanced, args.max_new_tokens, not args.no_check,
+                           args.text_weights)
     interactive = sys.stdin.isatty()
     mode = "advanced" if args.advanced else "normal"
     print(f"qgpu chat ({mode} mode): /run FILE.cu --grid G --block B --arg NAME=VALUE ... "

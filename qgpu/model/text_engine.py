@@ -42,6 +42,7 @@ from qgpu.model.weights import EMBED, LM_HEAD, expected_shapes, layer_prefix
 
 MERGE_INFO = "qgpu_merge.json"
 HEAD_BLOCK_ROWS = 8192
+WEIGHT_KINDS = ("bf16", "q8")
 
 
 class TextWeights:
@@ -85,8 +86,8 @@ class TextEngine(ReferenceEngine):
         return self.step(state, ids[-1])
 
     @classmethod
-    def from_directory(cls, directory: str | Path) -> TextEngine:
-        return cls(text_weights(directory))
+    def from_directory(cls, directory: str | Path, weights: str = "bf16") -> TextEngine:
+        return cls(text_weights(directory, weights))
 
 
 def _mapped(path: Path, entry: dict, start: int) -> np.ndarray:
@@ -131,9 +132,13 @@ def _narrow_rows(values: np.ndarray, rows: int):
     return Bf16Matrix(out)
 
 
-def text_weights(directory: str | Path) -> TextWeights:
+def text_weights(directory: str | Path, weights: str = "bf16") -> TextWeights:
     """The text half of a checkpoint directory (merged or a base; see the module
-    docstring)."""
+    docstring). weights="q8": every bf16 matrix but the embedding quantized to 8 bits
+    (model.q8: not the base's bits)."""
+    if weights not in WEIGHT_KINDS:
+        raise CheckpointError(f"text weights {weights!r}: choose one of "
+                              f"{', '.join(WEIGHT_KINDS)}")
     src = Path(directory)
     config, _ = read_config(src)
     info = {}
@@ -179,4 +184,10 @@ def text_weights(directory: str | Path) -> TextWeights:
             tensors[name] = _matrix(values, bf16)
         else:
             tensors[name] = _float(values, bf16)
+    if weights == "q8":
+        from qgpu.model.q8 import Q8Matrix
+
+        for name, value in tensors.items():
+            if name != EMBED and isinstance(value, Bf16Matrix):
+                tensors[name] = Q8Matrix(value)
     return TextWeights(text, tensors)

@@ -164,6 +164,18 @@ def test_an_edited_layout_or_tensor_is_refused_by_name(merged_dir, tmp_path, cap
     assert main(argv) == 0 and "[42, 35]" in capsys.readouterr().out
 
 
+def test_cli_chat_with_q8_text_weights(merged_dir, capsys, monkeypatch):
+    from qgpu.cli.chat import open_session
+    from qgpu.model.q8 import Q8Matrix
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("w5 w6\n/quit\n"))
+    assert main(["chat", "--model", str(merged_dir / "out"), "--max-new-tokens", "4",
+                 "--text-weights", "q8"]) == 0
+    session = open_session(str(merged_dir / "out"), text_weights="q8")
+    gate = session.language.engine.weights["model.layers.0.mlp.gate_proj.weight"]
+    assert isinstance(gate, Q8Matrix)   # the language part runs on the 8-bit weights
+
+
 def test_qgpu_run_refuses_a_demo_checkpoint(tmp_path, capsys):
     from qgpu.merge import merge_checkpoint
     from qgpu.model.checkpoint import save_checkpoint

@@ -115,3 +115,79 @@ def test_the_chats_prompt_path_gives_the_same_ids_on_merged_and_base(dirs):
     want = base.generate_ids(PROMPT)
     assert merged.generate_ids(PROMPT) == want and len(want) == 16
     assert merged.stats["prompt_tokens"] == len(PROMPT) and merged.stats["tokens"] == 16
+
+
+def test_the_prompt_cache_gives_the_same_ids_and_feeds_only_new_tokens(dirs):
+    from qgpu.chat.text import TextModel
+
+    start = 1   # plays <|im_start|>: a state is kept before each "message"
+    system = [start, 5, 17, 3, 99, 42, 7, 8, 9]
+    first = system + [start, 11, 12, 13]
+    fresh = TextModel(TextEngine.from_directory(dirs / "merged"), None, 150,
+                      max_new_tokens=8)
+    fresh.cache = None   # each prompt read whole
+    cached = TextModel(TextEngine.from_directory(dirs / "merged"), None, 150,
+                       max_new_tokens=8, message_start=start)
+    answer = cached.generate_ids(first)
+    assert cached.stats["cached_tokens"] == 0
+    again = cached.generate_ids(first)   # a retry: everything but the last token cached
+    assert again == answer and cached.stats["cached_tokens"] == len(first) - 1
+    # a new turn after the answer: the prompt, the answer and the new message's tokens
+    turn = first + answer + [start, 21, 22]
+    assert cached.generate_ids(turn) == fresh.generate_ids(turn)
+    assert cached.stats["cached_tokens"] == len(first) + len(answer) - 1
+    assert fresh.stats["cached_tokens"] == 0
+    # another question on the same system prompt: only the tokens after it are fed
+    other = system + [start, 31, 32, 33]
+    assert cached.generate_ids(other) == fresh.generate_ids(other)
+    assert cached.stats["cached_tokens"] == len(system)
+
+
+def _fixed_order_product(bits: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """bf16_matvec.c's summation order in numpy float32: column c into partial c % 32 in
+    column order (a multiply, then an add), the 32 partials reduced in its tree."""
+    w = widen(bits)
+    p = np.zeros((x.shape[0], w.shape[0], 32), np.float32)
+    for c in range(w.shape[1]):
+        p[:, :, c % 32] = p[:, :, c % 32] + (x[:, None, c] * w[None, :, c])
+    q = ((p[..., 0:8] + p[..., 8:16]) + p[..., 16:24]) + p[..., 24:32]
+    return ((q[..., 0] + q[..., 4]) + (q[..., 2] + q[..., 6])) + \
+        ((q[..., 1] + q[..., 5]) + (q[..., 3] + q[..., 7]))
+
+
+@pytest.mark.parametrize("rows,cols,tokens", [(9, 70, 1), (9, 70, 3), (4, 64, 2), (3, 31, 1)])
+def test_bf16_products_keep_the_fixed_summation_order(rows, cols, tokens, monkeypatch):
+    """The four-row AVX-512 blocks, the one-row tail and the widened-row prompt path all
+    give the fixed order's bits (so the greedy ids stay the base's)."""
+    rng = np.random.default_rng(rows * cols + tokens)
+    bits = (rng.standard_normal((rows, cols)).astype(np.float32).view(np.uint32)
+            >> 16).astype(np.uint16)
+    x = rng.standard_normal((tokens, cols)).astype(np.float32)
+    monkeypatch.setenv("QGPU_THREADS", "2")
+    got = x @ Bf16Matrix(bits).T
+    if load_lib() is None:
+        pytest.skip("no C compiler: the numpy fallback sums in its own order")
+    np.testing.assert_array_equal(got.view(np.uint32),
+                                  _fixed_order_product(bits, x).view(np.uint32))
+
+
+def test_q8_text_weights_run_close_to_the_bf16_base_but_not_equal(dirs):
+    from qgpu.model.q8 import Q8Matrix
+
+    bf16 = TextEngine.from_directory(dirs / "base")
+    q8 = TextEngine.from_directory(dirs / "base", "q8")
+    gate = q8.weights["model.layers.0.mlp.gate_proj.weight"]
+    assert isinstance(gate, Q8Matrix) and gate.nbytes < 0.6 * bf16.weights[
+        "model.layers.0.mlp.gate_proj.weight"].nbytes
+    a = bf16.prefill(bf16.new_state(), PROMPT)
+    b = q8.prefill(q8.new_state(), PROMPT)
+    assert not np.array_equal(a, b)   # 8-bit weights: not the base's bits
+    scale = np.abs(a).max()
+    assert np.abs(a - b).max() < 0.05 * scale   # but close
+    ids = q8.generate(PROMPT, 8)
+    assert len(ids) == 8 and all(0 <= t < 150 for t in ids)
+
+
+def test_unknown_text_weights_are_refused(dirs):
+    with pytest.raises(CheckpointError, match="text weights 'q4'"):
+        TextEngine.from_directory(dirs / "base", "q4")
