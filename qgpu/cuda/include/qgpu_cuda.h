@@ -175,6 +175,35 @@ __QGPU_FN int __shfl_xor_sync(unsigned m, int v, int lm, int width = warpSize) {
 __QGPU_FN unsigned __shfl_xor_sync(unsigned m, unsigned v, int lm, int width = warpSize) {
   return (unsigned)__shfl_xor_sync(m, (int)v, lm, width);
 }
+/* float, 64-bit and double shuffles as CUDA's headers build them: a float through its bits,
+ * a 64-bit value as two 32-bit shuffles of its halves with the same lane operand. */
+#define __QGPU_SHFL_WIDE(name, laneT)                                                       \
+  __QGPU_FN float name(unsigned m, float v, laneT l, int width = warpSize) {               \
+    return __int_as_float(name(m, __float_as_int(v), l, width));                           \
+  }                                                                                         \
+  __QGPU_FN long long name(unsigned m, long long v, laneT l, int width = warpSize) {       \
+    int lo = name(m, (int)(unsigned long long)v, l, width);                                \
+    int hi = name(m, (int)((unsigned long long)v >> 32), l, width);                        \
+    return (long long)(((unsigned long long)(unsigned)hi << 32) | (unsigned)lo);           \
+  }                                                                                         \
+  __QGPU_FN unsigned long long name(unsigned m, unsigned long long v, laneT l,             \
+                                    int width = warpSize) {                                \
+    return (unsigned long long)name(m, (long long)v, l, width);                            \
+  }                                                                                         \
+  __QGPU_FN long name(unsigned m, long v, laneT l, int width = warpSize) {                 \
+    return (long)name(m, (long long)v, l, width);                                          \
+  }                                                                                         \
+  __QGPU_FN unsigned long name(unsigned m, unsigned long v, laneT l, int width = warpSize) { \
+    return (unsigned long)name(m, (unsigned long long)v, l, width);                        \
+  }                                                                                         \
+  __QGPU_FN double name(unsigned m, double v, laneT l, int width = warpSize) {             \
+    return __builtin_bit_cast(double, name(m, __builtin_bit_cast(long long, v), l, width)); \
+  }
+__QGPU_SHFL_WIDE(__shfl_sync, int)
+__QGPU_SHFL_WIDE(__shfl_up_sync, unsigned)
+__QGPU_SHFL_WIDE(__shfl_down_sync, unsigned)
+__QGPU_SHFL_WIDE(__shfl_xor_sync, int)
+#undef __QGPU_SHFL_WIDE
 __QGPU_FN unsigned __ballot_sync(unsigned m, int p) { return __nvvm_vote_ballot_sync(m, p); }
 __QGPU_FN int __any_sync(unsigned m, int p) { return __nvvm_vote_any_sync(m, p); }
 __QGPU_FN int __all_sync(unsigned m, int p) { return __nvvm_vote_all_sync(m, p); }

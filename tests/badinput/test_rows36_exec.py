@@ -1,0 +1,59 @@
+"""Issue 36's rows of the front end and interpreter: each kernel runs exactly (checked
+against numpy) or faults with a clear error, on the interpreter."""
+
+import numpy as np
+
+import qgpu
+
+SHUFFLES = r'''
+__global__ void fdown(const float *a, float *o) {
+  o[threadIdx.x] = __shfl_down_sync(0xffffffffu, a[threadIdx.x], 1);
+}
+__global__ void lxor(const long long *a, long long *o) {
+  o[threadIdx.x] = __shfl_xor_sync(0xffffffffu, a[threadIdx.x], 1);
+}
+__global__ void didx(const double *a, double *o) {
+  o[threadIdx.x] = __shfl_sync(0xffffffffu, a[threadIdx.x], 2);
+}
+'''
+
+
+def test_float_and_64_bit_shuffles_are_not_ambiguous():
+    module = qgpu.compile(SHUFFLES, engine="interp")
+    a = np.array([1.5, -2.25, 3e10, -0.0], np.float32)
+    o = np.zeros(4, np.float32)
+    module.get_function("fdown")(1, 4, [a, o])
+    # lanes past the warp's end keep their own value, as CUDA's shfl.down
+    assert o.tobytes() == np.array([a[1], a[2], a[3], a[3]], np.float32).tobytes()
+    b = np.array([-5, 1 << 40, -(1 << 50) + 3, 7], np.int64)
+    p = np.zeros(4, np.int64)
+    module.get_function("lxor")(1, 4, [b, p])
+    assert p.tolist() == b[[1, 0, 3, 2]].tolist()
+    d = np.array([0.1, -2.5e300, 3.25, -7.0], np.float64)
+    q = np.zeros(4, np.float64)
+    module.get_function("didx")(1, 4, [d, q])
+    assert q.tolist() == [d[2]] * 4
+
+
+SIGN = r'''
+__global__ void s32(const long long *a, long long *o) {
+  long long v = a[threadIdx.x] * 3 + a[0];
+  o[threadIdx.x] = (long long)(int)v;
+}
+__global__ void s16(const long long *a, long long *o) {
+  long long v = a[threadIdx.x] * 3 + a[0];
+  o[threadIdx.x] = (long long)(short)v + (long long)(signed char)(v >> 8);
+}
+'''
+
+
+def test_int_cast_of_a_64_bit_value_sign_extends():
+    module = qgpu.compile(SIGN, engine="interp")
+    a = np.array([-5, (1 << 32) + 0x7FFFFFF0, 0x80000000, -(1 << 40) + 12345], np.int64)
+    v = a * 3 + a[0]
+    want = {"s32": v.astype(np.int32).astype(np.int64),
+            "s16": v.astype(np.int16).astype(np.int64) + (v >> 8).astype(np.int8)}
+    for name, expected in want.items():
+        out = np.zeros(4, np.int64)
+        module.get_function(name)(1, 4, [a, out])
+        assert out.tolist() == expected.tolist(), name
