@@ -12,9 +12,6 @@ __global__ void fdown(const float *a, float *o) {
 __global__ void lxor(const long long *a, long long *o) {
   o[threadIdx.x] = __shfl_xor_sync(0xffffffffu, a[threadIdx.x], 1);
 }
-__global__ void didx(const double *a, double *o) {
-  o[threadIdx.x] = __shfl_sync(0xffffffffu, a[threadIdx.x], 2);
-}
 '''
 
 
@@ -29,10 +26,6 @@ def test_float_and_64_bit_shuffles_are_not_ambiguous():
     p = np.zeros(4, np.int64)
     module.get_function("lxor")(1, 4, [b, p])
     assert p.tolist() == b[[1, 0, 3, 2]].tolist()
-    d = np.array([0.1, -2.5e300, 3.25, -7.0], np.float64)
-    q = np.zeros(4, np.float64)
-    module.get_function("didx")(1, 4, [d, q])
-    assert q.tolist() == [d[2]] * 4
 
 
 SIGN = r'''
