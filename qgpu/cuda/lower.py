@@ -15,7 +15,7 @@ from qgpu.cuda.ir import Barrier, BasicBlock, CondBr, Function, Goto, Op, Ret, S
 from qgpu.cuda.ptx import fail
 from qgpu.cuda.select import select
 from qgpu.cuda.shape import Shape, special
-from qgpu.cuda.wide import handles, lower_wide
+from qgpu.cuda.wide import handles, is_split_mov, lower_wide, split_mov
 from qgpu.errors import CompileError
 from qgpu.isa import Imm, limits
 
@@ -59,7 +59,7 @@ class Builder:
 
 def _check_types(ins: ptx.PInstr) -> None:
     parts = set(ins.parts[1:])   # float forms: cuda.float32 maps or refuses them
-    if handles(ins):
+    if handles(ins) or is_split_mov(ins):
         return                  # a 64-bit form computed exactly on register pairs (cuda.wide)
     wide_product = "wide" in parts and ins.parts[-1] not in ("u16", "s16")   # 16x16 -> 32 is fine
     if parts & _WIDE_TYPES or wide_product or ins.parts[0] in ("addc", "subc") or "cc" in parts:
@@ -91,6 +91,7 @@ class Lowering:
         self.b = Builder(self.fn)
         self.regs: dict[str, V] = {}
         self.params = {name: i for i, (name, _) in enumerate(pfn.params)}
+        self.param_types = dict(pfn.params)
         self.shared: dict[str, int] = {}
         self.globals = {v.name for v in module.variables if v.space in ("global", "const")}
         self.spaces: dict[str, set[str]] = {}
@@ -346,6 +347,9 @@ class Lowering:
     def select(self, ins: ptx.PInstr) -> None:
         """Emit native operations for one unguarded PTX data instruction (cuda.select;
         cuda.wide for the 64-bit forms)."""
+        if is_split_mov(ins):
+            split_mov(self, ins)
+            return
         if handles(ins):
             lower_wide(self, ins)
             return

@@ -172,8 +172,10 @@ def _statements(lines: list[str]):
             # a .entry header ends at '{' without a ';'
             semi = s.find(";")
             brace = s.find("{")
+            # (an instruction's vector operand, mov.b64 {lo, hi}, %rd1, is no header)
             if brace != -1 and (semi == -1 or brace < semi) and not buf.lstrip().startswith(
-                    (".global", ".const")) and "=" not in buf + s[:brace]:
+                    (".global", ".const")) and "=" not in buf + s[:brace] \
+                    and _is_header(buf + " " + s[:brace]):
                 yield start, (buf + " " + s[:brace]).strip()
                 yield no, "{"
                 buf, s = "", s[brace + 1:].strip()
@@ -188,6 +190,13 @@ def _statements(lines: list[str]):
             buf = ""
     if buf.strip():
         yield start, buf.strip()
+
+
+def _is_header(text: str) -> bool:
+    """Whether text before a '{' opens a function, section or scope (a directive), not an
+    instruction's operand list."""
+    t = text.strip()
+    return not t or t.endswith(")") or t.startswith(".") or re.search(r"\.(entry|func)\b", t) is not None
 
 
 _LINE_DIRECTIVES = (".loc", ".file", ".version", ".target", ".address_size")

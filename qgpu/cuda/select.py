@@ -48,6 +48,10 @@ def select(lw, ins: ptx.PInstr) -> None:
         return
     if op in ("ld", "ldu") and "param" in parts:
         addr = ops[1]
+        word = param_word(lw, ins)
+        if word is not None:        # one half of a long long parameter
+            _param_load(lw, ins, word)
+            return
         if not isinstance(addr, ptx.PAddr) or not isinstance(addr.base, ptx.PSym) \
                 or addr.base.name not in lw.params or addr.offset:
             raise fail(ins, "unsupported parameter access (struct or array parameter?)")
@@ -477,3 +481,16 @@ def _permute(lw, ins) -> None:
         terms.append(t)
     if len(groups) == 1:
         b.emit("mov", lw.dst(ins.operands[0], ins), terms[0])
+
+
+def param_word(lw, ins):
+    """The link-time word a 32-bit load of a 64-bit parameter reads ([p] its low word,
+    [p+4] its high word, as clang reads `(int)(big >> 32)`), or None for other loads."""
+    addr, typ = ins.operands[1], ins.parts[-1]
+    if typ not in ("u32", "s32", "b32") or not isinstance(addr, ptx.PAddr) \
+            or not isinstance(addr.base, ptx.PSym) or addr.base.name not in lw.params \
+            or addr.offset not in (0, 4) \
+            or getattr(lw, "param_types", {}).get(addr.base.name, "")[-2:] != "64":
+        return None
+    k = lw.params[addr.base.name]
+    return Sym(f"param:{k}:hi" if addr.offset == 4 else f"param:{k}")

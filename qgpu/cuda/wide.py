@@ -27,7 +27,7 @@ from __future__ import annotations
 from qgpu.cuda import ptx
 from qgpu.cuda.ir import Sym
 from qgpu.cuda.ptx import fail
-from qgpu.cuda.select import emit_mulhi, narrow_load
+from qgpu.cuda.select import emit_mulhi, narrow_load, param_word
 from qgpu.isa import Imm
 
 _WIDE = {"u64", "s64", "b64"}
@@ -271,6 +271,12 @@ def _load(lw, p: _Pairs, ins) -> None:
     d = p.dst(ops[0], ins)
     addr = ops[1]
     if "param" in ins.parts:
+        word = param_word(lw, ins)
+        if word is not None:        # one 32-bit half of a long long parameter, extended
+            lw.b.emit("mov", d[0], word)
+            lw.b.emit("shr.s", d[1], d[0], Imm(31)) if typ == "s32" else \
+                lw.b.emit("mov", d[1], Imm(0))
+            return
         if not isinstance(addr, ptx.PAddr) or not isinstance(addr.base, ptx.PSym) \
                 or addr.base.name not in lw.params or addr.offset:
             raise fail(ins, "unsupported parameter access (struct or array parameter?)")
@@ -295,6 +301,33 @@ def _load(lw, p: _Pairs, ins) -> None:
         lw.b.emit("shr.s", d[1], d[0], Imm(31))
     else:
         lw.b.emit("mov", d[1], Imm(0))
+
+
+def is_split_mov(ins: ptx.PInstr) -> bool:
+    """mov.b64 between a 64-bit register and a pair of 32-bit ones {lo, hi}."""
+    ops = ins.operands
+    return ins.parts[0] == "mov" and ins.parts[-1] in ("b64", "u64", "s64") and len(ops) == 2 \
+        and sum(isinstance(o, ptx.PVec) and len(o.items) == 2 for o in ops) == 1 \
+        and any(_wide_reg(o) for o in ops)
+
+
+def split_mov(lw, ins) -> None:
+    """mov.b64 {lo, hi}, %rd (clang's way to take a long long's halves) and its inverse
+    mov.b64 %rd, {lo, hi}; an operand named without % is the block's scratch register."""
+    p = _Pairs(lw)
+    ops = ins.operands
+
+    def reg(o):
+        return lw.reg(o.name) if isinstance(o, ptx.PSym | ptx.PReg) else lw.value(o, ins)
+
+    if isinstance(ops[0], ptx.PVec):
+        lo, hi = p.pair(ops[1], ins)
+        lw.b.emit("mov", reg(ops[0].items[0]), lo)
+        lw.b.emit("mov", reg(ops[0].items[1]), hi)
+    else:
+        d = p.dst(ops[0], ins)
+        lw.b.emit("mov", d[0], reg(ops[1].items[0]))
+        lw.b.emit("mov", d[1], reg(ops[1].items[1]))
 
 
 def _extend(lw, v, bits: int, signed: bool, into16: bool):

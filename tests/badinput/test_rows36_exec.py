@@ -50,3 +50,32 @@ def test_int_cast_of_a_64_bit_value_sign_extends():
         out = np.zeros(4, np.int64)
         module.get_function(name)(1, 4, [a, out])
         assert out.tolist() == expected.tolist(), name
+
+
+LONG_PARAMS = r'''
+__global__ void both(long long big, int *o) { o[threadIdx.x] = (int)big + (int)(big >> 32); }
+__global__ void high(long long big, int *o) { o[threadIdx.x] = (int)(big >> 32); }
+__global__ void wide(unsigned long long big, long long *o) {
+  o[threadIdx.x] = (long long)(big >> 32) * 3 + (unsigned)big;
+}
+'''
+
+
+def _low_high(v: int) -> tuple[int, int]:
+    u = v & ((1 << 64) - 1)
+    return int(np.uint32(u & 0xFFFFFFFF).astype(np.int32)), int(np.int64(np.uint64(u)) >> 32)
+
+
+def test_long_long_parameter_halves_run_exactly():
+    module = qgpu.compile(LONG_PARAMS, engine="interp")
+    for big in (-(1 << 40) + 7, (1 << 35) + 0x80000001, -1, 5):
+        low, high = _low_high(big)
+        out = np.zeros(4, np.int32)
+        module.get_function("both")(1, 4, [big, out])
+        assert out.tolist() == [int(np.int32(np.int64(low + high)))] * 4, big
+        module.get_function("high")(1, 4, [big, out])
+        assert out.tolist() == [high] * 4, big
+    out64 = np.zeros(4, np.int64)
+    big = (1 << 63) + 5
+    module.get_function("wide")(1, 4, [big, out64])
+    assert out64.tolist() == [(big >> 32) * 3 + (big & 0xFFFFFFFF)] * 4
