@@ -196,7 +196,8 @@ def _is_header(text: str) -> bool:
     """Whether text before a '{' opens a function, section or scope (a directive), not an
     instruction's operand list."""
     t = text.strip()
-    return not t or t.endswith(")") or t.startswith(".") or re.search(r"\.(entry|func)\b", t) is not None
+    return not t or t.endswith(")") or t.startswith(".") \
+        or re.search(r"\.(entry|func)\b", t) is not None
 
 
 _LINE_DIRECTIVES = (".loc", ".file", ".version", ".target", ".address_size")
