@@ -420,6 +420,9 @@ class Kernel:
             self._refuse_native_floats(shape)
         program, memory, layout, arrays, buffer = self._link(shape.grid, shape.block, args,
                                                              printf_words)
+        template = self.template_for(shape)
+        if template.stats.get("dynamic_shared"):   # the interpreter bounds extern __shared__
+            program.shared_words = -(-(template.shared_bytes + shared_mem) // 4)
         return Prepared(self, shape, grid, block, args, engine, runner, budget, program,
                         memory, list(memory), layout, arrays, buffer)
 

@@ -209,9 +209,15 @@ class Machine:
     def _word(self, ins: Instr, space: str, address: int, lane: int) -> int:
         addr = limits.u32(address + ins.offset)
         words = limits.GLOBAL_WORDS if space == "global" else limits.SHARED_WORDS
+        detail = ""
+        if space == "shared" and self.prog.shared_words is not None \
+                and self.prog.shared_words < words:
+            words = self.prog.shared_words     # the launch's static + extern shared size
+            detail = (f"past the launch's {words * 4} bytes of shared memory (static "
+                      f"__shared__ data and the extern array's launch size, --shared-bytes)")
         if addr % 4 or addr // 4 >= words:
             raise _MemoryTrap(memory_kind(space, addr % 4 != 0), addr, lane, self._position,
-                              ins.op)
+                              ins.op, detail if addr % 4 == 0 else "")
         return addr // 4
 
     def _mem(self, space: str, cta: int) -> list[int]:

@@ -133,6 +133,9 @@ class Program:
     name: str = "kernel"
     # the launch's arrays (the CUDA API's link): not part of what the machine runs
     arrays: tuple = field(default=(), compare=False)
+    # shared words a launch with extern __shared__ owns (static + its dynamic bytes, in
+    # words); the interpreter faults past them, None: the machine's whole shared memory
+    shared_words: int | None = field(default=None, compare=False)
 
     def __post_init__(self):
         validate(self)

@@ -2,8 +2,12 @@
 against numpy) or faults with a clear error, on the interpreter."""
 
 import numpy as np
+import pytest
 
 import qgpu
+from qgpu.isa.faults import Fault
+
+from .test_rows import one_error
 
 SHUFFLES = r'''
 __global__ void fdown(const float *a, float *o) {
@@ -79,3 +83,28 @@ def test_long_long_parameter_halves_run_exactly():
     big = (1 << 63) + 5
     module.get_function("wide")(1, 4, [big, out64])
     assert out64.tolist() == [(big >> 32) * 3 + (big & 0xFFFFFFFF)] * 4
+
+
+EXTERN = r'''
+__global__ void k(int *o) {
+  extern __shared__ int s[];
+  s[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  o[threadIdx.x] = s[3 - threadIdx.x];
+}
+'''
+
+
+def test_extern_shared_is_bounded_by_the_launch_size(tmp_path, capsys):
+    src = tmp_path / "k.cu"
+    src.write_text(EXTERN)
+    argv = ["run", str(src), "--grid", "1", "--block", "4", "--arg", "o=zeros:4",
+            "--engine", "interp"]
+    err = one_error(capsys, "run", [*argv, "--shared-bytes", "3"])
+    assert "out-of-bounds shared access at byte address 4" in err and "4 bytes" in err
+    kernel = qgpu.compile(EXTERN, engine="interp").get_function("k")
+    out = np.zeros(4, np.int32)
+    with pytest.raises(Fault, match="past the launch's 12 bytes"):
+        kernel(1, 4, [out], shared_mem=12)
+    kernel(1, 4, [out], shared_mem=16)
+    assert out.tolist() == [3, 2, 1, 0]
