@@ -136,6 +136,9 @@ class Program:
     # shared words a launch with extern __shared__ owns (static + its dynamic bytes, in
     # words); the interpreter faults past them, None: the machine's whole shared memory
     shared_words: int | None = field(default=None, compare=False)
+    # global words no argument, variable or printf record owns (qgpu.cuda.guard checks
+    # them unchanged after a launch: an out-of-bounds store on the model is not silent)
+    free_words: tuple = field(default=(), compare=False)
 
     def __post_init__(self):
         validate(self)

@@ -108,3 +108,33 @@ def test_extern_shared_is_bounded_by_the_launch_size(tmp_path, capsys):
         kernel(1, 4, [out], shared_mem=12)
     kernel(1, 4, [out], shared_mem=16)
     assert out.tolist() == [3, 2, 1, 0]
+
+
+PRINTS = r'''
+#include <cstdio>
+__global__ void k(int *o, int n) {
+  o[threadIdx.x + n] = 999;
+  if (threadIdx.x == 0) printf("hello %d\n", 5);
+}
+'''
+
+
+@pytest.mark.parametrize("word, where", [(4, "a free word"), (6, "the printf buffer"),
+                                         (8, "the printf buffer")])
+def test_host_guard_names_a_changed_word_no_array_owns(word, where):
+    """The model's final memory with a store past `o` (as the model writes it: its fault
+    detector bounds only the 128 words) is refused by the host after the launch."""
+    from qgpu.cuda.guard import check_untouched
+    kernel = qgpu.compile(PRINTS, engine="interp").get_function("k")
+    out = np.zeros(4, np.int32)
+    prep = kernel.prepare(1, 4, [out, 0])
+    assert prep.program.free_words == (4,)          # the guard before the printf buffer
+    result = kernel(1, 4, [out, 0])
+    final = list(result.memory)
+    check_untouched(prep, final, lambda: None)      # a clean launch passes
+    final[word] = 999
+    copied = []
+    with pytest.raises(qgpu.errors.MachineError, match=f"global word {word} \\({where}.*"
+                       "past array o.*--check or --engine interp"):
+        check_untouched(prep, final, lambda: copied.append(1))
+    assert copied == [1]
