@@ -23,6 +23,7 @@ import numpy as np
 from qgpu.cuda import ptx
 from qgpu.cuda.codegen import compile_kernel
 from qgpu.cuda.driver import compile_to_ptx, include_folders
+from qgpu.cuda.guard import check_untouched
 from qgpu.cuda.launch_args import check_value
 from qgpu.cuda.link import KernelTemplate
 from qgpu.cuda.many import launch_many
@@ -268,8 +269,11 @@ class Kernel:
                 values[f"param:{k}:hi"] = v >> 32    # a long long's high word
         next_word = self._place_globals(memory, values, next_word, template, limit)
         buffer = None
+        top = limits.GLOBAL_WORDS
         if sites:
             words = reserve or limits.GLOBAL_WORDS - next_word
+            if not reserve and words >= 3:
+                words -= 1      # one guard word between the data and the printf buffer
             if words < 2:
                 raise LaunchError(f"{self.name}: no global memory left for the printf "
                                   f"buffer (the arrays and variables take {next_word} of "
@@ -277,9 +281,11 @@ class Kernel:
             buffer = Buffer(limits.GLOBAL_WORDS - words, words, sites,
                             room=limits.GLOBAL_WORDS - next_word)
             values.update(buffer.symbols())
+            top = buffer.first
         program = template.bind(values)
         program.arrays = self._allocations(layout, template)
         program.cuda = True
+        program.free_words = tuple(range(next_word, top))
         return program, memory, layout, [a if p.pointer else None
                                          for p, a in zip(params, args, strict=True)], buffer
 
@@ -452,6 +458,8 @@ class Kernel:
 
     def finish(self, prep: Prepared, run: EngineRun, seconds: float) -> LaunchResult:
         """After the engine ran: the printed text, the arrays copied back, the result."""
+        check_untouched(prep, run.memory, lambda: self._copy_back(prep.arrays, prep.layout,
+                                                                  run.memory))
         printed = finish_buffer(prep.buffer, run.memory, self.name, prep.shape,
                                 lambda: self._copy_back(prep.arrays, prep.layout,
                                                         run.memory))

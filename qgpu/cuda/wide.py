@@ -237,9 +237,15 @@ def lower_wide(lw, ins: ptx.PInstr) -> None:
         to, frm = parts[-2], parts[-1]
         if to[1:] == "64":
             d = p.dst(ops[0], ins)
+            # a 64-bit source register (cvt.s64.s32 %rd2, %rd1) converts only its low
+            # bits: extending the whole pair would keep the high word unextended
+            src = p.pair(ops[1], ins)[0] if _wide_reg(ops[1]) else None
             if frm[1:] in ("8", "16"):      # a narrow value extended by its type
-                lo = _extend(lw, lw.value(ops[1], ins), int(frm[1:]), frm[0] == "s", False)
+                v = src if src is not None else lw.value(ops[1], ins)
+                lo = _extend(lw, v, int(frm[1:]), frm[0] == "s", False)
                 a = p.pair(lo, ins, signed_src=frm[0] == "s") if frm[0] == "s" else (lo, Imm(0))
+            elif frm[1:] == "32" and src is not None:
+                a = p.pair(src, ins, signed_src=frm == "s32")
             else:
                 a = p.pair(ops[1], ins, signed_src=frm == "s32")
             lw.b.emit("mov", d[0], a[0])

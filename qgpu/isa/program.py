@@ -139,6 +139,9 @@ class Program:
     # the launch's shared memory per CTA in words (static __shared__ data + the extern
     # array's launch size, from the API): the interpreter faults past it; None: the ISA's
     shared_words: int | None = field(default=None, compare=False)
+    # global words no argument, variable or printf record owns (qgpu.cuda.guard checks
+    # them unchanged after a launch: an out-of-bounds store on the model is not silent)
+    free_words: tuple = field(default=(), compare=False)
 
     def __post_init__(self):
         validate(self)
