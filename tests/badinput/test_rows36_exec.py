@@ -105,7 +105,7 @@ def test_extern_shared_is_bounded_by_the_launch_size(tmp_path, capsys):
     assert "the launch has 1 word of shared memory" in err
     kernel = qgpu.compile(EXTERN, engine="interp").get_function("k")
     out = np.zeros(4, np.int32)
-    with pytest.raises(Fault, match="past the launch's 12 bytes"):
+    with pytest.raises(Fault, match="the launch has 3 words of shared memory"):
         kernel(1, 4, [out], shared_mem=12)
     kernel(1, 4, [out], shared_mem=16)
     assert out.tolist() == [3, 2, 1, 0]
