@@ -75,7 +75,7 @@ class Bf16Matrix:
     `x @ m.T` is x [.., cols] times its transpose, in float32; `m[ids]` its rows widened
     (an embedding lookup)."""
 
-    __array_ufunc__ = None   # numpy defers `x @ m.T` to _Transposed.__rmatmul__
+    __array_ufunc__ = None   # numpy defers `x @ m.T` to Transposed.__rmatmul__
 
     def __init__(self, bits: np.ndarray):
         if bits.dtype != np.uint16 or bits.ndim != 2 or not bits.flags.c_contiguous:
@@ -85,8 +85,8 @@ class Bf16Matrix:
         self.ndim = 2
 
     @property
-    def T(self) -> _Transposed:  # noqa: N802 - numpy's name
-        return _Transposed(self)
+    def T(self) -> Transposed:  # noqa: N802 - numpy's name
+        return Transposed(self)
 
     @property
     def nbytes(self) -> int:
@@ -114,10 +114,13 @@ class Bf16Matrix:
         return out.reshape(*x.shape[:-1], rows)
 
 
-class _Transposed:
+class Transposed:
+    """A matrix's transpose for `x @ m.T`: any matrix with `shape` and `times(x)` (the
+    bf16 and q8 matrices)."""
+
     __array_ufunc__ = None
 
-    def __init__(self, matrix: Bf16Matrix):
+    def __init__(self, matrix):
         self.matrix = matrix
         self.shape = matrix.shape[::-1]
 

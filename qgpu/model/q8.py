@@ -10,7 +10,7 @@ import ctypes
 
 import numpy as np
 
-from qgpu.model.bf16 import Bf16Matrix, threads, widen
+from qgpu.model.bf16 import Bf16Matrix, Transposed, threads, widen
 
 BLOCK = 32
 SOURCE_NAME = "q8_matvec.c"
@@ -66,8 +66,8 @@ class Q8Matrix:
             self.scales[a:a + QUANTIZE_ROWS] = scale
 
     @property
-    def T(self) -> _Transposed:  # noqa: N802 - numpy's name
-        return _Transposed(self)
+    def T(self) -> Transposed:  # noqa: N802 - numpy's name
+        return Transposed(self)
 
     @property
     def nbytes(self) -> int:
@@ -96,14 +96,3 @@ class Q8Matrix:
             for a in range(0, rows, QUANTIZE_ROWS):
                 out[:, a:a + QUANTIZE_ROWS] = flat @ self[a:a + QUANTIZE_ROWS].T
         return out.reshape(*x.shape[:-1], rows)
-
-
-class _Transposed:
-    __array_ufunc__ = None
-
-    def __init__(self, matrix: Q8Matrix):
-        self.matrix = matrix
-        self.shape = matrix.shape[::-1]
-
-    def __rmatmul__(self, x) -> np.ndarray:
-        return self.matrix.times(x)
