@@ -97,12 +97,8 @@ class Bf16Matrix:
 
     def times(self, x: np.ndarray) -> np.ndarray:
         """x [..., cols] @ self.T -> [..., rows], float32."""
-        x = np.ascontiguousarray(x, np.float32)
+        x, flat, out = product_operands(x, self.shape)
         rows, cols = self.shape
-        if x.shape[-1] != cols:
-            raise ValueError(f"matmul: {x.shape} @ ({cols}, {rows})")
-        flat = x.reshape(-1, cols)
-        out = np.empty((flat.shape[0], rows), np.float32)
         lib = load_lib()
         if lib is not None:
             lib.qgpu_bf16_matmul(self.bits.ctypes.data, rows, cols, flat.ctypes.data,
@@ -112,6 +108,17 @@ class Bf16Matrix:
             for a in range(0, rows, step):
                 out[:, a:a + step] = flat @ widen(self.bits[a:a + step]).T
         return out.reshape(*x.shape[:-1], rows)
+
+
+def product_operands(x, shape: tuple[int, int]):
+    """(x as float32, its rows as [n, cols], the [n, rows] output) of `x @ m.T` for a
+    matrix m of `shape` (the bf16 and q8 matrices' products)."""
+    x = np.ascontiguousarray(x, np.float32)
+    rows, cols = shape
+    if x.shape[-1] != cols:
+        raise ValueError(f"matmul: {x.shape} @ ({cols}, {rows})")
+    flat = x.reshape(-1, cols)
+    return x, flat, np.empty((flat.shape[0], rows), np.float32)
 
 
 class Transposed:

@@ -10,7 +10,7 @@ import ctypes
 
 import numpy as np
 
-from qgpu.model.bf16 import Bf16Matrix, Transposed, threads, widen
+from qgpu.model.bf16 import Bf16Matrix, Transposed, product_operands, threads, widen
 
 BLOCK = 32
 SOURCE_NAME = "q8_matvec.c"
@@ -79,12 +79,8 @@ class Q8Matrix:
         return (q * s)[..., :self.shape[1]]
 
     def times(self, x: np.ndarray) -> np.ndarray:
-        x = np.ascontiguousarray(x, np.float32)
+        x, flat, out = product_operands(x, self.shape)
         rows, cols = self.shape
-        if x.shape[-1] != cols:
-            raise ValueError(f"matmul: {x.shape} @ ({cols}, {rows})")
-        flat = x.reshape(-1, cols)
-        out = np.empty((flat.shape[0], rows), np.float32)
         lib = load_lib()
         if lib is not None:
             if self.padded != cols:
