@@ -215,7 +215,7 @@ class Kernel:
         """(program, initial global memory, layout, arrays in parameter order)."""
         return self._link(grid, block, args, printf_words)[:4]
 
-    def _link(self, grid, block, args, printf_words: int | None = None):
+    def _link(self, grid, block, args, printf_words: int | None = None, shared_mem: int = 0):
         """link's results and the launch's printf buffer (None: the kernel has no printf
         or assert)."""
         shape = launch_shape(grid, block)
@@ -282,7 +282,9 @@ class Kernel:
                             room=limits.GLOBAL_WORDS - next_word)
             values.update(buffer.symbols())
             top = buffer.first
-        program = template.bind(values)
+        values.update(template.scratch_symbols(shape.threads,
+                                               template.shared_bytes + shared_mem))
+        program = template.bind(values, shape.threads)
         program.arrays = self._allocations(layout, template)
         program.cuda = True
         program.free_words = tuple(range(next_word, top))
@@ -321,10 +323,13 @@ class Kernel:
             raise LaunchError(f"{self.signature.where}: kernel {self.name} uses an extern "
                               f"__shared__ array sized at launch: give its size in bytes "
                               f"(shared_mem=N, qgpu run --shared-bytes N)")
-        if template.shared_bytes + shared_mem > limit:
+        scratch = 4 * template.scratch_words(shape.threads)
+        if -(-(template.shared_bytes + shared_mem) // 4) * 4 + scratch > limit:
             raise LaunchError(f"kernel {self.name}: {template.shared_bytes} bytes of static "
-                              f"__shared__ data + {shared_mem} dynamic exceed the {limit} bytes "
-                              f"of shared memory per CTA")
+                              f"__shared__ data + {shared_mem} dynamic"
+                              + (f" + {scratch} of warp_scratch (its 32-lane warp "
+                                 f"operations, for {shape.threads} threads)" * bool(scratch))
+                              + f" exceed the {limit} bytes of shared memory per CTA")
 
     def _allocations(self, layout: dict, template: KernelTemplate) -> tuple:
         """Each array argument's range and the operands holding its base (interp.bounds:
@@ -447,8 +452,10 @@ class Kernel:
         if engine != "interp":
             self._refuse_native_floats(shape)
         program, memory, layout, arrays, buffer = self._link(shape.grid, shape.block, args,
-                                                             printf_words)
-        program.shared_words = -(-(self.template_for(shape).shared_bytes + shared_mem) // 4)
+                                                             printf_words, shared_mem)
+        template = self.template_for(shape)
+        program.shared_words = -(-(template.shared_bytes + shared_mem) // 4) \
+            + template.scratch_words(shape.threads)
         return Prepared(self, shape, grid, block, args, engine, runner, budget, program,
                         memory, list(memory), layout, arrays, buffer)
 

@@ -46,7 +46,7 @@ def compile_kernel(module: ptx.PModule, ptx_name: str, display_name: str,
              "dynamic_shared": fn.dynamic_shared, "device_sites": fn.device_sites,
              "device_strings": fn.device_strings, "float_calls": float_calls}
     return KernelTemplate(display_name, program, relocs, fn.n_params, fn.shared_bytes,
-                          pressure, stats)
+                          pressure, stats, fn.warp_scratch)
 
 
 def thread_exits(mblocks: list[MBlock]) -> list[MBlock]:
@@ -117,7 +117,7 @@ def emit(mblocks: list[MBlock], regs: dict[V, int], live, name: str
         if isinstance(t, Goto):
             term = Jmp(index[t.target])
         elif isinstance(t, Barrier):
-            term = Bar(index[t.target])
+            term = Bar(index[t.target], t.scope)
         elif isinstance(t, CondBr):
             term = Br(Reg(regs[t.cond]), index[t.taken], index[t.not_taken])
         elif isinstance(t, Ret):

@@ -7,7 +7,10 @@ Scheduling (deterministic, and what the model's scheduler computes too):
   * the next warp is always the lowest-numbered warp with a running lane;
   * a lane that ends a block with `bar T` waits; when no lane of its CTA is running any
     more, every waiting lane of the CTA resumes at its target. Exited lanes do not take
-    part. Lanes waiting at different barriers (divergent barriers) are a fault.
+    part. Lanes waiting at different barriers (divergent barriers) are a fault;
+  * `bar.group T` is the same for the lane's group (32 consecutive threads of the CTA,
+    8 warps): when no lane of the group runs and all its waiting lanes wait there, they
+    resume at T (the CTA's release count does not change; the group's does).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from qgpu.interp.races import ATOMIC, READ, WRITE, SharedRaces
 from qgpu.isa import limits
 from qgpu.isa.faults import Fault, Trap, memory_kind
 from qgpu.isa.ops import ATOMIC_FNS
-from qgpu.isa.program import Bar, Br, Exit, Imm, Instr, Jmp, Program
+from qgpu.isa.program import GROUP_THREADS, Bar, Br, Exit, Imm, Instr, Jmp, Program
 
 RUNNING, WAITING, EXITED, ABSENT = "running", "waiting", "exited", "absent"
 
@@ -61,6 +64,8 @@ class Warp:
         self.pc = [0] * limits.LANES
         self.tid = [first_tid + lane for lane in range(limits.LANES)]
         self.status = [RUNNING if t < ntid else ABSENT for t in self.tid]
+        self.scope = ["cta"] * limits.LANES     # the scope of the barrier a lane waits at
+        self.group = first_tid // GROUP_THREADS
 
     def running(self) -> list[int]:
         return [lane for lane in range(limits.LANES) if self.status[lane] == RUNNING]
@@ -107,6 +112,7 @@ class Machine:
         # barrier releases per CTA: every running lane has passed exactly this many
         # barriers (the protocol's EXEC carries it mod 4; docs/protocol.md)
         self.releases = [0] * grid
+        self.group_releases: dict[tuple[int, int], int] = {}   # (cta, group): bar.group
         self.bounds = Bounds(prog.arrays) if prog.arrays else None  # per-array checks
         self.races = SharedRaces() if prog.cuda else None  # CUDA's order between warps
         self._pc = 0
@@ -136,6 +142,10 @@ class Machine:
 
     def _release_barrier(self, cta: int, last: BlockEvent) -> None:
         lanes = [(w, lane) for w in self.warps if w.cta == cta for lane in range(limits.LANES)]
+        group = self.warps[last.warp].group
+        if self._release_group(cta, group, [(w, lane) for w, lane in lanes
+                                            if w.group == group], last):
+            return
         if any(w.status[lane] == RUNNING for w, lane in lanes):
             return
         waiting = [(w, lane) for w, lane in lanes if w.status[lane] == WAITING]
@@ -148,6 +158,23 @@ class Machine:
             w.status[lane] = RUNNING
         if waiting:
             self.releases[cta] += 1
+
+    def _release_group(self, cta: int, group: int, lanes, last: BlockEvent) -> bool:
+        """bar.group: release the group's lanes when none runs and one waits there."""
+        if any(w.status[lane] == RUNNING for w, lane in lanes):
+            return False
+        waiting = [(w, lane) for w, lane in lanes if w.status[lane] == WAITING]
+        if not any(w.scope[lane] == "group" for w, lane in waiting):
+            return False
+        targets = {w.pc[lane] for w, lane in waiting}
+        if len(targets) > 1 or any(w.scope[lane] != "group" for w, lane in waiting):
+            last.trap = Trap("barrier", min(targets) | max(targets) << 16, last.warp, 0,
+                             last.block, 0, cta)
+            raise Fault(last.trap, self.events)
+        for w, lane in waiting:
+            w.status[lane] = RUNNING
+        self.group_releases[cta, group] = self.group_releases.get((cta, group), 0) + 1
+        return True
 
     # -- one block ----------------------------------------------------------------------
     def execute(self, warp: Warp, pc: int, active: tuple[int, ...]) -> BlockEvent:
@@ -187,6 +214,7 @@ class Machine:
             elif isinstance(term, Bar):
                 warp.pc[lane] = term.target
                 warp.status[lane] = WAITING
+                warp.scope[lane] = term.scope
             elif isinstance(term, Exit):
                 warp.status[lane] = EXITED
         # block-local temporaries: only the writeback registers keep their new values
@@ -268,7 +296,8 @@ class Machine:
     def _shared_access(self, warp: Warp, space: str, word: int, kind: str, value: int):
         if self.races is not None and space == "shared":
             self.races.access(warp.cta, self.releases[warp.cta], word, warp.index, kind,
-                              self._pc, value)
+                              self._pc, value, warp.group,
+                              self.group_releases.get((warp.cta, warp.group), 0))
 
     def _shfl(self, warp: Warp, ins: Instr, lane: int, active, a: int, b: int,
               c: int) -> int:

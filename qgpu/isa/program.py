@@ -72,9 +72,17 @@ class Br:
     not_taken: int
 
 
+BAR_SCOPES = ("cta", "group")
+GROUP_THREADS = 32        # a "group" barrier's threads: CUDA's warp, 8 machine warps
+
+
 @dataclass(frozen=True)
 class Bar:
+    """Wait at a barrier, then continue at `target`. scope "cta": every non-exited lane of
+    the CTA (`bar`, __syncthreads); "group": every non-exited lane of the lane's group of
+    32 consecutive threads of the CTA (`bar.group`; the CUDA front end's warp barrier)."""
     target: int
+    scope: str = "cta"
 
 
 @dataclass(frozen=True)
@@ -252,6 +260,9 @@ def validate(prog: Program) -> None:
         term = blk.terminator
         if isinstance(term, Br):
             _check_operand(f"block {bi} br", term.cond, allow_imm=False)
+        if isinstance(term, Bar) and term.scope not in BAR_SCOPES:
+            raise ProgramError(f"block {bi}: barrier scope '{term.scope}'; the machine has "
+                               f"{', '.join(BAR_SCOPES)}")
         for t in successors(term):
             if not 0 <= t < nb:
                 raise ProgramError(f"block {bi}: branch target {t} outside the program "

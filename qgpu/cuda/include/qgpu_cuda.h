@@ -49,7 +49,7 @@
 #endif
 
 #undef warpSize
-#define warpSize 4
+#define warpSize 32
 
 #define __QGPU_FN static __device__ __forceinline__
 

@@ -1,0 +1,200 @@
+"""cuda.warp: CUDA's 32-lane warp on the machine's 4-lane warps.
+
+A CUDA warp is a group of eight machine warps: threads 32g..32g+31 of the CTA, CUDA lane
+`tid & 31` (`%laneid`), warp `tid >> 5` (`%warpid`). Warp operations whose lanes may
+leave the machine warp go through the kernel's warp scratch in shared memory (one word
+per thread, and one vote word per machine warp; cuda.link places it after the kernel's
+shared memory) and the group barrier (`bar.group`: every non-exited lane of the group
+waits there):
+
+  * `shfl.sync` (`__shfl*_sync`, any offset, width, mask): store the own value in
+    scratch[tid]; group barrier; the source lane j by PTX's rules (clamp and segment
+    mask from the packed operand c); read scratch[tid - lane + j] when j is in range, its
+    bit of the member mask is set and the thread exists, else the own value; group
+    barrier (the scratch is reused by the next operation). A source lane in the mask
+    that has exited leaves the value it stored last (CUDA leaves that case undefined).
+    Where the shuffle provably stays inside 4 aligned lanes (width <= 4, or a
+    `__shfl_xor_sync` mask below 4) the native 4-lane `shfl` computes the same, cheaper.
+  * `vote.sync` ballot/any/all/uni and `activemask` (`__ballot_sync`, `__any_sync`,
+    `__all_sync`, `__activemask`): the machine warp's native ballot, shifted to its place
+    in the 32 lanes, in its vote word; group barrier; OR of the group's eight vote words;
+    group barrier; the vote word cleared (a machine warp that exits leaves no stale bits).
+    Lanes that have exited take no part, as on a GPU.
+  * `bar.warp.sync` (`__syncwarp`): the group barrier.
+
+A warp operation is a group barrier, so all the group's non-exited threads must reach it
+(a full mask, as most CUDA code passes): threads of one group waiting at different
+barriers are a fault naming the blocks, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+from qgpu.cuda.ir import Barrier, Sym
+from qgpu.cuda.ptx import fail
+from qgpu.isa import Imm
+from qgpu.isa.limits import LANES
+
+WARP_SIZE = 32
+FULL = 0xFFFFFFFF
+SCRATCH, VOTES = 1, 2     # Function.warp_scratch: a word per thread; and the vote words
+
+
+def group_barrier(lw) -> None:
+    """End the current block with the group barrier and continue in a new one."""
+    nxt = lw.b.new_block("warpbar")
+    lw.b.finish(Barrier(nxt.name, "group"))
+    lw.b.start(nxt)
+
+
+def native_shuffle(mode: str, lane, packed) -> bool:
+    """Whether a shuffle stays inside 4 aligned lanes, where the machine's own 4-lane
+    shuffle computes what CUDA's 32-lane one does: width <= 4 (the segment mask covers
+    lane bits 2-4), or an xor mask below 4 with the full clamp in segments of 4 lanes or
+    more."""
+    if not isinstance(packed, Imm):
+        return False
+    seg, high = (packed.value >> 8) & 31, 31 & ~(LANES - 1)
+    if seg & high == high:
+        return True
+    return mode == "bfly" and isinstance(lane, Imm) and lane.value < LANES \
+        and packed.value & 31 == 31 and seg & (LANES - 1) == 0
+
+
+def _word(lw, index, sym: str):
+    """The byte address of word `index` of the warp scratch region `sym`."""
+    b = lw.b
+    four, addr = b.tmp(), b.tmp()
+    b.emit("shl", four, index, Imm(2))
+    b.emit("add", addr, four, Sym(sym))
+    return addr
+
+
+def shuffle(lw, ins, mode: str, d, a, lane, packed, mask) -> None:
+    """d = PTX shfl.sync.{mode} of a across the 32-lane warp (through the scratch)."""
+    b = lw.b
+    lw.fn.warp_scratch = max(lw.fn.warp_scratch, SCRATCH)
+    tid = b.tmp()
+    b.emit("tid", tid)
+    b.emit("st.shared", None, _word(lw, tid, "warp_scratch"), a)
+    group_barrier(lw)
+    me, base = b.tmp(), b.tmp()
+    b.emit("and", me, tid, Imm(WARP_SIZE - 1))
+    b.emit("sub", base, tid, me)
+    j, ok = _source(lw, ins, mode, me, lane, packed)
+    if not (isinstance(mask, Imm) and mask.value == FULL):
+        bit, inmask, ok2 = b.tmp(), b.tmp(), b.tmp()
+        b.emit("shr.u", bit, mask, j)
+        b.emit("and", inmask, bit, Imm(1))
+        b.emit("and", ok2, ok, inmask)
+        ok = ok2
+    src, exists, ok3, pick = b.tmp(), b.tmp(), b.tmp(), b.tmp()
+    b.emit("add", src, base, j)
+    b.emit("setlt.u", exists, src, Sym("warp_threads"))
+    b.emit("and", ok3, ok, exists)
+    b.emit("selp", pick, src, tid, ok3)
+    b.emit("ld.shared", d, _word(lw, pick, "warp_scratch"))
+    group_barrier(lw)
+
+
+def _source(lw, ins, mode: str, me, lane, packed):
+    """(j, ok): the source lane PTX's shfl.sync reads and whether it is in range."""
+    b = lw.b
+    if isinstance(packed, Imm):
+        cval, seg = packed.value & 31, (packed.value >> 8) & 31
+        if seg == 0:
+            max_lane, min_lane = Imm(cval), Imm(0)
+        else:
+            min_lane, max_lane = b.tmp(), b.tmp()
+            b.emit("and", min_lane, me, Imm(seg))
+            b.emit("or", max_lane, min_lane, Imm(cval & ~seg & 31))
+        seg = Imm(seg)
+    else:
+        cval, seg, t, notseg, top, min_lane, max_lane = (b.tmp() for _ in range(7))
+        b.emit("and", cval, packed, Imm(31))
+        b.emit("shr.u", t, packed, Imm(8))
+        b.emit("and", seg, t, Imm(31))
+        b.emit("xor", notseg, seg, Imm(31))
+        b.emit("and", top, cval, notseg)
+        b.emit("and", min_lane, me, seg)
+        b.emit("or", max_lane, min_lane, top)
+    if isinstance(lane, Imm):
+        bval = Imm(lane.value & 31)
+    else:
+        bval = b.tmp()
+        b.emit("and", bval, lane, Imm(31))
+    j, ok = b.tmp(), b.tmp()
+    if mode == "up":
+        b.emit("sub", j, me, bval)
+        b.emit("setge.s", ok, j, max_lane)
+    elif mode == "down":
+        b.emit("add", j, me, bval)
+        b.emit("setle.s", ok, j, max_lane)
+    elif mode == "bfly":
+        b.emit("xor", j, me, bval)
+        b.emit("setle.u", ok, j, max_lane)
+    elif mode == "idx":
+        high = b.tmp()
+        if isinstance(seg, Imm):
+            b.emit("and", high, bval, Imm(~seg.value & 31))
+        else:
+            notseg = b.tmp()
+            b.emit("xor", notseg, seg, Imm(31))
+            b.emit("and", high, bval, notseg)
+        b.emit("or", j, min_lane, high)
+        b.emit("setle.u", ok, j, max_lane)
+    else:
+        raise fail(ins, f"{ins.opcode} is not supported")
+    return j, ok
+
+
+def ballot(lw, d, p) -> None:
+    """d = the 32-lane ballot of predicate p over the group's non-exited lanes."""
+    b = lw.b
+    lw.fn.warp_scratch = max(lw.fn.warp_scratch, VOTES)
+    tid, mine, place, shifted, warp = (b.tmp() for _ in range(5))
+    b.emit("tid", tid)
+    b.emit("ballot", mine, p)
+    b.emit("and", place, tid, Imm(WARP_SIZE - LANES))      # 4 x the warp's place in 8
+    b.emit("shl", shifted, mine, place)
+    b.emit("shr.u", warp, tid, Imm(2))
+    own = _word(lw, warp, "warp_votes")
+    b.emit("st.shared", None, own, shifted)
+    group_barrier(lw)
+    first = b.tmp()
+    b.emit("and", first, warp, Imm(~(WARP_SIZE // LANES - 1) & FULL))
+    start = _word(lw, first, "warp_votes")
+    acc = b.tmp()
+    b.emit("ld.shared", acc, start)
+    for k in range(1, WARP_SIZE // LANES):
+        v, total = b.tmp(), d if k == WARP_SIZE // LANES - 1 else b.tmp()
+        b.emit("ld.shared", v, start, offset=4 * k)
+        b.emit("or", total, acc, v)
+        acc = total
+    group_barrier(lw)
+    b.emit("st.shared", None, own, Imm(0))
+
+
+def vote(lw, ins, d, p) -> None:
+    """PTX vote.sync.{ballot,any,all,uni} over the 32-lane warp."""
+    b, parts = lw.b, ins.parts
+    if "ballot" in parts:
+        ballot(lw, d, p)
+        return
+    bal = b.tmp()
+    if "any" in parts:
+        ballot(lw, bal, p)
+        b.emit("setne", d, bal, Imm(0))
+    elif "all" in parts:
+        np_ = b.tmp()
+        b.emit("seteq", np_, p, Imm(0))
+        ballot(lw, bal, np_)
+        b.emit("seteq", d, bal, Imm(0))
+    elif "uni" in parts:
+        active, none, full = b.tmp(), b.tmp(), b.tmp()
+        ballot(lw, bal, p)
+        ballot(lw, active, Imm(1))
+        b.emit("seteq", none, bal, Imm(0))
+        b.emit("seteq", full, bal, active)
+        b.emit("or", d, none, full)
+    else:
+        raise fail(ins, f"{ins.opcode} is not supported")
