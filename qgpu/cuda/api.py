@@ -215,7 +215,8 @@ class Kernel:
         """(program, initial global memory, layout, arrays in parameter order)."""
         return self._link(grid, block, args, printf_words)[:4]
 
-    def _link(self, grid, block, args, printf_words: int | None = None, shared_mem: int = 0):
+    def _link(self, grid, block, args, printf_words: int | None = None,
+              shared_mem: int = 0):
         """link's results and the launch's printf buffer (None: the kernel has no printf
         or assert)."""
         shape = launch_shape(grid, block)
