@@ -8,7 +8,7 @@ values produces the Program the machine runs.
 Warp scratch: a kernel whose CUDA warp operations (32 lanes) are lowered through shared
 memory (cuda.warp) gets the region `warp_scratch` after its static and dynamic shared
 memory: one word per thread of the CTA, then (ballot and the other votes) one word per
-machine warp of each 32-thread group. Its group barriers (`bar.group`) are the CTA
+32-thread group. Its group barriers (`bar.group`) are the CTA
 barrier where the CTA has at most 32 threads (one group): bind writes them as plain
 `bar`, which the compiled model runs.
 """
@@ -42,7 +42,7 @@ class KernelTemplate:
     shared_bytes: int = 0
     pressure: int = 0
     stats: dict = field(default_factory=dict)
-    # cuda.warp's scratch: 0 none, 1 a word per thread, 2 and a vote word per machine warp
+    # cuda.warp's scratch: 0 none, 1 a word per thread, 2 and a vote word per group
     warp_scratch: int = 0
 
     def scratch_words(self, threads: int) -> int:
@@ -50,8 +50,7 @@ class KernelTemplate:
         if not self.warp_scratch:
             return 0
         groups = -(-threads // GROUP_THREADS)
-        votes = groups * GROUP_THREADS // limits.LANES if self.warp_scratch > 1 else 0
-        return threads + votes
+        return threads + (groups if self.warp_scratch > 1 else 0)
 
     def scratch_symbols(self, threads: int, shared_bytes: int) -> dict[str, int]:
         """The link symbols of the warp scratch of a CTA of `threads` threads whose

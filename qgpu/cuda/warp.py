@@ -3,8 +3,8 @@
 A CUDA warp is a group of eight machine warps: threads 32g..32g+31 of the CTA, CUDA lane
 `tid & 31` (`%laneid`), warp `tid >> 5` (`%warpid`). Warp operations whose lanes may
 leave the machine warp go through the kernel's warp scratch in shared memory (one word
-per thread, and one vote word per machine warp; cuda.link places it after the kernel's
-shared memory) and the group barrier (`bar.group`: every non-exited lane of the group
+per thread, and one vote word per group; cuda.link places it after the kernel's shared
+memory) and the group barrier (`bar.group`: every non-exited lane of the group
 waits there):
 
   * `shfl.sync` (`__shfl*_sync`, any offset, width, mask): store the own value in
@@ -17,9 +17,9 @@ waits there):
     `__shfl_xor_sync` mask below 4) the native 4-lane `shfl` computes the same, cheaper.
   * `vote.sync` ballot/any/all/uni and `activemask` (`__ballot_sync`, `__any_sync`,
     `__all_sync`, `__activemask`): the machine warp's native ballot, shifted to its place
-    in the 32 lanes, in its vote word; group barrier; OR of the group's eight vote words;
-    group barrier; the vote word cleared (a machine warp that exits leaves no stale bits).
-    Lanes that have exited take no part, as on a GPU.
+    in the 32 lanes, ORed atomically into the group's vote word; group barrier; the word
+    read; group barrier; the bits cleared again atomically (a machine warp that exits
+    leaves no stale bits). Lanes that have exited take no part, as on a GPU.
   * `bar.warp.sync` (`__syncwarp`): the group barrier.
 
 A warp operation is a group barrier, so all the group's non-exited threads must reach it
@@ -148,30 +148,26 @@ def _source(lw, ins, mode: str, me, lane, packed):
 
 
 def ballot(lw, d, p) -> None:
-    """d = the 32-lane ballot of predicate p over the group's non-exited lanes."""
+    """d = the 32-lane ballot of predicate p over the group's non-exited lanes: each
+    machine warp ORs its native ballot, shifted to its 4 lanes' place, into the group's
+    vote word; group barrier; every lane reads the word; group barrier; each machine warp
+    clears the bits it set (atomics do not race with atomics: the next vote may already
+    be ORing in), so the word is 0 again whatever warps exit before it."""
     b = lw.b
     lw.fn.warp_scratch = max(lw.fn.warp_scratch, VOTES)
-    tid, mine, place, shifted, warp = (b.tmp() for _ in range(5))
+    tid, mine, place, shifted, group, old, keep, old2 = (b.tmp() for _ in range(8))
     b.emit("tid", tid)
     b.emit("ballot", mine, p)
     b.emit("and", place, tid, Imm(WARP_SIZE - LANES))      # 4 x the warp's place in 8
     b.emit("shl", shifted, mine, place)
-    b.emit("shr.u", warp, tid, Imm(2))
-    own = _word(lw, warp, "warp_votes")
-    b.emit("st.shared", None, own, shifted)
+    b.emit("shr.u", group, tid, Imm(5))
+    word = _word(lw, group, "warp_votes")
+    b.emit("atom.shared.or", old, word, shifted)
     group_barrier(lw)
-    first = b.tmp()
-    b.emit("and", first, warp, Imm(~(WARP_SIZE // LANES - 1) & FULL))
-    start = _word(lw, first, "warp_votes")
-    acc = b.tmp()
-    b.emit("ld.shared", acc, start)
-    for k in range(1, WARP_SIZE // LANES):
-        v, total = b.tmp(), d if k == WARP_SIZE // LANES - 1 else b.tmp()
-        b.emit("ld.shared", v, start, offset=4 * k)
-        b.emit("or", total, acc, v)
-        acc = total
+    b.emit("ld.shared", d, word)
     group_barrier(lw)
-    b.emit("st.shared", None, own, Imm(0))
+    b.emit("xor", keep, shifted, Imm(FULL))
+    b.emit("atom.shared.and", old2, word, keep)
 
 
 def vote(lw, ins, d, p) -> None:
