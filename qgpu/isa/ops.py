@@ -184,5 +184,7 @@ TERMINATORS = {
     "jmp": "jmp T: every active lane continues at block T",
     "br": "br c, T, F: each active lane continues at T if its c != 0, else at F",
     "bar": "bar T: active lanes wait at the CTA barrier, then continue at T",
+    "bar.group": "bar.group T: active lanes wait at their 32-thread group's barrier, then "
+                 "continue at T",
     "exit": "exit: active lanes finish",
 }
