@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from qgpu.isa import limits
+from qgpu.isa.program import GROUP_THREADS
 from qgpu.merge.size import MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS
 from qgpu.protocol import PROTOCOL_VERSION, VOCAB_SIZE
 
@@ -32,11 +33,11 @@ def limits_table() -> str:
         ("threads per CTA (block)", f"1..{limits.MAX_THREADS_PER_CTA}", "refused (LaunchError)"),
         ("CTAs per launch (grid)", f"1..{limits.MAX_CTAS}", "refused"),
         ("warps per launch, all CTAs", f"{limits.MAX_WARPS}", "refused"),
-        ("lanes per warp (`warpSize`)", f"{limits.LANES}", f"`warpSize` is {limits.LANES}: "
-         f"shuffles and votes act on {limits.LANES} lanes; a shuffle whose constant offset, "
-         f"mask, lane or width assumes more lanes is refused with its line, and code "
-         f"relying on 32 threads in lockstep is reported as a shared-memory race by the "
-         f"interpreter"),
+        ("lanes per machine warp", f"{limits.LANES}", f"CUDA's `warpSize` is "
+         f"{GROUP_THREADS}: a CUDA warp is {GROUP_THREADS // limits.LANES} machine warps, "
+         f"its shuffles and votes lowered through shared memory and the group barrier "
+         f"(docs/cuda.md, \"Warp operations\"); code relying on 32 threads in lockstep "
+         f"without __syncwarp is reported as a shared-memory race by the interpreter"),
         ("registers per lane", f"{limits.REGS} ({limits.REGS - 1} usable, r0 reads zero)",
          "a kernel needing more live registers is refused"),
         ("global memory", f"{limits.GLOBAL_WORDS} words of {limits.WORD_BITS} bits",

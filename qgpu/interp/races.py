@@ -5,7 +5,7 @@ CUDA orders the warps of a block only at barriers: two accesses of one shared wo
 different warps between two releases of the block's barrier, at least one of them a
 write, race, and a GPU may run them in either order. The ISA's schedule is deterministic
 (docs/isa.md), so a machine program may rely on it, but a CUDA kernel that does would
-give an answer no GPU promises, and qgpu's warps have 4 lanes where CUDA's have 32:
+give an answer no GPU promises, and qgpu's machine warps have 4 lanes where CUDA's have 32:
 warp-synchronous code written for 32 threads in lockstep (a last-warp reduction through
 `volatile` shared memory without `__syncwarp`) races across qgpu's warps. The
 interpreter reports the first such race as an error. Lanes of one warp run in lockstep
@@ -66,8 +66,9 @@ class SharedRaces:
                 f"data race on shared word {word} of CTA {cta}: warp {other} {other_kind} "
                 f"it at block {other_block} and warp {warp} {kind} it at block {block} with "
                 f"no __syncthreads() between them; CUDA orders a block's warps only at "
-                f"barriers (qgpu's warps have 4 lanes: code written for 32 threads in "
-                f"lockstep, e.g. a warp-synchronous reduction, races here)")
+                f"barriers (qgpu's machine warps have 4 lanes: code written for 32 threads "
+                f"in lockstep without __syncwarp(), e.g. a warp-synchronous reduction, "
+                f"races here)")
         previous = entry.accesses.get(warp)
         if previous is None or previous[0] == READ:   # keep a warp's write over its read
             entry.accesses[warp] = (kind, block, value)

@@ -2,11 +2,11 @@
  * header by itself (-include), so kernels written for nvcc compile unchanged: it plays the
  * role of cuda_runtime.h for device code on qgpu's 4-lane machine.
  *
+ * warpSize is 32, as CUDA's: a CUDA warp is 8 of the machine's 4-lane warps, and the
+ * front end lowers shuffles, votes and __syncwarp over all 32 lanes (qgpu/cuda/warp.py);
+ * the shuffles pack c = ((32 - width) << 8) | clamp as CUDA's headers do.
+ *
  * Differences from NVIDIA's headers, on purpose:
- *  - warpSize is 4 (clang's __clang_cuda_builtin_vars.h hard-wires 32; a macro wins).
- *  - the shuffles' default width is warpSize (4): the packed c operand
- *    ((32 - width) << 8 | clamp) then makes a real GPU shuffle within groups of 4 lanes,
- *    so a kernel means the same on the machine and on real hardware.
  *  - atomicInc/atomicDec are CAS loops (the machine has no native inc/dec atomics).
  *  - clock() and clock64() are 0 on the machine and on the interpreter alike: the
  *    machine has no cycle counter (its special registers are tid, ntid, ctaid, nctaid,
