@@ -372,7 +372,7 @@ class Lowering:
         cond = self.reg(ins.guard.name)
         op = ins.parts[0]
         pure = op not in ("ld", "st", "atom", "red", "shfl", "vote", "bar", "barrier", "ret",
-                          "exit", "div", "rem", "call", "activemask", "trap") \
+                          "exit", "div", "rem", "call", "activemask", "trap", "match") \
             and not handles(ins)        # 64-bit results are register pairs: a short branch
         d = ins.operands[0] if ins.operands else None
         if pure and isinstance(d, ptx.PReg) and not isinstance(d, ptx.PPair):

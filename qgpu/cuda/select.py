@@ -138,6 +138,11 @@ def select(lw, ins: ptx.PInstr) -> None:
         warp.vote(lw, ins, dst(), src(1))
     elif op == "activemask":
         warp.ballot(lw, dst(), Imm(1))
+    elif op == "match":
+        d, pred = ops[0], None
+        if isinstance(d, ptx.PPair):
+            d, pred = d.first, lw.dst(d.second, ins)
+        warp.match(lw, ins, lw.dst(d, ins), pred, src(1), src(2))
     elif op == "bfind":
         _bfind(lw, ins)
     elif op == "bfe":

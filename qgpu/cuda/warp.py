@@ -20,6 +20,9 @@ waits there):
     in the 32 lanes, ORed atomically into the group's vote word; group barrier; the word
     read; group barrier; the bits cleared again atomically (a machine warp that exits
     leaves no stale bits). Lanes that have exited take no part, as on a GPU.
+  * `match.sync` any/all (`__match_any_sync`, `__match_all_sync`): the own value in
+    scratch[tid]; group barrier; a loop over the warp's existing lanes comparing their
+    words with the own (the lanes named by the member mask); group barrier.
   * `bar.warp.sync` (`__syncwarp`): the group barrier.
 
 A warp operation is a group barrier, so all the group's non-exited threads must reach it
@@ -29,7 +32,7 @@ barriers are a fault naming the blocks, never a wrong answer.
 
 from __future__ import annotations
 
-from qgpu.cuda.ir import Barrier, Sym
+from qgpu.cuda.ir import Barrier, CondBr, Goto, Sym
 from qgpu.cuda.ptx import fail
 from qgpu.isa import Imm
 from qgpu.isa.limits import LANES
@@ -194,3 +197,53 @@ def vote(lw, ins, d, p) -> None:
         b.emit("or", d, none, full)
     else:
         raise fail(ins, f"{ins.opcode} is not supported")
+
+
+def match(lw, ins, d, pred, a, mask) -> None:
+    """PTX match.sync.{any,all}.b32 over the 32-lane warp: d = the member-mask lanes whose
+    value equals this lane's (any), or the member mask if they all do, else 0 (all; pred
+    says which)."""
+    b = lw.b
+    if not ({"any", "all"} & set(ins.parts)):
+        raise fail(ins, f"{ins.opcode} is not supported")
+    lw.fn.warp_scratch = max(lw.fn.warp_scratch, SCRATCH)
+    tid = b.tmp()
+    b.emit("tid", tid)
+    b.emit("st.shared", None, _word(lw, tid, "warp_scratch"), a)
+    group_barrier(lw)
+    me, base, room, count, acc, k = (b.tmp() for _ in range(6))
+    b.emit("and", me, tid, Imm(WARP_SIZE - 1))
+    b.emit("sub", base, tid, me)
+    b.emit("sub", room, Sym("warp_threads"), base)
+    b.emit("min.u", count, room, Imm(WARP_SIZE))      # the warp's existing lanes
+    b.emit("mov", acc, Imm(0))
+    b.emit("mov", k, Imm(0))
+    head, done = b.new_block("match"), b.new_block("matched")
+    b.finish(Goto(head.name))
+    b.start(head)
+    lane, other, same, named, bit, hit, more = (b.tmp() for _ in range(7))
+    b.emit("add", lane, base, k)
+    b.emit("ld.shared", other, _word(lw, lane, "warp_scratch"))
+    b.emit("seteq", same, other, a)
+    b.emit("shr.u", named, mask, k)
+    b.emit("and", bit, named, same)
+    b.emit("and", hit, bit, Imm(1))
+    shifted = b.tmp()
+    b.emit("shl", shifted, hit, k)
+    b.emit("or", acc, acc, shifted)
+    b.emit("add", k, k, Imm(1))
+    b.emit("setlt.u", more, k, count)
+    b.finish(CondBr(more, head.name, done.name))
+    b.start(done)
+    if "any" in ins.parts:
+        b.emit("mov", d, acc)
+    else:
+        ones, members, want = (b.tmp() for _ in range(3))
+        b.emit("shl", ones, Imm(1), count)                # 1 << 32 is 0 on the machine
+        b.emit("sub", members, ones, Imm(1))
+        b.emit("and", want, members, mask)
+        if pred is None:
+            pred = b.tmp()
+        b.emit("seteq", pred, acc, want)
+        b.emit("selp", d, mask, Imm(0), pred)
+    group_barrier(lw)

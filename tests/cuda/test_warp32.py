@@ -278,3 +278,32 @@ def test_the_list_shows_a_32_lane_kernel_as_runnable(tmp_path, capsys):
     assert main(["run", str(path), "--list"]) == 0
     out = capsys.readouterr().out
     assert "reduce" in out and "cannot run" not in out
+
+
+MATCH = """__global__ void k(const int *a, unsigned *o, int *p, unsigned m) {
+  int pr;
+  o[threadIdx.x] = __match_any_sync(0xffffffffu, a[threadIdx.x]);
+  o[threadIdx.x + 16] = __match_all_sync(m, a[threadIdx.x] & 1, &pr);
+  p[threadIdx.x] = pr;
+  long long w = (long long)a[threadIdx.x] << 40 | 7;
+  p[threadIdx.x + 16] = __match_any_sync(0x0ff0u, w);
+}
+"""
+
+
+@pytest.mark.parametrize("values, mask", [
+    ([1, 3, 1, 5, 3, 3, 1, 7, 9, 1, 3, 5, 5, 1, 3, 3], 0xFFFF),
+    ([1, 3, 5, 2, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29], 0xFFF7),
+    ([1, 3, 5, 3, 7, 9, 11, 13, 15, 17, 19, 21, 24, 25, 27, 29], 0xFFF7)])
+def test_match_any_and_all_compare_the_whole_warp(values, mask):
+    a = np.array(values[:BLOCK], np.int32)
+    o, p = np.zeros(32, np.uint32), np.zeros(32, np.int32)
+    qgpu.compile(MATCH, engine="interp").get_function("k")(1, BLOCK, [a, o, p, mask])
+    lanes = range(BLOCK)
+    assert o[:BLOCK].tolist() == [sum(1 << j for j in lanes if a[j] == a[t]) for t in lanes]
+    same = len({int(a[j]) & 1 for j in lanes if mask >> j & 1}) == 1
+    named = [t for t in lanes if mask >> t & 1]        # the calling lanes CUDA defines
+    assert [int(o[16 + t]) for t in named] == [mask if same else 0] * len(named)
+    assert [int(p[t]) for t in named] == [int(same)] * len(named)
+    assert p[16:16 + BLOCK].tolist() == [
+        sum(1 << j for j in lanes if a[j] == a[t] and 0x0FF0 >> j & 1) for t in lanes]

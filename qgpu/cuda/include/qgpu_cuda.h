@@ -226,6 +226,39 @@ __QGPU_FN unsigned __ballot_sync(unsigned m, int p) { return __nvvm_vote_ballot_
 __QGPU_FN int __any_sync(unsigned m, int p) { return __nvvm_vote_any_sync(m, p); }
 __QGPU_FN int __all_sync(unsigned m, int p) { return __nvvm_vote_all_sync(m, p); }
 __QGPU_FN unsigned __activemask(void) { return __nvvm_vote_ballot(1); }
+/* match: 32-bit values natively; 64-bit ones as both words matching */
+__QGPU_FN unsigned __match_any_sync(unsigned m, int v) { return __nvvm_match_any_sync_i32(m, v); }
+__QGPU_FN unsigned __match_any_sync(unsigned m, unsigned v) {
+  return __match_any_sync(m, (int)v);
+}
+__QGPU_FN unsigned __match_any_sync(unsigned m, float v) {
+  return __match_any_sync(m, __float_as_int(v));
+}
+__QGPU_FN unsigned __match_any_sync(unsigned m, long long v) {
+  return __match_any_sync(m, (int)v) & __match_any_sync(m, (int)((unsigned long long)v >> 32));
+}
+__QGPU_FN unsigned __match_any_sync(unsigned m, unsigned long long v) {
+  return __match_any_sync(m, (long long)v);
+}
+__QGPU_FN unsigned __match_all_sync(unsigned m, int v, int *pred) {
+  return __nvvm_match_all_sync_i32p(m, v, pred);
+}
+__QGPU_FN unsigned __match_all_sync(unsigned m, unsigned v, int *pred) {
+  return __match_all_sync(m, (int)v, pred);
+}
+__QGPU_FN unsigned __match_all_sync(unsigned m, float v, int *pred) {
+  return __match_all_sync(m, __float_as_int(v), pred);
+}
+__QGPU_FN unsigned __match_all_sync(unsigned m, long long v, int *pred) {
+  int lo, hi;
+  unsigned a = __match_all_sync(m, (int)v, &lo);
+  __match_all_sync(m, (int)((unsigned long long)v >> 32), &hi);
+  *pred = lo && hi;
+  return *pred ? a : 0u;
+}
+__QGPU_FN unsigned __match_all_sync(unsigned m, unsigned long long v, int *pred) {
+  return __match_all_sync(m, (long long)v, pred);
+}
 
 /* --- integer intrinsics --- */
 __QGPU_FN int __popc(unsigned x) { return __builtin_popcount(x); }
