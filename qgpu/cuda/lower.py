@@ -27,7 +27,7 @@ _SREG_OPS = {"%tid.x": "tid", "%ctaid.x": "ctaid"}
 _SREG_WARP = {"%laneid": ("and", 31), "%warpid": ("shr.u", 5)}
 _SREG_CONST = {"%tid.y": 0, "%tid.z": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%ntid.y": 1,
                "%ntid.z": 1, "%nctaid.y": 1, "%nctaid.z": 1,
-               "%nwarpid": -(-limits.MAX_THREADS_PER_CTA // 32)}
+               "%nwarpid": limits.MAX_THREADS_PER_CTA // 32}   # CUDA's 32-lane warps
 _SREG_SYMS = {"%ntid.x": "ntid", "%nctaid.x": "nctaid"}
 
 

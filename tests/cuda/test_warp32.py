@@ -256,17 +256,18 @@ def test_the_group_barrier_is_the_ctas_where_a_cta_is_one_warp(mod):
 
 
 def test_warp_scratch_past_shared_memory_is_a_launch_error_naming_it():
-    src = """__global__ void k(int *a) {
-  __shared__ int s[28];
+    words = limits.SHARED_WORDS - 4
+    src = f"""__global__ void k(int *a) {{
+  __shared__ int s[{words}];
   s[threadIdx.x] = a[threadIdx.x];
   __syncthreads();
   a[threadIdx.x] = __shfl_down_sync(0xffffffff, s[threadIdx.x ^ 1], 8);
-}
+}}
 """
     k = qgpu.compile(src, engine="interp").get_function("k")
-    k(1, 4, [np.zeros(4, np.int32)])       # 28 + 4 words fit
-    with pytest.raises(LaunchError, match=r"112 bytes of static __shared__ data \+ 0 "
-                                          r"dynamic \+ 32 of warp_scratch"):
+    k(1, 4, [np.zeros(4, np.int32)])       # the array + 4 words fit
+    with pytest.raises(LaunchError, match=rf"{4 * words} bytes of static __shared__ data "
+                                          rf"\+ 0 dynamic \+ 32 of warp_scratch"):
         k(1, 8, [np.zeros(8, np.int32)])
 
 

@@ -20,7 +20,7 @@ def test_positions_follow_the_protocol_numbering():
 
 
 def test_the_circuit_always_schedules_every_warp():
-    assert MachineSpec().warps == limits.MAX_WARPS
+    assert MachineSpec().warps == limits.MODEL_MAX_WARPS
     with pytest.raises(ValueError, match="warps"):
         MachineSpec(warps=1)
 
