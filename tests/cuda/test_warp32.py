@@ -308,3 +308,112 @@ def test_match_any_and_all_compare_the_whole_warp(values, mask):
     assert [int(p[t]) for t in named] == [int(same)] * len(named)
     assert p[16:16 + BLOCK].tolist() == [
         sum(1 << j for j in lanes if a[j] == a[t] and 0x0FF0 >> j & 1) for t in lanes]
+
+
+# --- full 32-lane warps: CTAs of 32 to 256 threads (the ISA's sizes, the interpreter) ---
+
+FULL = """
+__global__ void reduce32(const int *in, int *out) {   // CUDA's warp reduction, verbatim
+  int v = in[blockIdx.x * blockDim.x + threadIdx.x];
+  for (int off = 16; off > 0; off >>= 1)
+    v += __shfl_down_sync(0xffffffff, v, off);
+  if ((threadIdx.x & 31) == 0) out[(blockIdx.x * blockDim.x + threadIdx.x) >> 5] = v;
+}
+__global__ void scan32(const int *in, int *out) {
+  int v = in[threadIdx.x];
+  int lane = threadIdx.x & 31;
+  for (int off = 1; off < 32; off <<= 1) {
+    int u = __shfl_up_sync(0xffffffff, v, off);
+    if (lane >= off) v += u;
+  }
+  out[threadIdx.x] = v;
+}
+__global__ void compact32(const int *in, int *out, int *count) {
+  unsigned lane = threadIdx.x & 31;
+  int v = in[threadIdx.x], keep = v % 3 == 0;
+  unsigned kept = __ballot_sync(0xffffffff, keep);
+  out[threadIdx.x] = -1;
+  __syncwarp();
+  if (keep) out[threadIdx.x - lane + __popc(kept & ((1u << lane) - 1))] = v;
+  int all = __all_sync(0xffffffff, v > -40);
+  if (lane == 0) count[threadIdx.x >> 5] = __popc(kept) + 100 * all;
+}
+__global__ void butterfly32(const int *in, int *out) {
+  int v = in[threadIdx.x];
+  for (int m = 16; m > 0; m >>= 1) v = min(v, __shfl_xor_sync(0xffffffff, v, m));
+  out[threadIdx.x] = v + 1000 * __shfl_sync(0xffffffff, in[threadIdx.x], 31 - (threadIdx.x & 31));
+}
+__global__ void lanes32(int *out) {
+  unsigned lane, warp;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  asm("mov.u32 %0, %%warpid;" : "=r"(warp));
+  out[threadIdx.x] = lane + 100 * warp + 10000 * (threadIdx.x % warpSize);
+}
+"""
+
+FULL_BLOCKS = [b for b in (32, 64, 256) if b <= limits.MAX_THREADS_PER_CTA]
+
+
+@pytest.fixture(scope="module")
+def full():
+    return qgpu.compile(FULL, filename="full.cu", engine="interp")
+
+
+@pytest.mark.parametrize("grid, block", [(1, b) for b in FULL_BLOCKS] + [(2, 64)])
+def test_cudas_32_lane_reduction_verbatim(full, grid, block):
+    x = rng_ints(grid * block, block + grid)
+    out = np.zeros(grid * block // 32, np.int32)
+    full.get_function("reduce32")(grid, block, [x, out])
+    assert out.tolist() == x.reshape(-1, 32).sum(1).tolist()
+
+
+@pytest.mark.parametrize("block", FULL_BLOCKS)
+def test_a_32_lane_scan_butterfly_and_reversal(full, block):
+    x = rng_ints(block, block + 1)
+    out = np.zeros(block, np.int32)
+    full.get_function("scan32")(1, block, [x, out])
+    assert out.tolist() == np.cumsum(x.reshape(-1, 32), 1).ravel().tolist()
+    full.get_function("butterfly32")(1, block, [x, out])
+    t = np.arange(block)
+    warp_min = np.repeat(x.reshape(-1, 32).min(1), 32)
+    assert out.tolist() == (warp_min + 1000 * x[t - t % 32 + 31 - t % 32]).tolist()
+
+
+@pytest.mark.parametrize("block", FULL_BLOCKS)
+def test_32_lane_ballot_compaction(full, block):
+    x = rng_ints(block, block + 2, -40, 40)
+    out, count = np.zeros(block, np.int32), np.zeros(block // 32, np.int32)
+    full.get_function("compact32")(1, block, [x, out, count])
+    want, counts = [], []
+    for w in x.reshape(-1, 32):
+        kept = [int(v) for v in w if v % 3 == 0]
+        want += kept + [-1] * (32 - len(kept))
+        counts.append(len(kept) + 100 * int((w > -40).all()))
+    assert out.tolist() == want and count.tolist() == counts
+
+
+@pytest.mark.parametrize("block", FULL_BLOCKS)
+def test_lane_and_warp_ids_of_full_warps(full, block):
+    out = np.zeros(block, np.int32)
+    full.get_function("lanes32")(1, block, [out])
+    t = np.arange(block)
+    assert out.tolist() == (t % 32 + 100 * (t // 32) + 10000 * (t % 32)).tolist()
+
+
+@pytest.mark.skipif(limits.MAX_THREADS_PER_CTA < 64, reason="needs CTAs of 2 warps")
+def test_syncwarp_orders_its_warp_and_not_another():
+    from qgpu.interp.races import RaceError
+
+    src = """__global__ void k(int *out, int other) {
+  __shared__ int s[64];
+  s[threadIdx.x] = threadIdx.x * 3;
+  __syncwarp();
+  out[threadIdx.x] = s[threadIdx.x ^ other];
+}
+"""
+    k = qgpu.compile(src, engine="interp").get_function("k")
+    out = np.zeros(64, np.int32)
+    k(1, 64, [out, 17])                   # lane ^ 17: the own warp, ordered by __syncwarp
+    assert out.tolist() == ((np.arange(64) ^ 17) * 3).tolist()
+    with pytest.raises(RaceError, match="no __syncthreads"):
+        k(1, 64, [out, 32])               # the other warp's word: only __syncthreads orders

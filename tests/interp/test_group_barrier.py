@@ -8,7 +8,7 @@ import pytest
 from qgpu.errors import ProgramError
 from qgpu.interp import run_launch
 from qgpu.interp.races import READ, WRITE, RaceError, SharedRaces
-from qgpu.isa import Bar, Block, Exit, Program
+from qgpu.isa import Bar, Block, Exit, Program, limits
 from qgpu.isa.asm import assemble, disassemble
 from qgpu.isa.faults import Fault
 from qgpu.protocol.prompt import encode_block
@@ -101,3 +101,52 @@ def test_the_models_prompt_refuses_a_group_barrier():
     prog = assemble(NEIGHBOUR)
     with pytest.raises(ProgramError, match="bar.group: the compiled model has only"):
         encode_block(prog.blocks[0], 0)
+
+
+TWO_GROUPS = pytest.mark.skipif(limits.MAX_THREADS_PER_CTA < 64, reason="needs 2 groups")
+
+
+@TWO_GROUPS
+def test_a_group_passes_its_barrier_while_another_waits_at_the_ctas():
+    prog = assemble("""block 0:
+  tid r1
+  setlt.u r2, r1, 32
+  br r2, 1, 2
+block 1:
+  bar.group 2
+block 2:
+  bar 3
+block 3:
+  shl r3, r1, 2
+  st.global [r3], 5
+  exit
+""")
+    assert run_launch(prog, grid=1, block=64).memory[:64] == [5] * 64
+
+
+@TWO_GROUPS
+def test_lanes_of_one_group_at_two_barriers_fault_while_the_other_group_runs():
+    prog = assemble("""block 0:
+  tid r1
+  setlt.u r2, r1, 48
+  br r2, 1, 2
+block 1:
+  bar.group 3
+block 2:
+  bar 3
+block 3:
+  exit
+""")
+    with pytest.raises(Fault, match="wait at different barriers"):
+        run_launch(prog, grid=1, block=64)
+
+
+@TWO_GROUPS
+def test_a_group_barrier_orders_its_group_and_not_the_next():
+    prog = assemble(NEIGHBOUR)
+    prog.cuda = True
+    assert run_launch(prog, grid=1, block=64).memory[:64] == [(t ^ 4) * 3 for t in range(64)]
+    across = assemble(NEIGHBOUR.replace("xor r4, r1, 4", "xor r4, r1, 32"))
+    across.cuda = True
+    with pytest.raises(RaceError, match="no __syncthreads"):
+        run_launch(across, grid=1, block=64)
