@@ -36,8 +36,9 @@ from qgpu.cuda.ir import Barrier, CondBr, Goto, Sym
 from qgpu.cuda.ptx import fail
 from qgpu.isa import Imm
 from qgpu.isa.limits import LANES
+from qgpu.isa.program import GROUP_THREADS
 
-WARP_SIZE = 32
+WARP_SIZE = GROUP_THREADS
 FULL = 0xFFFFFFFF
 SCRATCH, VOTES = 1, 2     # Function.warp_scratch: a word per thread; and the vote words
 
@@ -51,16 +52,18 @@ def group_barrier(lw) -> None:
 
 def native_shuffle(mode: str, lane, packed) -> bool:
     """Whether a shuffle stays inside 4 aligned lanes, where the machine's own 4-lane
-    shuffle computes what CUDA's 32-lane one does: width <= 4 (the segment mask covers
-    lane bits 2-4), or an xor mask below 4 with the full clamp in segments of 4 lanes or
-    more."""
+    shuffle computes what CUDA's 32-lane one does: up, down and idx of width <= 4 (the
+    segment mask covers lane bits 2-4, so the source is in the own 4 lanes or out of
+    range); xor with a constant mask below 4 of width <= 4, or with the full clamp in
+    segments of 4 lanes or more. (An xor mask of 4 or more reaches an earlier segment,
+    as PTX defines it, whatever the width.)"""
     if not isinstance(packed, Imm):
         return False
     seg, high = (packed.value >> 8) & 31, 31 & ~(LANES - 1)
-    if seg & high == high:
-        return True
-    return mode == "bfly" and isinstance(lane, Imm) and lane.value < LANES \
-        and packed.value & 31 == 31 and seg & (LANES - 1) == 0
+    if mode != "bfly":
+        return seg & high == high
+    return isinstance(lane, Imm) and lane.value & 31 < LANES and (
+        seg & high == high or packed.value & 31 == 31 and seg & (LANES - 1) == 0)
 
 
 def _word(lw, index, sym: str):

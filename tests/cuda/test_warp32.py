@@ -213,7 +213,11 @@ def test_run_time_operands_follow_ptxs_rules(sweep, mode, b, width, mask):
     ("bfly", "__shfl_xor_sync(0xffffffff, v, 12)", 12, 32),
     ("idx", "__shfl_sync(0xffffffff, v, 9, 16)", 9, 16),
     ("idx", "__shfl_sync(0xffffffff, v, 31)", 31, 32),
-    ("bfly", "__shfl_xor_sync(0xffffffff, v, 3)", 3, 32)])
+    ("bfly", "__shfl_xor_sync(0xffffffff, v, 3)", 3, 32),
+    ("bfly", "__shfl_xor_sync(0xffffffff, v, 4, 4)", 4, 4),    # an earlier segment's lane
+    ("bfly", "__shfl_xor_sync(0xffffffff, v, 6, 4)", 6, 4),
+    ("bfly", "__shfl_xor_sync(0xffffffff, v, 1, 2)", 1, 2),
+    ("down", "__shfl_down_sync(0xffffffff, v, 3, 4)", 3, 4)])
 def test_constant_operands_follow_ptxs_rules(mode, call, b, width):
     src = (f"__global__ void k(const int *a, int *o) {{\n  int v = a[threadIdx.x];\n"
            f"  o[threadIdx.x] = {call};\n}}\n")
