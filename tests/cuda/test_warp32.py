@@ -257,6 +257,10 @@ def test_the_group_barrier_is_the_ctas_where_a_cta_is_one_warp(mod):
     program, _, _, _ = k.link(1, BLOCK, [rng_ints(BLOCK, 1), np.zeros(1, np.int32)])
     assert all(b.terminator.scope == "cta" for b in program.blocks
                if isinstance(b.terminator, Bar))
+    if limits.MAX_THREADS_PER_CTA >= 64:     # two groups: the group barrier stays
+        program, _, _, _ = k.link(1, 64, [rng_ints(64, 1), np.zeros(1, np.int32)])
+        assert sum(isinstance(b.terminator, Bar) and b.terminator.scope == "group"
+                   for b in program.blocks) == group_barriers(k)
 
 
 def test_warp_scratch_past_shared_memory_is_a_launch_error_naming_it():
