@@ -47,7 +47,7 @@ def test_shuffles_mean_the_same_on_a_partial_32_lane_warp():
     # Suite CTAs have at most 16 threads: one partial 32-lane warp on a GPU and on qgpu.
     # A shuffle then means the same on both when its width is 4 (the kernels written for
     # groups of 4 lanes) or its mask names the warp's members (a variable, not the full
-    # 0xffffffff: the kernels written for 32 lanes), its source lanes never absent ones.
+    # 0xffffffff: the kernels written for 32 lanes), a value from an absent lane unused.
     import re
 
     for spec in SUITE:
