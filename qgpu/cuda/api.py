@@ -75,7 +75,7 @@ def _memory_full(message: str) -> LaunchError:
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
                 budget: int | None) -> EngineRun:
     machine = Machine(program, grid, block, memory,
-                      limits.DEFAULT_BLOCK_BUDGET if budget is None else budget,
+                      limits.default_budget(grid, block) if budget is None else budget,
                       program.memory_sizes or limits.ISA_MEMORY)
     try:
         res = machine.run()
