@@ -76,7 +76,7 @@ def _run_interp(program: Program, grid: int, block: int, memory: list[int],
                 budget: int | None) -> EngineRun:
     machine = Machine(program, grid, block, memory,
                       limits.default_budget(grid, block) if budget is None else budget,
-                      program.memory_sizes or limits.ISA_MEMORY)
+                      program.memory_sizes)
     try:
         res = machine.run()
     except Fault as fault:

@@ -101,14 +101,16 @@ class _MemoryTrap(Exception):
 
 class Machine:
     """One launch of a program. `run()` executes it to the end. `sizes` bounds its
-    memory: the ISA's, or the model machine's for a launch linked to run there too."""
+    memory; None: the memory the program was linked into (`Program.memory_sizes`, the
+    CUDA API's), else the model machine's, which hand-written programs target (their
+    traces are the model's)."""
 
     def __init__(self, prog: Program, grid: int, block: int, memory=None,
                  budget: int = limits.DEFAULT_BLOCK_BUDGET,
-                 sizes: limits.MemorySizes = limits.ISA_MEMORY):
+                 sizes: limits.MemorySizes | None = None):
         limits.check_launch_shape(grid, block)
         self.prog, self.grid, self.block, self.budget = prog, grid, block, budget
-        self.sizes = sizes
+        self.sizes = sizes = sizes or prog.memory_sizes or limits.MODEL_MEMORY
         words = sizes.global_words
         mem = [0] * words if memory is None else [limits.u32(int(v)) for v in memory]
         if len(mem) > words:
@@ -340,6 +342,6 @@ class Machine:
 
 def run_launch(prog: Program, grid: int = 1, block: int = limits.LANES, memory=None,
                budget: int = limits.DEFAULT_BLOCK_BUDGET,
-               sizes: limits.MemorySizes = limits.ISA_MEMORY) -> InterpRun:
+               sizes: limits.MemorySizes | None = None) -> InterpRun:
     """Run one launch of `prog` to the end on the reference interpreter."""
     return Machine(prog, grid, block, memory, budget, sizes).run()
