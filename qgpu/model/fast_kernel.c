@@ -428,6 +428,26 @@ int32_t qgpu_forward_steady(const Model *m, float *const *states, float *const *
                    logits, want_argmax);
 }
 
+/* Greedy generation on the steady path, without a return to the caller per token:
+   feeds token, then each greedy token in turn, writing them to out, until a token whose
+   stop[token] is set, max_n tokens, or -1 (the head's input not finite: the caller takes
+   the argmax of qgpu_head_logits, the token last fed still being current). Returns the
+   tokens written; each step is qgpu_forward_steady's. */
+int32_t qgpu_generate_steady(const Model *m, float *const *states, float *const *convs,
+                             float *const *lasts, float *const *outs,
+                             uint32_t *const *movings, int32_t *moving_counts, int64_t token,
+                             const uint8_t *stop, int32_t max_n, int32_t *out) {
+    int32_t n = 0;
+    while (n < max_n) {
+        const int32_t next = forward(m, states, convs, NULL, NULL, lasts, outs, movings,
+                                     moving_counts, token, NULL, 1);
+        out[n++] = next;
+        if (next < 0 || stop[next]) break;
+        token = next;
+    }
+    return n;
+}
+
 /* The full logits of the token last run (after qgpu_forward returned -1). */
 void qgpu_head_logits(const Model *m, float *logits) {
     const Head *hd = &m->head;

@@ -238,6 +238,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_forward_steady.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p, ctypes.c_void_p,
                                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                         ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, I32]
+    lib.qgpu_generate_steady.restype = I32
+    lib.qgpu_generate_steady.argtypes = [ctypes.POINTER(Model), *[ctypes.c_void_p] * 6,
+                                         ctypes.c_int64, ctypes.c_void_p, I32,
+                                         ctypes.c_void_p]
     lib.qgpu_forward_forced.restype = None
     lib.qgpu_forward_forced.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
                                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
