@@ -33,6 +33,8 @@ typedef struct {
     uint32_t *keys;       /* [MEMO_WAYS * n_key] */
     float *outs;          /* [MEMO_WAYS * n_out] */
     int mru;              /* the way last found or claimed (-1: none) */
+    int32_t n_runs;       /* MLP: down_rows as runs of consecutive rows */
+    int32_t *run_start, *run_len;
 } MemoTable;
 
 typedef struct {
@@ -61,7 +63,7 @@ void *qgpu_memo_new(int32_t n_layers) {
 }
 
 static void memo_table_free(MemoTable *t) {
-    free(t->key_cols); free(t->keys); free(t->outs);
+    free(t->key_cols); free(t->keys); free(t->outs); free(t->run_start); free(t->run_len);
 }
 
 void qgpu_memo_free(void *p) {
@@ -100,6 +102,22 @@ static int memo_build(Memo *mo, MemoTable *t, const Model *m, const Layer *L, in
         for (int32_t u = 0; u < L->n_single; u++) seen[L->up1_col[u]] = 1;
         n = distinct_below(L->up_col, L->up_ptr[L->n_units], H, seen, cols);
         t->n_out = L->n_down_rows;
+        t->run_start = malloc(sizeof(int32_t) * ((size_t)t->n_out + 1));
+        t->run_len = malloc(sizeof(int32_t) * ((size_t)t->n_out + 1));
+        if (!t->run_start || !t->run_len) {
+            free(seen); free(cols);
+            t->n_key = 0;  /* never looked up again */
+            return 0;
+        }
+        t->n_runs = 0;
+        for (int32_t j = 0; j < t->n_out; j++) {  /* rows ascending: runs of +1 steps */
+            if (j && L->down_rows[j] == L->down_rows[j - 1] + 1) {
+                t->run_len[t->n_runs - 1]++;
+                continue;
+            }
+            t->run_start[t->n_runs] = L->down_rows[j];
+            t->run_len[t->n_runs++] = 1;
+        }
     } else {
         n = distinct_below(L->proj.col, L->proj.n_cols, H, seen, cols);
         t->n_out = L->n_slots;
@@ -243,8 +261,13 @@ static int memo_mlp_lookup(Memo *mo, MemoTable *t, const Model *m, const Layer *
     const int w = memo_lookup(mo, t, m, way);
     if (w < 0) return MEMO_MISS;
     const float *val = t->outs + (size_t)w * t->n_out;
-    const int32_t *rows = L->down_rows;
-    for (int32_t j = 0; j < t->n_out; j++) m->h[rows[j]] += val[j];
+    (void)L;
+    for (int32_t r = 0; r < t->n_runs; r++) {  /* the rows in order, a run at a time */
+        float *restrict h = m->h + t->run_start[r];
+        const int32_t len = t->run_len[r];
+        for (int32_t j = 0; j < len; j++) h[j] += val[j];
+        val += len;
+    }
     return w;
 }
 
