@@ -162,6 +162,18 @@ static inline uint32_t changed_mask32(const float *a, const float *b) {
 #endif
 }
 
+/* the lanes the mask tests above compare at once in this build (tests check that a
+   build without AVX2 or AVX-512 gives the same results) */
+int32_t qgpu_simd_lanes(void) {
+#if defined(__AVX512F__)
+    return 16;
+#elif defined(__AVX2__)
+    return 8;
+#else
+    return 1;
+#endif
+}
+
 /* indices of the nonzero entries of a[0..n), ascending (blocks of 32 by mask) */
 static int32_t nonzero_entries(const float *a, int32_t n, int32_t *out) {
     int32_t k = 0, i = 0;
