@@ -6,7 +6,8 @@ units, the all-zero attention layer are never computed), in one of two backends:
   use (model.fast_native, model.fast_plan, fast_kernel.c): float32, the reference's
   formulas and operation order (numpy's pairwise sums, numpy's exp algorithm), sparse
   products that skip zero inputs; the greedy token is found from bounds on blocks of the
-  output head without computing every logit (`step_greedy`, `generate`); for teacher
+  output head without computing every logit (`step_greedy`, `generate`; `greedy_run`: a
+  run of greedy tokens in one call, up to a token of the caller's stop set); for teacher
   forcing (`forced_greedy`), a run of known tokens goes through the layers in one call
   of the batched kernel (fast_batch.c: each layer's products over all the tokens at
   once, the recurrence position by position; the per-token kernel's bits);

@@ -29,6 +29,9 @@
  * bit for bit, one of the last 32 that layer part saw takes the result computed then
  * (fast_memo.c), and a conv channel whose window is constant and whose input repeats is
  * left alone (fast_gdn.c, Steady). qgpu_forward is the plain path (window lists).
+ * qgpu_generate_steady runs greedy tokens on the steady path up to a token of the
+ * caller's stop set (no return to Python per token). The scans for nonzero or changed
+ * entries test 32 floats by a mask (AVX-512 or AVX2 compares; elsewhere lane by lane).
  *
  * One translation unit over #included parts (fast_native.INCLUDED), in this order:
  * fast_math.c (elementary functions, the GDN head's delta rule and read), fast_layout.c
