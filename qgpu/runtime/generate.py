@@ -186,6 +186,7 @@ def host_tokens(vocab_size: int) -> np.ndarray:
     for kind in ("EXEC", "TRAP", "HALT"):
         k = KINDS[[k.name for k in KINDS].index(kind)]
         stop[base(kind):base(kind) + k.count] = 1
+    stop.flags.writeable = False  # shared by every launch (cached)
     return stop
 
 
