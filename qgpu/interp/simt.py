@@ -109,6 +109,9 @@ class Machine:
         self.releases = [0] * grid
         self.bounds = Bounds(prog.arrays) if prog.arrays else None  # per-array checks
         self.races = SharedRaces() if prog.cuda else None  # CUDA's order between warps
+        # local memory, per thread, allocated on first store: (warp, lane) -> {word: value};
+        # a word never stored reads 0
+        self.local: dict[tuple[int, int], dict[int, int]] = {}
         self._pc = 0
 
     # -- scheduling -------------------------------------------------------------------
@@ -210,7 +213,8 @@ class Machine:
 
     def _word(self, ins: Instr, space: str, address: int, lane: int) -> int:
         addr = limits.u32(address + ins.offset)
-        words = limits.GLOBAL_WORDS if space == "global" else limits.SHARED_WORDS
+        words = {"global": limits.GLOBAL_WORDS, "shared": limits.SHARED_WORDS,
+                 "local": limits.LOCAL_WORDS}[space]
         if addr % 4 or addr // 4 >= words:
             raise _MemoryTrap(memory_kind(space, addr % 4 != 0), addr, lane, self._position,
                               ins.op)
@@ -237,6 +241,8 @@ class Machine:
             return {lane: mask for lane in active}
         if spec.kind == "shfl":
             return {lane: self._shfl(warp, ins, lane, active, *vals[lane]) for lane in active}
+        if spec.space == "local":
+            return self._local_op(warp, ins, active, vals)
         mem = self._mem(spec.space, warp.cta)
         out: dict[int, int] = {}
         touched: dict[int, None] = {}
@@ -263,6 +269,17 @@ class Machine:
             touched[word] = None
         for word in touched:
             mem_writes.append((limits.flat_address(spec.space, word, warp.cta), mem[word]))
+        return out
+
+    def _local_op(self, warp: Warp, ins: Instr, active, vals) -> dict[int, int]:
+        """ld.local / st.local: each lane's own words (no memory record, no race)."""
+        out: dict[int, int] = {}
+        for lane in active:
+            word = self._word(ins, "local", vals[lane][0], lane)
+            if ins.spec.kind == "load":
+                out[lane] = self.local.get((warp.index, lane), {}).get(word, 0)
+            else:
+                self.local.setdefault((warp.index, lane), {})[word] = vals[lane][1]
         return out
 
     def _shared_access(self, warp: Warp, space: str, word: int, kind: str, value: int):
