@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from qgpu.errors import LaunchError, ProgramError
 from qgpu.isa import limits
 from qgpu.isa.ops import FLOAT_OPS
-from qgpu.isa.program import Program
+from qgpu.isa.program import Program, local_words
 
 ALU_OPS = ("add", "sub", "and", "or", "xor", "mov", "selp", "popc", "clz", "brev",
            "seteq", "setne", "setlt.s", "setle.s", "setgt.s", "setge.s",
@@ -116,6 +116,12 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
     if warps > spec.warps:
         raise LaunchError(f"the model machine runs {spec.warps} warp(s); grid {grid} x "
                           f"block {block} needs {warps}")
+    words = local_words(program)
+    if words:
+        raise ProgramError(f"the program uses {words} word{'s' * (words != 1)} of local "
+                           f"memory per thread (register spills); the model machine has none "
+                           f"yet: run it on the interpreter (engine='interp', --engine interp; "
+                           f"docs/cuda.md, 'Register spills')")
     for b, blk in enumerate(program.blocks):
         if len(blk.stages) > spec.stages:
             raise ProgramError(f"block {b}: {len(blk.stages)} stages; the model machine "
