@@ -216,8 +216,10 @@ def compile_spilled(build: Callable[[], Function],
                           len(USABLE) - margin)[:1]
         if not more:
             break
+        if len(spilled) + len(more) > limits.LOCAL_WORDS:
+            raise CompileError(f"{error} (spilling it would take more than the "
+                               f"{limits.LOCAL_WORDS} words of local memory per thread)"
+                               ) from error
         spilled += more
-        if len(spilled) > limits.LOCAL_WORDS:
-            break
     raise CompileError(f"{error} (even with {len(spilled)} values spilled to local "
-                       f"memory, {limits.LOCAL_WORDS} words per thread)") from error
+                       f"memory)") from error

@@ -195,6 +195,14 @@ def local_words(prog: Program) -> int:
     return top
 
 
+def local_refusal(words: int) -> str:
+    """Why the model does not run a program with `words` words of local memory (the one
+    text of machine.spec's refusal and the launch API's)."""
+    return (f"uses {words} word{'s' * (words != 1)} of local memory per thread (register "
+            f"spills); the model machine has none yet: run it on the interpreter "
+            f"(engine='interp', --engine interp; docs/cuda.md, 'Register spills')")
+
+
 def _check_operand(where: str, o, allow_imm: bool = True) -> None:
     if isinstance(o, Reg):
         if not 0 <= o.n < limits.REGS:

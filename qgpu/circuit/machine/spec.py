@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from qgpu.errors import LaunchError, ProgramError
 from qgpu.isa import limits
 from qgpu.isa.ops import FLOAT_OPS
-from qgpu.isa.program import Program, local_words
+from qgpu.isa.program import Program, local_refusal, local_words
 
 ALU_OPS = ("add", "sub", "and", "or", "xor", "mov", "selp", "popc", "clz", "brev",
            "seteq", "setne", "setlt.s", "setle.s", "setgt.s", "setge.s",
@@ -118,10 +118,7 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
                           f"block {block} needs {warps}")
     words = local_words(program)
     if words:
-        raise ProgramError(f"the program uses {words} word{'s' * (words != 1)} of local "
-                           f"memory per thread (register spills); the model machine has none "
-                           f"yet: run it on the interpreter (engine='interp', --engine interp; "
-                           f"docs/cuda.md, 'Register spills')")
+        raise ProgramError(f"the program {local_refusal(words)}")
     for b, blk in enumerate(program.blocks):
         if len(blk.stages) > spec.stages:
             raise ProgramError(f"block {b}: {len(blk.stages)} stages; the model machine "
