@@ -16,7 +16,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 _CONSTANTS = ("LANES", "REGS", "STAGES", "SLOTS", "ROM_BLOCKS", "GLOBAL_WORDS",
               "SHARED_WORDS", "MAX_CTAS", "MAX_THREADS_PER_CTA", "MAX_WARPS",
-              "DEFAULT_BLOCK_BUDGET")
+              "DEFAULT_BLOCK_BUDGET", "LOCAL_WORDS")
 
 
 def constants_table() -> str:

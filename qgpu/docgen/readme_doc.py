@@ -38,7 +38,9 @@ def limits_table() -> str:
          f"relying on 32 threads in lockstep is reported as a shared-memory race by the "
          f"interpreter"),
         ("registers per lane", f"{limits.REGS} ({limits.REGS - 1} usable, r0 reads zero)",
-         "a kernel needing more live registers is refused"),
+         "a kernel needing more live registers spills values to local memory"),
+        ("local memory per thread", f"{limits.LOCAL_WORDS} words (register spills)",
+         "interpreter only: the model refuses a kernel with spills by name"),
         ("global memory", f"{limits.GLOBAL_WORDS} words of {limits.WORD_BITS} bits",
          "arrays past it refused; an out-of-bounds access faults (`TRAP`)"),
         ("shared memory per CTA", f"{limits.SHARED_WORDS} words", "refused"),

@@ -274,12 +274,17 @@ class Machine:
     def _local_op(self, warp: Warp, ins: Instr, active, vals) -> dict[int, int]:
         """ld.local / st.local: each lane's own words (no memory record, no race)."""
         out: dict[int, int] = {}
+        at = (self._pc, *divmod(self._position, limits.SLOTS))
         for lane in active:
             word = self._word(ins, "local", vals[lane][0], lane)
             if ins.spec.kind == "load":
                 out[lane] = self.local.get((warp.index, lane), {}).get(word, 0)
+                if self.bounds:
+                    self.bounds.load_local(warp.index, lane, word)
             else:
                 self.local.setdefault((warp.index, lane), {})[word] = vals[lane][1]
+                if self.bounds:
+                    self.bounds.store_local(warp.index, lane, at, ins, word)
         return out
 
     def _shared_access(self, warp: Warp, space: str, word: int, kind: str, value: int):
