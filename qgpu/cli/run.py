@@ -264,7 +264,9 @@ def report(r: dict) -> str:
     lines.append(f"tokens {tokens}, {r['blocks_executed']} blocks executed, "
                  f"{r['seconds'] * 1000:.1f} ms")
     lines.append(f"program: {st['blocks']} blocks, {st['instructions']} instructions, "
-                 f"{st['pressure']} registers at peak")
+                 f"{st['pressure']} registers at peak"
+                 + (f", {st['local_words']} words of local memory (register spills)"
+                    if st.get("local_words") else ""))
     return "\n".join(lines)
 
 
