@@ -181,3 +181,30 @@ def test_spill_everywhere_stores_after_each_definition_and_loads_before_each_use
     assert fn.blocks["entry"].term.cond == ops[4].dst
     assert v1 not in {x for op in ops for x in (*op.uses(), op.dst)}
     assert temps == {ops[0].dst, ops[2].dst, ops[4].dst}
+
+
+@pytest.mark.parametrize("name", ["bitonic_sort", "compact_ballot", "isqrt_loop",
+                                  "matmul_shared4", "reduce_f32_shared", "shfl_xor_transpose",
+                                  "switch_dispatch", "vote_group_any_all"])
+def test_suite_kernels_spilled_to_five_registers_equal_their_oracles(name, monkeypatch):
+    """With only r1..r5 to allocate, these suite kernels spill (loops, divergence,
+    barriers, shared memory, shuffles, votes, float routines): every launch must still
+    equal its numpy oracle bit for bit."""
+    from qgpu.cuda import compile as compile_cuda
+    from qgpu.cuda import regalloc
+    from qgpu.suite import load_named, positional_args, same_bits
+
+    few = regalloc.USABLE[:5]
+    monkeypatch.setattr(regalloc, "USABLE", few)
+    monkeypatch.setattr(spill, "USABLE", few)
+    spec = load_named(name)
+    kernel = compile_cuda(spec.source).get_function(spec.kernel)   # not the suite's cache
+    assert kernel.template.stats["local_words"] > 0
+    used = {ins.dst for b in kernel.program.blocks for st in b.stages for ins in st if ins.dst}
+    assert used <= set(few)
+    for case in spec.launches:
+        values = positional_args(spec, case["args"])
+        kernel(case["grid"], case["block"], values)
+        outputs = {p.name: v for p, v in zip(spec.params, values, strict=True) if p.pointer}
+        for key, want in spec.oracle(case).items():
+            assert same_bits(outputs[key], want), (name, case, key)
