@@ -131,8 +131,9 @@ def listing(module) -> str:
     lines = []
     for sig in module.signatures:
         try:
-            module.get_function(sig.overload)
-            state = "runs"
+            words = module.get_function(sig.overload).template.stats.get("local_words")
+            state = "runs" if not words else (f"runs on the interpreter only ({words} words "
+                                              f"of local memory: register spills)")
         except QgpuError as exc:
             state = f"cannot run: {exc}"
         lines.append(f"{sig}  [{sig.where}]\n  {state}")

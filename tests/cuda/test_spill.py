@@ -208,3 +208,18 @@ def test_suite_kernels_spilled_to_five_registers_equal_their_oracles(name, monke
         outputs = {p.name: v for p, v in zip(spec.params, values, strict=True) if p.pointer}
         for key, want in spec.oracle(case).items():
             assert same_bits(outputs[key], want), (name, case, key)
+
+
+def test_the_cli_lists_a_spilled_kernel_as_interpreter_only(tmp_path, capsys):
+    from qgpu.cli import main as cli_main
+
+    src = tmp_path / "wide.cu"
+    src.write_text(wide_kernel(20))
+    assert cli_main(["run", str(src), "--list"]) == 0
+    assert "runs on the interpreter only (" in capsys.readouterr().out
+    assert cli_main(["run", str(src), "--grid", "1", "--block", "4", "--arg",
+                     "a=" + ",".join(map(str, range(80))), "--arg", "out=zeros:4",
+                     "--engine", "interp"]) == 0
+    out = capsys.readouterr().out
+    assert f"after  {wide_expected(20)}" in out and "words of local memory (register " \
+        "spills)" in out
