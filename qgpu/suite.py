@@ -37,6 +37,7 @@ import numpy as np
 from qgpu.campaign import add_arguments, batch_size, batched, open_pool
 from qgpu.cuda import BATCH_ENGINES, launch_many
 from qgpu.cuda import compile as compile_cuda
+from qgpu.cuda.shape import launch_shape
 from qgpu.cuda.signature import parse_kernels
 from qgpu.errors import QgpuError
 from qgpu.isa import limits
@@ -180,13 +181,12 @@ def check_launch_config(name: str, params: list[Param], launch: dict, index: int
     if not isinstance(launch, dict) or set(launch) != {"grid", "block", "args"}:
         raise SuiteError(f"{where}: must be a dict with keys grid, block, args")
     grid, block, args = launch["grid"], launch["block"], launch["args"]
-    if not (isinstance(grid, int) and 1 <= grid <= limits.MAX_CTAS):
-        raise SuiteError(f"{where}: grid {grid!r} is not 1..{limits.MAX_CTAS}")
-    if not (isinstance(block, int) and 1 <= block <= limits.MAX_THREADS_PER_CTA):
-        raise SuiteError(f"{where}: block {block!r} is not 1..{limits.MAX_THREADS_PER_CTA}")
-    if limits.launch_warps(grid, block) > limits.MAX_WARPS:
-        raise SuiteError(f"{where}: {limits.launch_warps(grid, block)} warps > "
-                         f"{limits.MAX_WARPS}")
+    if isinstance(grid, list) or isinstance(block, list):
+        raise SuiteError(f"{where}: give grid and block as ints or tuples")
+    try:
+        launch_shape(grid, block)     # the ISA's limits (the model's: model_sized)
+    except QgpuError as exc:
+        raise SuiteError(f"{where}: {exc}") from None
     names = [p.name for p in params]
     if not isinstance(args, dict) or sorted(args) != sorted(names):
         raise SuiteError(f"{where}: args {sorted(args)} != parameters {sorted(names)}")
@@ -206,6 +206,19 @@ def check_launch_config(name: str, params: list[Param], launch: dict, index: int
             raise SuiteError(f"{where}: scalar {p.name} must be a 32-bit Python int")
     if words > limits.GLOBAL_WORDS:
         raise SuiteError(f"{where}: arrays take {words} words > {limits.GLOBAL_WORDS}")
+
+
+def model_sized(spec: KernelSpec, launch: dict) -> bool:
+    """Whether a launch fits the compiled model machine's sizes (isa.limits' MODEL_*: its
+    shape, and its program and data as linked): the others run on the interpreter only,
+    for now."""
+    shape = launch_shape(launch["grid"], launch["block"])
+    if not limits.fits_model(shape.ctas, shape.threads):
+        return False
+    fn = compiled_module(spec.source).get_function(spec.kernel)
+    program = fn.link(launch["grid"], launch["block"], positional_args(spec, launch["args"]))[0]
+    return program.memory_sizes == limits.MODEL_MEMORY and \
+        len(program.blocks) <= limits.MODEL_ROM_BLOCKS
 
 
 def load_kernel(spec_path: Path) -> KernelSpec:

@@ -111,7 +111,7 @@ def advanced_system(ops) -> str:
     names = sorted({CUDA_OPS.get(op, op) for op in ops})
     missing = [text for op, text in MISSING.items() if op not in ops]
     return ADVANCED_SYSTEM.format(lanes=limits.LANES, last=limits.LANES - 1,
-                                  words=limits.GLOBAL_WORDS,
+                                  words=limits.MODEL_GLOBAL_WORDS,
                                   ops=", ".join(names),
                                   missing=("There is " + ", ".join(missing) + "; write "
                                            "kernels without them.") if missing else "")

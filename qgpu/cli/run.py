@@ -106,7 +106,8 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--budget", type=int, metavar="N",
                    help="end the launch with an error after N executed blocks (default: "
-                        f"{limits.DEFAULT_BLOCK_BUDGET} on the interpreter, "
+                        f"{limits.DEFAULT_BLOCK_BUDGET} or {limits.BUDGET_PER_WARP} per warp "
+                        "on the interpreter, "
                         "runtime.generate.DEFAULT_MODEL_BUDGET on the model)")
     add_html_argument(p)
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",

@@ -64,16 +64,29 @@ class EngineRun:
     seconds: float | None = None
 
 
+def _memory_full(message: str) -> LaunchError:
+    """The link's error when the data does not fit the memory it is linked into (the
+    model's: then the ISA's is tried)."""
+    exc = LaunchError(message)
+    exc.memory_full = True
+    return exc
+
+
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
                 budget: int | None) -> EngineRun:
     machine = Machine(program, grid, block, memory,
-                      limits.DEFAULT_BLOCK_BUDGET if budget is None else budget)
+                      limits.default_budget(grid, block) if budget is None else budget,
+                      program.memory_sizes or limits.ISA_MEMORY)
     try:
         res = machine.run()
     except Fault as fault:
         fault.memory = list(machine.memory)   # what was printed before it (cuda.printf)
         raise
-    return EngineRun(list(res.memory), list(res.events), expected_trace(res.events))
+    traced = program.memory_sizes in (None, limits.MODEL_MEMORY) and \
+        limits.fits_model(grid, block) and len(program.blocks) <= limits.MODEL_ROM_BLOCKS
+    # a launch past the model machine's sizes has no trace in protocol v5's tokens
+    return EngineRun(list(res.memory), list(res.events),
+                     expected_trace(res.events) if traced else None)
 
 
 # name -> runner(program, grid, block, memory, budget) -> EngineRun. The front end knows
@@ -93,7 +106,8 @@ class LaunchResult:
     program: Program
     memory: list[int]            # final global memory (words)
     events: list
-    trace: list[int]             # the trace tokens the model writes
+    trace: list[int] | None      # the trace tokens the model writes (None: a launch
+    #                              past the model machine's sizes, which it cannot write)
     seconds: float
     layout: dict[str, tuple[int, int]]   # parameter name -> (first word, words)
     initial: list[int] = field(default_factory=list)   # global memory before the launch
@@ -105,8 +119,8 @@ class LaunchResult:
     printed: str = ""              # device printf output (cuda.printf), as a GPU prints it
 
     @property
-    def tokens(self) -> int:
-        return len(self.trace)
+    def tokens(self) -> int | None:
+        return None if self.trace is None else len(self.trace)
 
     @property
     def blocks_executed(self) -> int:
@@ -115,6 +129,10 @@ class LaunchResult:
     def html(self) -> str:
         """The launch as one self-contained HTML page (qgpu.view)."""
         from qgpu.view import render_html, result_data
+        if self.trace is None:
+            raise LaunchError(f"{self.kernel}: the viewer shows launches the model machine "
+                              f"runs (its pages are built from the trace tokens); this one "
+                              f"(grid {self.grid} x block {self.block}) is past its sizes")
         return render_html(result_data(self))
 
     def _repr_html_(self) -> str:   # notebooks show the launch viewer
@@ -215,15 +233,30 @@ class Kernel:
         """(program, initial global memory, layout, arrays in parameter order)."""
         return self._link(grid, block, args, printf_words)[:4]
 
-    def _link(self, grid, block, args, printf_words: int | None = None):
+    def _link(self, grid, block, args, printf_words: int | None = None,
+              shared_mem: int = 0):
         """link's results and the launch's printf buffer (None: the kernel has no printf
-        or assert)."""
+        or assert). The data is linked into the model machine's memory where the launch
+        and its data fit it (so the model can run it, and the interpreter bounds it
+        alike), else into the ISA's."""
         shape = launch_shape(grid, block)
         template = self.template_for(shape)
+        if limits.fits_model(shape.ctas, shape.threads) and \
+                template.shared_bytes + shared_mem <= limits.MODEL_SHARED_WORDS * 4:
+            try:
+                return self._link_into(limits.MODEL_MEMORY, shape, args, printf_words)
+            except LaunchError as exc:
+                if not getattr(exc, "memory_full", False):
+                    raise
+        return self._link_into(limits.ISA_MEMORY, shape, args, printf_words)
+
+    def _link_into(self, sizes: limits.MemorySizes, shape: Shape, args,
+                   printf_words: int | None):
+        template = self.template_for(shape)
+        global_words = sizes.global_words
         sites = template.stats.get("device_sites") or []
         reserve = printf_reserve(printf_words) if sites and printf_words is not None else 0
-        limit = limits.GLOBAL_WORDS - reserve
-        grid, block = shape.ctas, shape.threads
+        limit = global_words - reserve
         params = self.signature.params
         if isinstance(args, dict):
             unknown = set(args) - {p.name for p in params}
@@ -238,7 +271,7 @@ class Kernel:
         if len(args) != len(params):
             raise LaunchError(f"{self.name} takes {len(params)} arguments ({self.signature}), "
                               f"got {len(args)}")
-        memory = [0] * limits.GLOBAL_WORDS
+        memory = [0] * global_words
         values: dict[str, int] = {"ntid": shape.block[0], "nctaid": shape.grid[0]}
         layout: dict[str, tuple[int, int]] = {}
         placed: list[tuple[np.ndarray, int]] = []
@@ -254,9 +287,9 @@ class Kernel:
                     words = words_of(arr)
                     next_word += words
                     if next_word > limit:
-                        raise LaunchError(
+                        raise _memory_full(
                             f"{self.name}: the arrays need {self._words(params, args)} words "
-                            f"of global memory; the machine has {limits.GLOBAL_WORDS}"
+                            f"of global memory; the machine has {global_words}"
                             + (f", {reserve} of them the printf buffer (printf_words, "
                                f"--printf-words)" if reserve else ""))
                     memory[base:base + words] = to_words(arr)
@@ -269,23 +302,24 @@ class Kernel:
                 values[f"param:{k}:hi"] = v >> 32    # a long long's high word
         next_word = self._place_globals(memory, values, next_word, template, limit)
         buffer = None
-        top = limits.GLOBAL_WORDS
+        top = global_words
         if sites:
-            words = reserve or limits.GLOBAL_WORDS - next_word
+            words = reserve or global_words - next_word
             if not reserve and words >= 3:
                 words -= 1      # one guard word between the data and the printf buffer
             if words < 2:
-                raise LaunchError(f"{self.name}: no global memory left for the printf "
+                raise _memory_full(f"{self.name}: no global memory left for the printf "
                                   f"buffer (the arrays and variables take {next_word} of "
-                                  f"{limits.GLOBAL_WORDS} words; it needs at least 2)")
-            buffer = Buffer(limits.GLOBAL_WORDS - words, words, sites,
-                            room=limits.GLOBAL_WORDS - next_word)
+                                  f"{global_words} words; it needs at least 2)")
+            buffer = Buffer(global_words - words, words, sites,
+                            room=global_words - next_word)
             values.update(buffer.symbols())
             top = buffer.first
         program = template.bind(values)
         program.arrays = self._allocations(layout, template)
         program.cuda = True
         program.free_words = tuple(range(next_word, top))
+        program.memory_sizes = sizes
         return program, memory, layout, [a if p.pointer else None
                                          for p, a in zip(params, args, strict=True)], buffer
 
@@ -346,8 +380,8 @@ class Kernel:
                 continue        # not the kernel's (printf's strings are read at compile time)
             words = -(-var.size // 4)
             if next_word + words > limit:
-                raise LaunchError(f"{self.name}: no global memory left for __device__ "
-                                  f"variable {var.name}")
+                raise _memory_full(f"{self.name}: no global memory left for __device__ "
+                                   f"variable {var.name}")
             data = self.symbols.get(var.name) or b"".join(
                 (v % (1 << (8 * var.elem_bytes))).to_bytes(var.elem_bytes, "little")
                 for v in var.init or [])
@@ -447,7 +481,7 @@ class Kernel:
         if engine != "interp":
             self._refuse_native_floats(shape)
         program, memory, layout, arrays, buffer = self._link(shape.grid, shape.block, args,
-                                                             printf_words)
+                                                             printf_words, shared_mem)
         program.shared_words = -(-(self.template_for(shape).shared_bytes + shared_mem) // 4)
         return Prepared(self, shape, grid, block, args, engine, runner, budget, program,
                         memory, list(memory), layout, arrays, buffer)

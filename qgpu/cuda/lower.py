@@ -24,7 +24,8 @@ _INT32 = {"u32", "s32", "b32"}
 _NARROW_PARAMS = {"u8", "s8", "b8", "u16", "s16", "b16"}
 _SREG_OPS = {"%tid.x": "tid", "%ctaid.x": "ctaid", "%laneid": "laneid", "%warpid": "warpid"}
 _SREG_CONST = {"%tid.y": 0, "%tid.z": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%ntid.y": 1,
-               "%ntid.z": 1, "%nctaid.y": 1, "%nctaid.z": 1, "%nwarpid": limits.MAX_WARPS}
+               "%ntid.z": 1, "%nctaid.y": 1, "%nctaid.z": 1,
+               "%nwarpid": limits.MAX_THREADS_PER_CTA // limits.LANES}
 _SREG_SYMS = {"%ntid.x": "ntid", "%nctaid.x": "nctaid"}
 
 

@@ -92,23 +92,31 @@ def parse_dims(text: str, what: str) -> Dim3:
     return dim3(values, f"--{what}")
 
 
-# Division of a small id by a launch constant: q = (v * m) >> 8 with m = ceil(256 / d) is
-# exact for v < 16 and d <= 16 (v * (m * d - 256) < 16 * 16 = 256); the ids are below
-# MAX_THREADS_PER_CTA and MAX_CTAS.
-_SHIFT = 8
-assert max(limits.MAX_THREADS_PER_CTA, limits.MAX_CTAS) ** 2 <= 1 << _SHIFT
+# Division of an id v < bound by a launch constant d: q = (v * m) >> s with
+# m = ceil(2^s / d) is exact when (bound - 1) * (m * d - 2^s) < 2^s (the error term stays
+# under one quotient step) and (bound - 1) * m < 2^32 (the product fits a word). s = 8 is
+# tried first: the ids of small launches (below 16) keep the code they always had.
+def _magic(d: int, bound: int) -> tuple[int, int]:
+    for s in (8, *range(1, 32)):
+        m = -(-(1 << s) // d)
+        if (bound - 1) * (m * d - (1 << s)) < 1 << s and (bound - 1) * m < 1 << 32:
+            return m, s
+    raise LaunchError(f"a 2-D/3-D launch of {bound} CTAs with a dimension of {d}: its "
+                      f"blockIdx cannot be computed exactly with one 32-bit multiply (exact "
+                      f"up to 4,096 CTAs, or with power-of-two dimensions)")
 
 
-def _div(emit: Callable, tmp: Callable, v, d: int):
+def _div(emit: Callable, tmp: Callable, v, d: int, bound: int):
     if d == 1:
         return v
     q = tmp()
     if d & (d - 1) == 0:
         emit("shr.u", q, v, Imm(d.bit_length() - 1))
         return q
+    m, shift = _magic(d, bound)
     t = tmp()
-    emit("mul", t, v, Imm(-(-(1 << _SHIFT) // d)))
-    emit("shr.u", q, t, Imm(_SHIFT))
+    emit("mul", t, v, Imm(m))
+    emit("shr.u", q, t, Imm(shift))
     return q
 
 
@@ -122,7 +130,7 @@ def _mod(emit: Callable, tmp: Callable, v, d: int, bound: int):
     if d & (d - 1) == 0:
         emit("and", r, v, Imm(d - 1))
         return r
-    q, t = _div(emit, tmp, v, d), tmp()
+    q, t = _div(emit, tmp, v, d, bound), tmp()
     emit("mul", t, q, Imm(d))
     emit("sub", r, v, t)
     return r
@@ -144,5 +152,5 @@ def special(name: str, shape: Shape, emit: Callable, tmp: Callable):
     below = 1
     for j in range(k):
         below *= dims[j]
-    q = _div(emit, tmp, lin, below)
+    q = _div(emit, tmp, lin, below, total)
     return _mod(emit, tmp, q, dims[k], -(-total // below))

@@ -81,7 +81,7 @@ def run_case(src: str, grid: int, block: int, memory: list[int], machine=None) -
     CheckMismatch (the model disagrees: ModelMiss when the interpreter faulted)."""
     prog = assemble(src)
     try:
-        res = run_launch(prog, grid, block, memory)
+        res = run_launch(prog, grid, block, memory, sizes=limits.MODEL_MEMORY)
         events, fault = res.events, None
     except Fault as f:
         events, fault = f.events, f

@@ -88,7 +88,7 @@ def case_setup(seed: int, model: bool = False, barriers: float = 0.0):
         program = replace(program, barriers=True)
         per_thread = 5 + len(program.float_outputs) + len(program.int_outputs)
         grid, block = rng.choice([(g, b) for g, b in BARRIER_SHAPES  # the arrays fit
-                                  if g * b * per_thread + 1 <= limits.GLOBAL_WORDS])
+                                  if g * b * per_thread + 1 <= limits.MODEL_GLOBAL_WORDS])
         inputs = (inputs + make_inputs(rng, grid * block))[:grid * block]
     return program, grid, block, inputs
 

@@ -109,7 +109,8 @@ def _reference(machine, case: Case, out: Outcome) -> list[int] | None:
         out.status, out.detail = "refused", reason(exc)
         return None
     try:
-        res = run_launch(case.program, case.grid, case.block, memory=list(case.memory) or None)
+        res = run_launch(case.program, case.grid, case.block, memory=list(case.memory) or None,
+                         sizes=limits.MODEL_MEMORY)
     except MachineError as exc:
         out.status, out.detail = "fault", f"interpreter: {exc}"
         return None

@@ -143,7 +143,7 @@ class _Gen:
     def _memory(self, op: str, space: str, fresh: list[int]) -> list[Instr]:
         """[and rA, rX, mask;] the memory operation at [rA+off] (or [r0+off])."""
         rng = self.rng
-        words = limits.GLOBAL_WORDS if space == "global" else limits.SHARED_WORDS
+        words = limits.MODEL_GLOBAL_WORDS if space == "global" else limits.MODEL_SHARED_WORDS
         out = []
         if rng.random() < 0.25:
             base, off = Reg(0), 4 * rng.randrange(words)
@@ -290,7 +290,7 @@ HIGH_SHAPES = ((1, 8), (1, 16), (2, 8), (2, 4), (1, 12))  # mostly CTAs of 2-4 w
 
 
 def random_case(rng: random.Random, ops: tuple[str, ...], max_blocks: int = 12,
-                multi_warp: float = 0.03, max_memory: int = limits.GLOBAL_WORDS,
+                multi_warp: float = 0.03, max_memory: int = limits.MODEL_GLOBAL_WORDS,
                 high: float = 0.0) -> Case:
     """One random launch: program (at most max_blocks + 1 blocks), grid, block (one warp
     but for `multi_warp` of the cases), initial global memory (at most max_memory
@@ -298,14 +298,14 @@ def random_case(rng: random.Random, ops: tuple[str, ...], max_blocks: int = 12,
     (placed_high) and, three times in four, CTAs of several warps: barriers past block
     64 that a warp waits at while the CTA's other warps run (issue 36's class; the
     draws come after the others, so high=0 gives the cases it always gave)."""
-    program = _Gen(rng, ops, min(max_blocks, limits.ROM_BLOCKS - 1)).program()
+    program = _Gen(rng, ops, min(max_blocks, limits.MODEL_ROM_BLOCKS - 1)).program()
     if rng.random() < multi_warp:
         grid, block = rng.choice(((2, 4), (1, 8), (2, 3), (1, 16), (4, 1)))
     else:
         grid, block = 1, rng.choice((1, 2, 3, 4, 4, 4))
-    n = min(max_memory, rng.choice((0, 4, 8, 16, 16, 32, 64, limits.GLOBAL_WORDS)))
+    n = min(max_memory, rng.choice((0, 4, 8, 16, 16, 32, 64, limits.MODEL_GLOBAL_WORDS)))
     memory = [edge_word(rng) if rng.random() < 0.7 else 0 for _ in range(n)]
-    last_start = limits.ROM_BLOCKS - len(program.blocks)
+    last_start = limits.MODEL_ROM_BLOCKS - len(program.blocks)
     if high and rng.random() < high and last_start >= 2:
         program = placed_high(program, rng.randint(min(48, last_start), last_start))
         if rng.random() < 0.75:

@@ -2,17 +2,23 @@
 one lane at a time, no cleverness. It defines the machine's behaviour (docs/isa.md).
 
 Scheduling (deterministic, and what the model's scheduler computes too):
+  * CTAs run one after another, in ctaid order (CUDA orders no CTAs; a GPU runs them in
+    waves), each with its own shared memory;
+  * within the CTA, the running warp is the lowest-numbered warp with a running lane:
+    a warp runs until every lane of it waits at a barrier or has exited, then the next;
   * a warp runs the block with the smallest PC among its running lanes; the active
     mask is the running lanes at that PC (min-PC reconvergence);
-  * the next warp is always the lowest-numbered warp with a running lane;
   * a lane that ends a block with `bar T` waits; when no lane of its CTA is running any
     more, every waiting lane of the CTA resumes at its target. Exited lanes do not take
     part. Lanes waiting at different barriers (divergent barriers) are a fault.
+This is the order v5's model computes for its 4 warps, so a launch the model runs has
+the same events on both.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from qgpu.errors import LaunchError, MachineError
 from qgpu.interp.bounds import Bounds
@@ -25,6 +31,14 @@ from qgpu.isa.program import Bar, Br, Exit, Imm, Instr, Jmp, Program
 RUNNING, WAITING, EXITED, ABSENT = "running", "waiting", "exited", "absent"
 
 
+class MemoryWord(NamedTuple):
+    """A word of memory: its space ("global" or "shared"), the CTA (for shared) and its
+    word index in the space (protocol.trace turns it into the model's flat address)."""
+    space: str
+    cta: int
+    word: int
+
+
 @dataclass
 class BlockEvent:
     """What one executed block did: the protocol turns this into trace tokens."""
@@ -32,7 +46,7 @@ class BlockEvent:
     block: int
     active: tuple[int, ...]                       # active lanes, ascending
     writeback: list[tuple[int, dict[int, int]]]   # (register, {lane: value}) ascending reg
-    mem_writes: list[tuple[int, int]]             # (flat word index, value after the op)
+    mem_writes: list[tuple[MemoryWord, int]]      # (word, value after the op)
     branch_taken: tuple[int, ...] | None = None   # br: active lanes that took the branch
     epoch: int = 0                                # barriers the CTA has released so far
     trap: Trap | None = None                      # the fault that ended the launch here
@@ -44,7 +58,7 @@ class InterpRun:
     event per executed block (protocol.expected_trace makes the trace of them)."""
 
     memory: list[int]
-    shared: list[list[int]]
+    shared: list[list[int]]       # each CTA's shared memory at its end
     events: list[BlockEvent] = field(default_factory=list)
 
     @property
@@ -86,21 +100,29 @@ class _MemoryTrap(Exception):
 
 
 class Machine:
-    """One launch of a program. `run()` executes it to the end."""
+    """One launch of a program. `run()` executes it to the end. `sizes` bounds its
+    memory: the ISA's, or the model machine's for a launch linked to run there too."""
 
     def __init__(self, prog: Program, grid: int, block: int, memory=None,
-                 budget: int = limits.DEFAULT_BLOCK_BUDGET):
+                 budget: int = limits.DEFAULT_BLOCK_BUDGET,
+                 sizes: limits.MemorySizes = limits.ISA_MEMORY):
         limits.check_launch_shape(grid, block)
         self.prog, self.grid, self.block, self.budget = prog, grid, block, budget
-        mem = [0] * limits.GLOBAL_WORDS if memory is None else [limits.u32(int(v)) for v in memory]
-        if len(mem) > limits.GLOBAL_WORDS:
+        self.sizes = sizes
+        words = sizes.global_words
+        mem = [0] * words if memory is None else [limits.u32(int(v)) for v in memory]
+        if len(mem) > words:
             raise LaunchError(f"{len(mem)} words of global memory given; the machine has "
-                              f"{limits.GLOBAL_WORDS}")
-        self.memory = mem + [0] * (limits.GLOBAL_WORDS - len(mem))
-        self.shared = [[0] * limits.SHARED_WORDS for _ in range(grid)]
-        per_cta = limits.warps_per_cta(block)
-        self.warps = [Warp(c * per_cta + w, c, w, w * limits.LANES, block)
-                      for c in range(grid) for w in range(per_cta)]
+                              f"{words}")
+        self.memory = mem + [0] * (words - len(mem))
+        # a CTA's shared memory is made when it starts: only the launch's own words
+        # (the static __shared__ data and the extern array) where the program says them
+        shared = sizes.shared_words if prog.shared_words is None else \
+            min(prog.shared_words, sizes.shared_words)
+        self._shared_size = shared
+        self.shared: list[list[int]] = []
+        self.per_cta = limits.warps_per_cta(block)
+        self.warps: list[Warp] = []       # the running CTA's warps
         self.events: list[BlockEvent] = []
         self.instructions = 0
         self._position = 0        # instruction position of the operation being run
@@ -116,10 +138,27 @@ class Machine:
 
     # -- scheduling -------------------------------------------------------------------
     def run(self) -> InterpRun:
+        for cta in range(self.grid):
+            self._start_cta(cta)
+            self._run_cta(cta)
+        return InterpRun(self.memory, self.shared, self.events, self.instructions)
+
+    def _start_cta(self, cta: int) -> None:
+        self.shared.append([0] * self._shared_size)
+        self.local.clear()      # the threads of the CTA before have ended: their words die
+        if self.bounds:
+            self.bounds.local.clear()
+        self.warps = [Warp(cta * self.per_cta + w, cta, w, w * limits.LANES, self.block)
+                      for w in range(self.per_cta)]
+
+    def _run_cta(self, cta: int) -> None:
+        first = 0    # warps below it have no running lane until the next release
         while True:
-            warp = next((w for w in self.warps if w.running()), None)
-            if warp is None:
-                break
+            while first < len(self.warps) and not self.warps[first].running():
+                first += 1
+            if first == len(self.warps):
+                return
+            warp = self.warps[first]
             if len(self.events) >= self.budget:
                 raise budget_error(self.budget)
             pc = min(warp.pc[lane] for lane in warp.running())
@@ -131,26 +170,30 @@ class Machine:
                             warp.cta, mt.op, mt.detail)
                 self.events.append(BlockEvent(warp.index, pc, active, [], [], None,
                                               self.releases[warp.cta], trap))
-                raise Fault(trap, self.events) from None
-            event.epoch = self.releases[warp.cta]
+                raise Fault(trap, self.events, self.sizes) from None
+            event.epoch = self.releases[cta]
             self.events.append(event)
-            self._release_barrier(warp.cta, event)
-        return InterpRun(self.memory, self.shared, self.events, self.instructions)
+            if not warp.running() and self._release_barrier(cta, event, first):
+                first = 0
 
-    def _release_barrier(self, cta: int, last: BlockEvent) -> None:
-        lanes = [(w, lane) for w in self.warps if w.cta == cta for lane in range(limits.LANES)]
-        if any(w.status[lane] == RUNNING for w, lane in lanes):
-            return
-        waiting = [(w, lane) for w, lane in lanes if w.status[lane] == WAITING]
+    def _release_barrier(self, cta: int, last: BlockEvent, first: int) -> bool:
+        """Release the CTA's barrier when none of its lanes runs; True if it did. Warps
+        below `first` have no running lane (the scheduler passed them)."""
+        if any(w.status[lane] == RUNNING for w in self.warps[first:]
+               for lane in range(limits.LANES)):
+            return False
+        waiting = [(w, lane) for w in self.warps for lane in range(limits.LANES)
+                   if w.status[lane] == WAITING]
         targets = {w.pc[lane] for w, lane in waiting}
         if len(targets) > 1:
             last.trap = Trap("barrier", min(targets) | max(targets) << 16, last.warp, 0,
                              last.block, 0, cta)
-            raise Fault(last.trap, self.events)
+            raise Fault(last.trap, self.events, self.sizes)
         for w, lane in waiting:
             w.status[lane] = RUNNING
         if waiting:
             self.releases[cta] += 1
+        return bool(waiting)
 
     # -- one block ----------------------------------------------------------------------
     def execute(self, warp: Warp, pc: int, active: tuple[int, ...]) -> BlockEvent:
@@ -213,8 +256,7 @@ class Machine:
 
     def _word(self, ins: Instr, space: str, address: int, lane: int) -> int:
         addr = limits.u32(address + ins.offset)
-        words = {"global": limits.GLOBAL_WORDS, "shared": limits.SHARED_WORDS,
-                 "local": limits.LOCAL_WORDS}[space]
+        words = limits.LOCAL_WORDS if space == "local" else self.sizes.words(space)
         if addr % 4 or addr // 4 >= words:
             raise _MemoryTrap(memory_kind(space, addr % 4 != 0), addr, lane, self._position,
                               ins.op)
@@ -268,7 +310,7 @@ class Machine:
                 self._shared_access(warp, spec.space, word, ATOMIC, mem[word])
             touched[word] = None
         for word in touched:
-            mem_writes.append((limits.flat_address(spec.space, word, warp.cta), mem[word]))
+            mem_writes.append((MemoryWord(spec.space, warp.cta, word), mem[word]))
         return out
 
     def _local_op(self, warp: Warp, ins: Instr, active, vals) -> dict[int, int]:
@@ -321,6 +363,7 @@ class Machine:
 
 
 def run_launch(prog: Program, grid: int = 1, block: int = limits.LANES, memory=None,
-               budget: int = limits.DEFAULT_BLOCK_BUDGET) -> InterpRun:
+               budget: int = limits.DEFAULT_BLOCK_BUDGET,
+               sizes: limits.MemorySizes = limits.ISA_MEMORY) -> InterpRun:
     """Run one launch of `prog` to the end on the reference interpreter."""
-    return Machine(prog, grid, block, memory, budget).run()
+    return Machine(prog, grid, block, memory, budget, sizes).run()

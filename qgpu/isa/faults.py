@@ -55,8 +55,9 @@ def memory_kind(space: str, misaligned: bool) -> str:
     return f"{'misaligned' if misaligned else 'out-of-bounds'}-{space}"
 
 
-def fault_message(trap: Trap) -> str:
-    """The one error text of a fault, from its record alone (interpreter and model)."""
+def fault_message(trap: Trap, sizes: limits.MemorySizes = limits.ISA_MEMORY) -> str:
+    """The one error text of a fault, from its record and the memory sizes of the
+    machine that ran it (the interpreter's or the model's)."""
     if trap.kind == "barrier":
         lo, hi = trap.address & 0xFFFF, trap.address >> 16
         return (f"barrier cannot complete: lanes of CTA {trap.cta} wait at different "
@@ -64,8 +65,7 @@ def fault_message(trap: Trap) -> str:
                 f"block {trap.block}, warp {trap.warp})")
     what, space = trap.kind.split("-", 1) if trap.kind.startswith("misaligned") else \
         ("out-of-bounds", trap.kind.rsplit("-", 1)[1])
-    words = {"global": limits.GLOBAL_WORDS, "shared": limits.SHARED_WORDS,
-             "local": limits.LOCAL_WORDS}[space]
+    words = limits.LOCAL_WORDS if space == "local" else sizes.words(space)
     text = (f"{what} {space} access at byte address {trap.address} ({trap.op}) by lane "
             f"{trap.lane} of warp {trap.warp} (CTA {trap.cta}), block {trap.block}")
     if trap.detail:
@@ -79,7 +79,8 @@ class Fault(MachineError):
     """A launch that faulted: `trap` is the record, `events` the interpreter's block
     events up to it (the last one carries the trap: see protocol.trace)."""
 
-    def __init__(self, trap: Trap, events=None):
-        super().__init__(fault_message(trap))
+    def __init__(self, trap: Trap, events=None,
+                 sizes: limits.MemorySizes = limits.ISA_MEMORY):
+        super().__init__(fault_message(trap, sizes))
         self.trap = trap
         self.events = list(events or [])

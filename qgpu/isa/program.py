@@ -142,6 +142,9 @@ class Program:
     # global words no argument, variable or printf record owns (qgpu.cuda.guard checks
     # them unchanged after a launch: an out-of-bounds store on the model is not silent)
     free_words: tuple = field(default=(), compare=False)
+    # the memory the launch's data is linked into (the API's link: the model machine's
+    # sizes when the launch fits them, else the ISA's); None: not linked (hand-written)
+    memory_sizes: limits.MemorySizes | None = field(default=None, compare=False)
 
     def __post_init__(self):
         validate(self)

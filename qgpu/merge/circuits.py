@@ -39,7 +39,7 @@ def demo_part(name: str, shape: LayerShape, progress: bool = False,
 def check_machine_shape(shape: LayerShape) -> None:
     """The machine's memory table has one row per global word in a key head and 2 columns
     per bit in a value head; its register file wants heads as wide."""
-    need = limits.GLOBAL_WORDS
+    need = limits.MODEL_GLOBAL_WORDS
     bad = [f"{what} {got}" for what, got in (("linear_key_head_dim", shape.key_dim),
                                              ("linear_value_head_dim", shape.value_dim))
            if got < need]
@@ -55,7 +55,7 @@ def memory_table_location(compiled) -> dict:
     table = next(n for n in plan.order if isinstance(n, Table) and n.name == MEMORY_TABLE)
     head = plan.heads[table][0] * compiled.weights.config.value_heads_per_key_head
     return {"table": MEMORY_TABLE, "layer": int(plan.layer[table]), "head": int(head),
-            "rows": limits.GLOBAL_WORDS, "columns": 64}
+            "rows": limits.MODEL_GLOBAL_WORDS, "columns": 64}
 
 
 # The machine a merge compiles unless told otherwise: without the fault detector

@@ -70,7 +70,7 @@ def _block_row(r: _Reader) -> tuple[int, frozenset[int], object]:
     wb = r.take("V")[0]
     kind, cond = r.take("TRM")
     targets = r.take("V")[0]
-    t, f = targets & (limits.ROM_BLOCKS - 1), targets >> limits.BLOCK_BITS
+    t, f = targets & (limits.MODEL_ROM_BLOCKS - 1), targets >> limits.MODEL_BLOCK_BITS
     term = {"jmp": Jmp(t), "br": Br(Reg(cond), t, f), "bar": Bar(t), "exit": Exit()}[
         TERMS[kind]]
     return b, frozenset(x for x in range(limits.REGS) if wb >> x & 1), term
@@ -112,7 +112,7 @@ def decode_prompt(tokens: list[int]) -> Launch:
     grid = r.take("GRID")[0] + 1
     ntid = r.take("NTID")[0] + 1
     blocks: list[Block] = []
-    memory = [0] * limits.GLOBAL_WORDS
+    memory = [0] * limits.MODEL_GLOBAL_WORDS
     while r.peek() == "BLK":
         start = r.pos
         b, wb, term = _block_row(r)
@@ -139,9 +139,10 @@ def decode_prompt(tokens: list[int]) -> Launch:
     while r.peek() == "ADDR":
         at = r.pos
         a = r.take("ADDR")[0]
-        if a >= limits.GLOBAL_WORDS:
+        if a >= limits.MODEL_GLOBAL_WORDS:
             raise ProtocolError(f"prompt: position {at}: ADDR({a}) is not a global word "
-                                f"(0..{limits.GLOBAL_WORDS - 1}); the prompt sets global memory")
+                                f"(0..{limits.MODEL_GLOBAL_WORDS - 1}); the prompt sets global "
+                                f"memory")
         memory[a] = r.word()
     r.take("GO")
     if r.pos != len(r.toks):
@@ -165,7 +166,8 @@ class Record:
         if self.kind == "halt":
             return f"{self.position:5d}  HALT"
         if self.kind == "trap":
-            return f"{self.position:5d}  TRAP {self.trap.kind}: {fault_message(self.trap)}"
+            message = fault_message(self.trap, limits.MODEL_MEMORY)
+            return f"{self.position:5d}  TRAP {self.trap.kind}: {message}"
         parts = [f"{self.position:5d}  EXEC block {self.block} warp {self.warp} "
                  f"lanes {''.join(str(x) for x in self.active)}"]
         for reg, lanes in self.registers.items():

@@ -58,7 +58,7 @@ def _terminator(blk: Block) -> list[int]:
     kind = TERMS.index({Jmp: "jmp", Br: "br", Bar: "bar"}.get(type(t), "exit"))
     taken = t.target if isinstance(t, Jmp | Bar) else t.taken if isinstance(t, Br) else 0
     other = t.not_taken if isinstance(t, Br) else 0
-    return [tok("TRM", kind, cond), tok("V", taken | other << limits.BLOCK_BITS)]
+    return [tok("TRM", kind, cond), tok("V", taken | other << limits.MODEL_BLOCK_BITS)]
 
 
 def encode_block(blk: Block, b: int) -> list[int]:

@@ -14,8 +14,9 @@ and finally HALT. A launch that faults ends instead with the fault's record (pro
 
 from __future__ import annotations
 
-from qgpu.errors import ProtocolError
-from qgpu.interp.simt import BlockEvent
+from qgpu.errors import LaunchError, ProtocolError
+from qgpu.interp.simt import BlockEvent, MemoryWord
+from qgpu.isa import limits
 from qgpu.isa.faults import FAULT_KINDS, Trap
 from qgpu.protocol.vocab import EPOCHS, split32, tok
 
@@ -33,6 +34,18 @@ def trap_tokens(trap: Trap) -> list[int]:
             *split32(trap.address)]
 
 
+def flat_address(word: MemoryWord) -> int:
+    """The ADDR token's word: the model machine's flat index of `word` (LaunchError for a
+    word the model's memory does not have: such a launch cannot be traced)."""
+    space, cta, index = word
+    if index >= limits.MODEL_MEMORY.words(space) or cta >= limits.MODEL_MAX_CTAS:
+        raise LaunchError(f"{space} word {index} of CTA {cta} is beyond the model "
+                          f"machine's memory ({limits.MODEL_GLOBAL_WORDS} global words, "
+                          f"{limits.MODEL_SHARED_WORDS} shared words per CTA, "
+                          f"{limits.MODEL_MAX_CTAS} CTAs): protocol v5 cannot trace it")
+    return limits.model_flat_address(space, index, cta)
+
+
 def event_tokens(ev: BlockEvent) -> list[int]:
     out = [tok("EXEC", ev.block, ev.warp, lane_mask(ev.active), ev.epoch % EPOCHS)]
     if ev.trap is not None and ev.trap.memory:      # the block faulted: nothing else
@@ -41,8 +54,8 @@ def event_tokens(ev: BlockEvent) -> list[int]:
         out.append(tok("R", reg))
         for lane in ev.active:
             out += split32(per_lane[lane])
-    for addr, value in ev.mem_writes:
-        out += [tok("ADDR", addr), *split32(value)]
+    for word, value in ev.mem_writes:
+        out += [tok("ADDR", flat_address(word)), *split32(value)]
     out.append(tok("END", lane_mask(ev.branch_taken or ())))
     if ev.trap is not None:                          # a barrier fault after the block
         out += trap_tokens(ev.trap)

@@ -53,25 +53,27 @@ KINDS: tuple[Kind, ...] = (
     Kind("V", (1 << 16,), "V(x): a 16-bit value; V(x) has id x"),
     # prompt: launch configuration
     Kind("LAUNCH", (), "first prompt token"),
-    Kind("GRID", (limits.MAX_CTAS,), "GRID(g-1): g CTAs"),
-    Kind("NTID", (limits.MAX_THREADS_PER_CTA,), "NTID(n-1): n threads per CTA"),
+    Kind("GRID", (limits.MODEL_MAX_CTAS,), "GRID(g-1): g CTAs"),
+    Kind("NTID", (limits.MODEL_MAX_THREADS_PER_CTA,), "NTID(n-1): n threads per CTA"),
     # prompt: program ROM, one record per row (fields of a row fit in the conv window)
-    Kind("BLK", (limits.ROM_BLOCKS,), "BLK(b) V(wb) TRM V(t | f << 8): block b's row record; "
+    Kind("BLK", (limits.MODEL_ROM_BLOCKS,), "BLK(b) V(wb) TRM V(t | f << 8): block b's row record; "
                                       "V(wb): the writeback registers as a 16-bit mask; t, "
                                       "f: the jmp/bar/br target, br's other"),
     Kind("TRM", (len(TERMS), limits.REGS), "TRM(kind, cond): terminator kind, br's register"),
-    Kind("INS", (limits.ROM_BLOCKS, N_SLOTS), "INS(b, p): instruction p = stage*SLOTS+slot of "
+    Kind("INS", (limits.MODEL_ROM_BLOCKS, N_SLOTS),
+         "INS(b, p): instruction p = stage*SLOTS+slot of "
                                           "block b: INS OPD SRCAB SRCC"),
     Kind("OPD", (len(OP_NAMES), limits.REGS), "OPD(op, dst): operation, destination (0: none)"),
     Kind("SRCAB", (N_SEL, N_SEL), "SRCAB(a, b): selectors of operands a and b"),
     Kind("SRCC", (N_SEL,), "SRCC(c): selector of operand c"),
-    Kind("IMM", (limits.ROM_BLOCKS, N_SLOTS, len(IMM_FIELDS)),
+    Kind("IMM", (limits.MODEL_ROM_BLOCKS, N_SLOTS, len(IMM_FIELDS)),
          "IMM(b, p, j) V(lo) V(hi): immediate j of instruction p of block b"),
     # prompt and trace: memory record
-    Kind("ADDR", (limits.FLAT_WORDS,), "ADDR(a) V(lo) V(hi): memory word a (flat) holds the value"),
+    Kind("ADDR", (limits.MODEL_FLAT_WORDS,),
+         "ADDR(a) V(lo) V(hi): memory word a (flat) holds the value"),
     Kind("GO", (), "last prompt token; the model writes the trace from here"),
     # trace
-    Kind("EXEC", (limits.ROM_BLOCKS, limits.MAX_WARPS, MASKS, EPOCHS),
+    Kind("EXEC", (limits.MODEL_ROM_BLOCKS, limits.MODEL_MAX_WARPS, MASKS, EPOCHS),
          "EXEC(b, w, m, e): warp w runs block b with active lanes m; e: its CTA's barrier "
          "releases so far, mod 4"),
     Kind("R", (limits.REGS,), "R(r): the values of register r follow, V(lo) V(hi) per active "

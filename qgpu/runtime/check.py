@@ -114,7 +114,7 @@ def interp_launch(program: Program, grid: int, block: int, memory: list[int],
     launch has no results to compare)."""
     try:
         res = run_launch(program, grid=grid, block=block, memory=memory or None,
-                         budget=budget)
+                         budget=budget, sizes=limits.MODEL_MEMORY)
     except Fault as fault:
         return fault.events, None
     return res.events, list(res.memory)

@@ -93,7 +93,7 @@ class ModelMachine(LaunchMachine):
     def read_memory(self, state) -> list[int]:
         """Global memory from the state (the memory table's rows: machine.memory)."""
         layer, head = self.memory_at
-        return decode_memory_rows(state.recurrent[layer][head, :limits.GLOBAL_WORDS, :64])
+        return decode_memory_rows(state.recurrent[layer][head, :limits.MODEL_GLOBAL_WORDS, :64])
 
 
 _loaded: dict[tuple, ModelMachine] = {}

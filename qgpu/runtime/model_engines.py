@@ -11,6 +11,7 @@ from qgpu.circuit.machine.spec import check_launch
 from qgpu.cuda.api import ENGINES, EngineRun
 from qgpu.cuda.many import BATCH_ENGINES
 from qgpu.errors import CheckMismatch, QgpuError
+from qgpu.isa import limits
 from qgpu.isa.faults import Fault
 from qgpu.protocol import Launch, decode_trace
 from qgpu.runtime.check import check_trace, forced_launch
@@ -51,7 +52,7 @@ def _engine_run(program, grid: int, block: int, memory, run, check: bool = False
             raise
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
     if records and records[-1].kind == "trap":   # the model detected a fault: its error
-        raise Fault(records[-1].trap)
+        raise Fault(records[-1].trap, sizes=limits.MODEL_MEMORY)
     return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace,
                      run.margins, expected, run.seconds)
 

@@ -280,6 +280,7 @@ def dot_launch():
     """The dot-product launch of benchmarks/bench_machine.py: (program, grid, block,
     memory, prompt tokens, interpreter trace, interpreter final memory)."""
     from qgpu.interp import run_launch
+    from qgpu.isa import limits
     from qgpu.protocol import encode_prompt, expected_trace
 
     source = kernel_source(DEMO_KERNEL)
@@ -287,7 +288,7 @@ def dot_launch():
     a, b = np.array([1, 2, 3], np.int32), np.array([4, 5, 6], np.int32)
     program, memory, _, _ = kernel.link(1, 3, (a, b, np.zeros(1, np.int32), 3))
     prompt = [int(x) for x in encode_prompt(program, 1, 3, memory)]
-    result = run_launch(program, 1, 3, memory=memory)
+    result = run_launch(program, 1, 3, memory=memory, sizes=limits.MODEL_MEMORY)
     return program, 1, 3, memory, prompt, expected_trace(result.events), list(result.memory)
 
 

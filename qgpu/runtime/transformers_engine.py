@@ -53,6 +53,7 @@ from qgpu.circuit.machine.memory import decode_memory_rows
 from qgpu.cuda.api import ENGINES, EngineRun
 from qgpu.errors import LaunchError, QgpuError
 from qgpu.interp.simt import budget_error
+from qgpu.isa import limits
 from qgpu.isa.faults import Fault
 from qgpu.protocol import Launch, decode_trace, encode_prompt, kind_of, tok
 from qgpu.protocol.vocab import VOCAB_SIZE
@@ -279,7 +280,7 @@ def run_transformers(machine: TransformersMachine, program, grid: int, block: in
         check_trace(program, grid, block, memory, run.prompt, run.trace, run.memory)
     records = decode_trace(Launch(program, grid, block, list(memory)), run.trace)
     if records and records[-1].kind == "trap":   # the model detected a fault: its error
-        raise Fault(records[-1].trap)
+        raise Fault(records[-1].trap, sizes=limits.MODEL_MEMORY)
     return EngineRun(run.memory, [r for r in records if r.kind == "exec"], run.trace)
 
 

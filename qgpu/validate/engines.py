@@ -42,18 +42,22 @@ HALT = tok("HALT")
 
 
 def suite_launches(max_launches: int | None = None):
-    """(case id, program, grid, block, memory) of the suite's launches, shortest first."""
+    """(case id, program, grid, block, memory) of the suite's launches the model machine
+    runs (its sizes: suite.model_sized), shortest first."""
     from qgpu.interp import run_launch
-    from qgpu.suite import compiled_module, load_suite, positional_args
+    from qgpu.isa import limits
+    from qgpu.suite import compiled_module, load_suite, model_sized, positional_args
 
     cases = []
     for spec in load_suite():
         fn = compiled_module(spec.source).get_function(spec.kernel)
         for i, launch in enumerate(spec.launches):
+            if not model_sized(spec, launch):
+                continue
             program, memory, _, _ = fn.link(launch["grid"], launch["block"],
                                             positional_args(spec, launch["args"]))
             res = run_launch(program, grid=launch["grid"], block=launch["block"],
-                             memory=list(memory) or None)
+                             memory=list(memory) or None, sizes=limits.MODEL_MEMORY)
             cases.append((len(expected_trace(res.events)), spec.case_id(i), program,
                           launch["grid"], launch["block"], list(memory)))
     cases.sort(key=lambda c: c[0])
@@ -63,7 +67,7 @@ def suite_launches(max_launches: int | None = None):
 def memory_from_records(program, grid, block, memory, trace) -> list[int]:
     """Global memory after the launch from its trace's memory records alone (flat
     addresses: the global words first, shared memory after them)."""
-    from qgpu.isa.limits import GLOBAL_WORDS
+    from qgpu.isa.limits import MODEL_GLOBAL_WORDS as GLOBAL_WORDS
 
     out = list(memory)
     for rec in decode_trace(Launch(program, grid, block, list(memory)), trace):
@@ -94,6 +98,7 @@ def run_transformers(model_dir: Path, launches, device: str) -> dict:
 
     from qgpu.circuit.machine.memory import decode_memory_rows
     from qgpu.interp import run_launch
+    from qgpu.isa import limits
     from qgpu.runtime.checkpoint import read_info
     from qgpu.runtime.transformers_engine import check_greedy, greedy_config, load_model
 
@@ -104,7 +109,8 @@ def run_transformers(model_dir: Path, launches, device: str) -> dict:
     rows, gen_tokens, gen_seconds = [], 0, 0.0
     for case, program, grid, block, memory in launches:
         prompt = encode_prompt(program, grid, block, memory)
-        res = run_launch(program, grid=grid, block=block, memory=memory or None)
+        res = run_launch(program, grid=grid, block=block, memory=memory or None,
+                         sizes=limits.MODEL_MEMORY)
         want = expected_trace(res.events)
         ids = torch.tensor([[off + t for t in prompt + want[:-1]]], device=device)
         with torch.no_grad():
@@ -183,6 +189,7 @@ def run_vllm(model_dir: Path, launches, concurrency: int, url: str | None) -> di
     import urllib.request
 
     from qgpu.interp import run_launch
+    from qgpu.isa import limits
     from qgpu.runtime.checkpoint import read_info
 
     info = read_info(model_dir)
@@ -191,7 +198,8 @@ def run_vllm(model_dir: Path, launches, concurrency: int, url: str | None) -> di
     for case, program, grid, block, memory in launches:
         prompt = encode_prompt(program, grid, block, memory)
         want = expected_trace(run_launch(program, grid=grid, block=block,
-                                         memory=memory or None).events)
+                                         memory=memory or None,
+                                         sizes=limits.MODEL_MEMORY).events)
         work.append((case, program, grid, block, memory, prompt, want))
     max_len = max(len(p) + len(w) for *_, p, w in work) + 16
     proc = None if url else start_vllm(model_dir, 8000, max_len)

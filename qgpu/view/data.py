@@ -163,8 +163,8 @@ def launch_data(prompt: list[int], trace: list[int], *, kernel: str = "", engine
         "ptx": sources.ptx,
         "origins": [{"ptx": list(o.get("ptx", ())), "source": s}
                     for o, s in zip(sources.origins, src_lines, strict=True)],
-        "memory": {"initial": list(launch.memory), "global_words": limits.GLOBAL_WORDS,
-                   "shared_words": limits.SHARED_WORDS, "final": final_memory},
+        "memory": {"initial": list(launch.memory), "global_words": limits.MODEL_GLOBAL_WORDS,
+                   "shared_words": limits.MODEL_SHARED_WORDS, "final": final_memory},
         "arrays": [{"name": n, "base": b, "size": s, "signed": arrays.signed.get(n, True)}
                    for n, (b, s) in arrays.layout.items()],
         "scalars": dict(arrays.scalars),

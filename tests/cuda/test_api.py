@@ -37,8 +37,9 @@ def test_grid_and_block_as_tuples_and_args_as_dict(mod):
     a, b, c = i32([1, 2]), i32([3, 4]), np.zeros(2, np.int32)
     mod.get_function("vadd")((1,), (2, 1, 1), {"a": a, "b": b, "c": c, "n": 2})
     assert list(c) == [4, 6]
-    with pytest.raises(LaunchError, match=r"grid \(2,3\) x block \(2\) \(6 CTAs"):
-        mod.get_function("vadd")((2, 3), 2, [a, b, c, 2])
+    with pytest.raises(LaunchError, match=r"grid \(2,3\) x block \(32,33\) \(6 CTAs of "
+                                          r"1056 threads\): block of 1056 threads"):
+        mod.get_function("vadd")((2, 3), (32, 33), [a, b, c, 2])
     with pytest.raises(LaunchError, match="4 dimensions; a launch has 1 to 3"):
         mod.get_function("vadd")((1, 1, 1, 1), 2, [a, b, c, 2])
 
@@ -59,10 +60,21 @@ def test_the_same_array_twice_is_placed_once(mod):
 
 
 def test_oversize_arguments_are_a_launch_error(mod):
-    big = np.zeros(100, np.int32)
-    with pytest.raises(LaunchError, match=r"need 204 words .* the machine has 128"):
+    big = np.zeros(8200, np.int32)
+    with pytest.raises(LaunchError, match=r"need 16404 words .* the machine has 16384"):
         mod.get_function("vadd")(1, 4, [big, big.copy(), np.zeros(4, np.int32), 4])
-    assert limits.GLOBAL_WORDS == 128
+    assert limits.GLOBAL_WORDS == 16384
+
+
+def test_data_past_the_model_memory_links_into_the_isa_memory(mod):
+    """100 + 100 + 4 words do not fit the model machine's 128: the launch is linked into
+    the ISA's memory and runs on the interpreter; the model refuses it by name."""
+    a, b = i32(range(100)), i32(range(100, 200))
+    c = np.zeros(100, np.int32)
+    res = mod.get_function("vadd")(1, 4, [a, b, c, 100])
+    assert res.program.memory_sizes == limits.ISA_MEMORY and res.tokens is None
+    small = mod.get_function("vadd")(1, 4, [a[:4], b[:4], c[:4], 4])
+    assert small.program.memory_sizes == limits.MODEL_MEMORY and small.tokens > 0
 
 
 @pytest.mark.parametrize("args,match", [
@@ -86,9 +98,9 @@ def test_dict_arguments_must_match_the_names(mod):
 def test_launch_limits_and_engines(mod):
     k = mod.get_function("vadd")
     args = [i32([1]), i32([1]), np.zeros(1, np.int32), 1]
-    with pytest.raises(LaunchError, match="warps"):
-        k(4, 16, args)
-    with pytest.raises(LaunchError, match="needs 8 warps"):
+    with pytest.raises(LaunchError, match="block of 1025 threads"):
+        k(4, 1025, args)
+    with pytest.raises(LaunchError, match="needs 8"):
         k(2, 16, [i32([1] * 32), i32([1] * 32), np.zeros(32, np.int32), 32], engine="model")
     with pytest.raises(LaunchError, match="unknown engine"):
         k(1, 1, args, engine="gpu")

@@ -12,6 +12,7 @@ import qgpu
 from qgpu.cli import main as cli_main
 from qgpu.cuda.printf import KernelAssertion, PrintfOverflow
 from qgpu.errors import CompileError, LaunchError
+from qgpu.isa import limits
 
 CORPUS = Path(__file__).resolve().parents[2] / "kernels" / "corpus"
 DEBUG = CORPUS / "printf_debug.cu"
@@ -94,11 +95,15 @@ __global__ void k(int *a, int *b) {
     k = qgpu.compile(src, "r.cu", engine="interp").get_function("k")
     a, b = np.arange(60, dtype=np.int32), np.zeros(60, np.int32)
     assert k(1, 1, [a, b]).printed.endswith("memory: 1\n")       # 8 words left: 1 record
-    with pytest.raises(LaunchError, match=r"the machine has 128, 10 of them the printf "
+    # 120 words and a 10-word buffer do not fit the model machine's 128 words: the launch
+    # is linked into the ISA's memory instead, where they do
+    assert k(1, 1, [a, b], printf_words=10).program.memory_sizes == limits.ISA_MEMORY
+    big = np.arange(8190, dtype=np.int32)
+    with pytest.raises(LaunchError, match=r"the machine has 16384, 10 of them the printf "
                                           r"buffer \(printf_words, --printf-words\)"):
-        k(1, 1, [a, b], printf_words=10)
+        k(1, 1, [big, big.copy()], printf_words=10)
     with pytest.raises(LaunchError, match="no global memory left for the printf buffer"):
-        k(1, 1, [np.arange(64, dtype=np.int32), np.zeros(63, np.int32)])
+        k(1, 1, [np.arange(8192, dtype=np.int32), np.zeros(8191, np.int32)])
     with pytest.raises(LaunchError, match=r"printf_words 1: give the printf buffer's size"):
         k(1, 1, [a, b], printf_words=1)
 

@@ -1,11 +1,12 @@
 """Every clear error of the front end: clang diagnostics with file:line, unsupported
 constructs naming the PTX and source line, limits (ROM, shared memory), unknown kernels."""
 
+import numpy as np
 import pytest
 
 import qgpu
 from qgpu.cuda.driver import compile_to_ptx
-from qgpu.errors import CompileError, QgpuError
+from qgpu.errors import CompileError, ProgramError, QgpuError
 from tests.cuda.helpers import run_ptx
 
 
@@ -57,18 +58,36 @@ def test_local_arrays_indexed_at_run_time_are_rejected():
 
 def test_rom_overflow_names_the_kernel_and_the_count():
     body = "".join(f"  if (a[{k}] > {k}) a[{k + 20}] = a[{k}] / a[{k + 40}];\n"
-                   for k in range(40))
+                   for k in range(130))
     src = f"__global__ void big(int *a) {{\n{body}}}\n"
     with pytest.raises(CompileError, match=r"kernel big \(kernel.cu:1\): needs \d+ machine "
-                                           r"blocks; the program ROM holds 128"):
+                                           r"blocks; the program ROM holds 1024"):
         get(src, "big")
 
 
+def test_a_program_past_the_model_rom_runs_on_the_interpreter_only():
+    """321 blocks: within the ISA's ROM, past the model machine's 128 (refused by name)."""
+    import qgpu.runtime  # noqa: F401  (registers the model's engines)
+    body = "".join(f"  if (a[{k}] > {k}) a[{k + 20}] = a[{k}] / a[{k + 40}];\n"
+                   for k in range(40))
+    kernel = get(f"__global__ void big(int *a) {{\n{body}}}\n", "big")
+    assert 128 < len(kernel.program.blocks) <= 1024
+    a = np.arange(1, 81, dtype=np.int32)
+    want = a.copy()
+    for k in range(40):
+        if want[k] > k:
+            want[k + 20] = int(want[k] / want[k + 40])
+    kernel(1, 1, [a])
+    assert list(a) == list(want)
+    with pytest.raises(ProgramError, match=r"blocks; the model machine's ROM holds 128"):
+        kernel(1, 1, [np.arange(1, 81, dtype=np.int32)], engine="model")
+
+
 def test_shared_memory_overflow():
-    src = "__global__ void k(int *a) { __shared__ int s[40]; s[threadIdx.x] = 1;" \
+    src = "__global__ void k(int *a) { __shared__ int s[12289]; s[threadIdx.x] = 1;" \
           " __syncthreads(); a[0] = s[a[1]]; }"
     with pytest.raises(CompileError,
-                       match=r"kernel k \(kernel.cu:1\): __shared__ data needs 160 bytes"):
+                       match=r"kernel k \(kernel.cu:1\): __shared__ data needs 49156 bytes"):
         get(src)
 
 

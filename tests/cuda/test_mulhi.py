@@ -22,7 +22,7 @@ EDGE = [0, 1, 2, 3, 0xFFFFFFFF, 0xFFFFFFFE, 0x80000000, 0x80000001, 0x7FFFFFFF, 
 _rng = random.Random(11)
 PAIRS = [(a, b) for a in EDGE for b in EDGE] + [
     (_rng.getrandbits(32), _rng.getrandbits(32)) for _ in range(64)]
-N = limits.LANES * limits.MAX_WARPS      # threads per launch (the machine's most)
+N = limits.LANES * limits.MODEL_MAX_WARPS      # threads per launch (the machine's most)
 
 
 def hi_u(a, b):

@@ -56,8 +56,8 @@ def test_a_1d_launch_reads_y_and_z_as_0_and_1(ids):
 
 
 def test_shapes_beyond_the_machine_are_refused_naming_the_shape(ids):
-    with pytest.raises(LaunchError, match=r"block \(4,5\) \(1 CTAs of 20 threads\)"):
-        ids(1, (4, 5), [np.zeros(40, np.uint32)])
+    with pytest.raises(LaunchError, match=r"block \(32,33\) \(1 CTAs of 1056 threads\)"):
+        ids(1, (32, 33), [np.zeros(40, np.uint32)])
     with pytest.raises(LaunchError, match="at least 1"):
         ids(1, (4, 0), [np.zeros(4, np.uint32)])
 

@@ -98,8 +98,8 @@ def test_one_slot_division_loop_spans_several_blocks(shape):
 def test_kernel_over_the_rom_is_a_clear_compile_error(shape):
     shape(1, 2)
     body = "".join(f"  if (a[{k}] > {k}) a[{k + 20}] = a[{k}] / a[{k + 40}];\n"
-                   for k in range(12))
-    with pytest.raises(CompileError, match="program ROM holds 128"):
+                   for k in range(130))
+    with pytest.raises(CompileError, match="program ROM holds 1024"):
         qgpu.compile(f"__global__ void big(int *a) {{\n{body}}}\n",
                      engine="interp").get_function("big")
 

@@ -189,8 +189,9 @@ block 1:
 """, mem=[0] * 15 + [100])
     assert res.memory[:4] == [100, 101, 103, 106]    # lanes in ascending order
     assert res.memory[15] == 110
-    assert res.events[0].mem_writes == [(15, 110)]
-    assert res.events[1].mem_writes == [(0, 100), (1, 101), (2, 103), (3, 106)]
+    assert res.events[0].mem_writes == [(("global", 0, 15), 110)]
+    assert res.events[1].mem_writes == [(("global", 0, w), v)
+                                        for w, v in enumerate([100, 101, 103, 106])]
 
 
 @pytest.mark.parametrize("op, init, expect", [
@@ -333,7 +334,7 @@ def test_runaway_loop_hits_the_budget():
 
 @pytest.mark.parametrize("addr, message", [
     ("[2]", "misaligned global access at byte address 2"),
-    ("[512]", "out-of-bounds global access at byte address 512"),
+    ("[65536]", "out-of-bounds global access at byte address 65536"),
     ("[r0-4]", "out-of-bounds"),
 ])
 def test_memory_faults(addr, message):
@@ -342,8 +343,16 @@ def test_memory_faults(addr, message):
 
 
 def test_shared_bounds():
+    with pytest.raises(MachineError, match="shared memory has 12288 words"):
+        run("block 0:\n  st.shared [49152], r1\n  exit", block=1)
+
+
+def test_model_sized_bounds():
+    """A launch linked for the model machine runs with its memory's bounds."""
     with pytest.raises(MachineError, match="shared memory has 32 words"):
-        run("block 0:\n  st.shared [128], r1\n  exit", block=1)
+        run("block 0:\n  st.shared [128], r1\n  exit", block=1, sizes=limits.MODEL_MEMORY)
+    with pytest.raises(MachineError, match="global memory has 128 words"):
+        run("block 0:\n  ld.global r1, [512]\n  exit", block=1, sizes=limits.MODEL_MEMORY)
 
 
 def test_divergent_barrier_is_a_fault():
@@ -363,7 +372,8 @@ block 3:
 
 
 @pytest.mark.parametrize("grid, block, message", [
-    (0, 4, "grid of 0"), (5, 4, "grid of 5"), (1, 17, "block of 17"), (2, 16, "8 warps"),
+    (0, 4, "grid of 0"), (1, 0, "block of 0"), (1, 1025, "block of 1025"),
+    (limits.MAX_CTAS + 1, 1, "grid of 16777217"),
 ])
 def test_launch_limits(grid, block, message):
     with pytest.raises(LaunchError, match=message):
@@ -371,5 +381,5 @@ def test_launch_limits(grid, block, message):
 
 
 def test_memory_too_large():
-    with pytest.raises(LaunchError, match="129 words"):
-        run("block 0:\n  exit", mem=[0] * 129)
+    with pytest.raises(LaunchError, match="16385 words"):
+        run("block 0:\n  exit", mem=[0] * 16385)

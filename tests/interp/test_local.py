@@ -34,16 +34,25 @@ block 2:
 
 
 def test_local_words_are_private_to_each_thread_and_not_memory_records():
-    machine = Machine(assemble(PRIVATE), 2, 8, [99] * 16)
+    machine = Machine(assemble(PRIVATE), 1, 8, [99] * 16)
     run = machine.run()
-    assert run.memory[:8] == [t * 3 + 1 for t in range(8)]   # tids 0..7 in both CTAs
+    assert run.memory[:8] == [t * 3 + 1 for t in range(8)]
     assert run.memory[8:16] == [0] * 8
-    # the stored words of each thread (warp 2c + w of CTA c, lane: tid 4w + lane)
-    assert machine.local == {(warp, lane): {5: ((warp % 2) * 4 + lane) * 3 + 1}
-                             for warp in range(4) for lane in range(4)}
-    assert [ev.mem_writes for ev in run.events if ev.block == 0] == [[]] * 4
-    assert all(addr < limits.FLAT_WORDS for ev in run.events for addr, _ in ev.mem_writes)
+    # the stored words of each thread (warp w, lane: tid 4w + lane)
+    assert machine.local == {(warp, lane): {5: (warp * 4 + lane) * 3 + 1}
+                             for warp in range(2) for lane in range(4)}
+    assert [ev.mem_writes for ev in run.events if ev.block == 0] == [[]] * 2
+    assert all(word.space != "local" for ev in run.events for word, _ in ev.mem_writes)
     expected_trace(run.events)                   # the trace has no local record to write
+
+
+def test_a_ctas_local_words_end_with_it():
+    """CTAs run one after another: a CTA's threads have ended when the next starts, so
+    their words are dropped (each CTA's threads see their own words only)."""
+    machine = Machine(assemble(PRIVATE), 3, 4, [99] * 16)
+    run = machine.run()
+    assert run.memory[:4] == [1, 4, 7, 10] and run.memory[8:12] == [0] * 4
+    assert set(machine.local) == {(2, lane) for lane in range(4)}
 
 
 def test_a_thread_that_only_loads_allocates_nothing():

@@ -60,7 +60,7 @@ def test_prompt_round_trip():
     launch = decode_prompt(encode_prompt(prog, 2, 3, mem))
     assert launch.program.blocks == prog.blocks
     assert (launch.grid, launch.block) == (2, 3)
-    assert launch.memory[:4] == mem and launch.memory[4:] == [0] * (limits.GLOBAL_WORDS - 4)
+    assert launch.memory[:4] == mem and launch.memory[4:] == [0] * (limits.MODEL_GLOBAL_WORDS - 4)
 
 
 def test_operand_selectors_forward_from_earlier_stages_only():
@@ -121,7 +121,7 @@ block 1:
     recs = decode_trace(decode_prompt(encode_prompt(prog, 2, 8)), trace)
     assert [(r.warp, r.block) for r in recs[:-1]] == [
         (0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (3, 0), (2, 1), (3, 1)]
-    flat_shared = limits.GLOBAL_WORDS + limits.SHARED_WORDS      # CTA 1's shared word 0
+    flat_shared = limits.MODEL_GLOBAL_WORDS + limits.MODEL_SHARED_WORDS      # CTA 1's shared word 0
     assert recs[4].mem_writes[0] == (flat_shared, 0)
 
 

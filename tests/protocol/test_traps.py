@@ -9,6 +9,7 @@ import pytest
 
 from qgpu.errors import MachineError, ProtocolError
 from qgpu.interp import run_launch
+from qgpu.isa import limits
 from qgpu.isa.asm import assemble
 from qgpu.isa.faults import FAULT_KINDS, Fault
 from qgpu.protocol import decode_prompt, decode_trace, encode_prompt, expected_trace, tok
@@ -34,7 +35,7 @@ def _fault(name):
     src, grid, block, *_ = FAULTS[name]
     prog = assemble(src)
     with pytest.raises(Fault) as err:
-        run_launch(prog, grid, block)
+        run_launch(prog, grid, block, sizes=limits.MODEL_MEMORY)
     return prog, grid, block, err.value
 
 

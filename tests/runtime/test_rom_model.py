@@ -20,7 +20,7 @@ from tests.cuda.test_narrow_store import BYTES
 pytestmark = pytest.mark.slow
 
 
-def long_program(n: int = limits.ROM_BLOCKS) -> Program:
+def long_program(n: int = limits.MODEL_ROM_BLOCKS) -> Program:
     """Block 0 sends odd lanes to block n - 2 (a far target), even lanes through the
     chain 1..n-3 that mixes r1; they reconverge at n - 2, which stores; n - 1 exits."""
     blocks = [Block([[Instr("tid", 1)], [Instr("and", 2, (Reg(1), Imm(1)))]],
@@ -37,7 +37,7 @@ def long_program(n: int = limits.ROM_BLOCKS) -> Program:
 def test_a_program_of_the_whole_rom_on_the_model():
     machine = load_machine(progress=False)
     prog = long_program()
-    assert len(prog.blocks) == limits.ROM_BLOCKS
+    assert len(prog.blocks) == limits.MODEL_ROM_BLOCKS
     res = run_launch(prog, 1, 4, memory=[0] * 4)
     want = expected_trace(res.events)
     run = generate_launch(machine, prog, 1, 4, [0] * 4, max_tokens=len(want) + 8)

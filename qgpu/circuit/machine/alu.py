@@ -137,9 +137,9 @@ def alu_low(c: Circuit, ins: Instruction, lane: int, opnd: Signal,
             ctx.step(plus(*(ctx.v01(ins.op(n)) for n in shared_ops)), 1, true_bit(word[WORD_SPACE]))
         s = plus(ctx.num(a, 0, LO), ctx.num(ins.offset, 0, LO))
         if cta_base is not None:
-            s = plus(s, scaled(ctx.num(cta_base), 4.0 * limits.SHARED_WORDS))
+            s = plus(s, scaled(ctx.num(cta_base), 4.0 * limits.MODEL_SHARED_WORDS))
         mem = [plus(*(ctx.v01(ins.op(n)) for n in memory_ops))]
-        words = limits.GLOBAL_WORDS
+        words = limits.MODEL_GLOBAL_WORDS
         for base in (0, 1 << LO):  # S < 2^16, or S wrapped past 2^16 (negative offsets)
             for w in range(words + 1):  # thermometer T_w = [S >= base + 4w]: the word goes
                 out = {}                # from w - 1 (none for w = 0) to w (none: w = 128)

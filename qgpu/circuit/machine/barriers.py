@@ -33,7 +33,7 @@ from qgpu.circuit.machine.logic import true_bit, unit
 from qgpu.isa import limits
 from qgpu.primitives import plus, scaled
 
-WARPS = limits.MAX_WARPS
+WARPS = limits.MODEL_MAX_WARPS
 COUNT_UNIT = 2.0 ** -44  # a count of lanes in a RAW dim: count * COUNT_UNIT, exact (the
 # machine's RAW grid, as multiply.UNIT: analysis.suite_margins checks it)
 

@@ -26,7 +26,7 @@ LANES = limits.LANES
 WARP_BITS = 2  # warp numbers 0..MAX_WARPS-1; also CTA numbers (MAX_CTAS = 4)
 EPOCH_BITS = 2  # EXEC's barrier epoch (protocol.vocab.EPOCHS = 4)
 COUNT_LIMIT = 2 * LANES  # value tokens in one R record at most
-BLOCK_BITS = limits.BLOCK_BITS
+BLOCK_BITS = limits.MODEL_BLOCK_BITS
 
 
 def _parsed() -> list[tuple[str, tuple[int, ...]]]:
@@ -255,27 +255,27 @@ def launch_layout(c: Circuit, ntid: Signal, nctaid: Signal, cur_warp_onehot: Sig
 
     def thermometers(ctx, outs):
         nge, gge = outs
-        for j in range(limits.MAX_THREADS_PER_CTA):
+        for j in range(limits.MODEL_MAX_THREADS_PER_CTA):
             ctx.step(ctx.num(ntid), j + 1, true_bit(nge[j]))
-        for j in range(limits.MAX_CTAS):
+        for j in range(limits.MODEL_MAX_CTAS):
             ctx.step(ctx.num(nctaid), j + 1, true_bit(gge[j]))
 
     nge, gge = unit(c, "launch.thermo", [ntid, nctaid],
-                    [("launch.nge", BITS, limits.MAX_THREADS_PER_CTA),
-                     ("launch.gge", BITS, limits.MAX_CTAS)], thermometers)
+                    [("launch.nge", BITS, limits.MODEL_MAX_THREADS_PER_CTA),
+                     ("launch.gge", BITS, limits.MODEL_MAX_CTAS)], thermometers)
 
     def per_cta_is(ctx, k):  # 0/1 form: k warps per CTA (n in 4(k-1)+1 .. 4k)
         form = ctx.v01(nge, LANES * (k - 1))
-        if k < limits.MAX_WARPS:
+        if k < limits.MODEL_MAX_WARPS:
             form = plus(form, scaled(ctx.v01(nge, LANES * k), -1))
         return form
 
     def layout(ctx, outs):
         present, per_cta, cta, wic = outs
-        for k in range(1, limits.MAX_WARPS + 1):
+        for k in range(1, limits.MODEL_MAX_WARPS + 1):
             ctx.step(per_cta_is(ctx, k), 1, true_member(per_cta, k - 1))
-            for w in range(limits.MAX_WARPS):
-                if w // k < limits.MAX_CTAS:
+            for w in range(limits.MODEL_MAX_WARPS):
+                if w // k < limits.MODEL_MAX_CTAS:
                     for lane in range(LANES):
                         ctx.step(plus(per_cta_is(ctx, k),
                                       ctx.v01(nge, LANES * (w % k) + lane),
@@ -289,8 +289,8 @@ def launch_layout(c: Circuit, ntid: Signal, nctaid: Signal, cur_warp_onehot: Sig
                                      true_bit(bits[i]))
 
     return tuple(unit(c, "launch.layout", [nge, gge, cur_warp_onehot],
-                      [("present", BITS, limits.MAX_WARPS * LANES),
-                       ("per_cta", ONEHOT, limits.MAX_WARPS),
+                      [("present", BITS, limits.MODEL_MAX_WARPS * LANES),
+                       ("per_cta", ONEHOT, limits.MODEL_MAX_WARPS),
                        ("cur.cta", BITS, WARP_BITS), ("cur.warp_in_cta", BITS, WARP_BITS)],
                       layout))
 

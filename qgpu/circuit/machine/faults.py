@@ -84,7 +84,8 @@ def check(c: Circuit, ins: Instruction, lane: int, reg: Signal, earlier: list) -
             s = plus(num(0, LO), ctx.num(off, 0, LO))
             h = plus(num(LO, 32), ctx.num(off, LO, 32))
             ctx.step(s, 1 << LO, true_bit(o[CARRY]), when=when, big=WIDE)
-            for names, words in ((glob, limits.GLOBAL_WORDS), (shr, limits.SHARED_WORDS)):
+            for names, words in ((glob, limits.MODEL_GLOBAL_WORDS),
+                                 (shr, limits.MODEL_SHARED_WORDS)):
                 if not names:
                     continue
                 lim = 4 * words

@@ -2,7 +2,7 @@
 stores, and the host's read-back of the final memory from the model's state.
 
 - Table: rows = the 256 flat addresses (global words 0..127, then CTA c's shared word j
-  at 128 + 32 c + j: `limits.flat_address`), 32 bits and a presence bit; written at the
+  at 128 + 32 c + j: `limits.model_flat_address`), 32 bits and a presence bit; written at the
   second V of every `ADDR(a) V V` record, the prompt's initial memory and the trace's
   store records alike (key: ADDR two tokens back, as 8 binary bits; value: the two V
   tokens). 256 rows are two banks of a head's 128 key channels (`ir.Table.banks`): each
@@ -56,7 +56,7 @@ class MemoryTables:
     def loads(self, k: int, words: dict) -> dict:
         """{(p, lane): raw read} of the words `words[(p, lane)]` (alu_low's word: a flat
         row, valid -1: no access): 32 bits and presence, 0 unless a memory operation."""
-        t = self.c.table(f"mem.stage{k}", rows=limits.FLAT_WORDS, width=32, presence=True)
+        t = self.c.table(f"mem.stage{k}", rows=limits.MODEL_FLAT_WORDS, width=32, presence=True)
         t.write(self.key, [(self.bk.v_bits, 1), (self.bk.v_bits, 0)], key_lag=2)
         self.copies.append(t)
         return {pl: t.read(word_key(w), name=f"load.{pl[0]}.{pl[1]}", restore=False).raw
@@ -75,7 +75,7 @@ def address_key(tt: TokenTable, name: str) -> BinaryKey:
     shared 128 + 32 c + j) as 8 bits and a valid flag (from the embedding: 9 dims)."""
     def row(t):
         kind, f = tt.parsed[t]
-        return f[0] if kind == "ADDR" and 0 <= f[0] < limits.FLAT_WORDS else None
+        return f[0] if kind == "ADDR" and 0 <= f[0] < limits.MODEL_FLAT_WORDS else None
 
     bits = tt.c.token_bits(f"{name}.bits", WORD_BITS,
                            lambda t: row(t) if row(t) is not None else 0)
@@ -178,7 +178,7 @@ def read_memory(compiled, state) -> list[int]:
     bit i stored as the pair (32 b, 32 (1 - b)) in columns 2i, 2i + 1; a row never written
     is all zero, the word 0)."""
     layer, head = memory_location(compiled)
-    return decode_memory_rows(state.recurrent[layer][head, :limits.GLOBAL_WORDS, :64])
+    return decode_memory_rows(state.recurrent[layer][head, :limits.MODEL_GLOBAL_WORDS, :64])
 
 
 def memory_location(compiled) -> tuple[int, int]:

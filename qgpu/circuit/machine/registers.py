@@ -35,7 +35,7 @@ from qgpu.circuit.machine.rom import BlockRow, Instruction
 from qgpu.isa import limits
 from qgpu.primitives import plus, scaled
 
-ROWS = limits.MAX_WARPS * limits.REGS  # row w * REGS + r
+ROWS = limits.MODEL_MAX_WARPS * limits.REGS  # row w * REGS + r
 
 
 ROW_BITS = 6  # a row number in binary: r (4 bits), then w (2 bits)

@@ -32,7 +32,7 @@ from qgpu.isa import limits
 from qgpu.protocol.vocab import OP_NAMES, SEL_FWD, TERMS
 
 OP_BITS, REG_BITS, SEL_BITS = 7, 4, 6
-B = limits.BLOCK_BITS  # bits of a block number
+B = limits.MODEL_BLOCK_BITS  # bits of a block number
 QUERY_BITS = REG_BITS + 2 + 1  # a register query: r, the warp, valid
 
 
@@ -83,9 +83,9 @@ def rom(c: Circuit, tt: TokenTable, bk: Bookkeeping, spec: MachineSpec):
     sel_c = tt.field_bits("srcc.c", "SRCC", 0, SEL_BITS)
 
     def fetch(p: int, after: Sequence[Signal] = ()) -> Instruction:
-        key = tt.late_key(f"ins.key.{p}", "INS", limits.ROM_BLOCKS, after, 0,
+        key = tt.late_key(f"ins.key.{p}", "INS", limits.MODEL_ROM_BLOCKS, after, 0,
                           where={1: p})
-        table = c.table(f"rom.ins.{p}", rows=limits.ROM_BLOCKS,
+        table = c.table(f"rom.ins.{p}", rows=limits.MODEL_ROM_BLOCKS,
                         width=OP_BITS + REG_BITS + 3 * SEL_BITS)
         table.write(key, [(op_bits, 2), (dst_bits, 2), (sel_a, 1), (sel_b, 1), (sel_c, 0)],
                     key_lag=3)
@@ -102,9 +102,9 @@ def immediates(c: Circuit, tt: TokenTable, bk: Bookkeeping, ins: Instruction,
     them (`TokenTable.late_onehot`), so the keys, the reads and their dims wait."""
     p = ins.position
     for j in (*range(IMM_OPERANDS), OFFSET):
-        key = tt.late_key(f"imm.key.{p}.{j}", "IMM", limits.ROM_BLOCKS, after, 0,
+        key = tt.late_key(f"imm.key.{p}.{j}", "IMM", limits.MODEL_ROM_BLOCKS, after, 0,
                           where={1: p, 2: j})
-        table = c.table(f"rom.imm.{p}.{j}", rows=limits.ROM_BLOCKS, width=32)
+        table = c.table(f"rom.imm.{p}.{j}", rows=limits.MODEL_ROM_BLOCKS, width=32)
         table.write(key, [(bk.v_bits, 1), (bk.v_bits, 0)], key_lag=2)
         bits = table.read(bk.exec_block, name=f"imm.{p}.{j}").bits
         if j == OFFSET:
@@ -153,11 +153,11 @@ def _decode(c: Circuit, spec: MachineSpec, p: int, row, warp) -> Instruction:
 
 
 def block_row(c: Circuit, tt: TokenTable, bk: Bookkeeping) -> BlockRow:
-    key = tt.late_key("blk.key", "BLK", limits.ROM_BLOCKS)
+    key = tt.late_key("blk.key", "BLK", limits.MODEL_ROM_BLOCKS)
     kind = tt.field_bits("trm.kind", "TRM", 0, 2)
     cond = tt.field_bits("trm.cond", "TRM", 1, REG_BITS)
     # the targets: the record's last V, taken | other << BLOCK_BITS (docs/protocol.md)
-    table = c.table("rom.block", rows=limits.ROM_BLOCKS, width=16 + 2 + REG_BITS + 2 * B)
+    table = c.table("rom.block", rows=limits.MODEL_ROM_BLOCKS, width=16 + 2 + REG_BITS + 2 * B)
     table.write(key, [(bk.v_bits, 2), (kind, 1), (cond, 1), (bk.v_bits[0:2 * B], 0)], key_lag=3)
     row = table.read(bk.cur_block_key, name="block").bits
     kind_r, cond_r = row[16:18], row[18:22]

@@ -36,11 +36,11 @@ from qgpu.circuit.machine.rom import BlockRow
 from qgpu.isa import limits
 from qgpu.primitives import plus, scaled
 
-PC_BITS = limits.BLOCK_BITS
+PC_BITS = limits.MODEL_BLOCK_BITS
 ROW = PC_BITS + 1 + EPOCH_BITS  # pc | exited | bars
 EXITED, BARS = PC_BITS, PC_BITS + 1
 JMP, BR, BAR, EXIT = range(4)
-WARPS = limits.MAX_WARPS
+WARPS = limits.MODEL_MAX_WARPS
 EPOCHS = 1 << EPOCH_BITS
 LANE_IDS = [(w, lane) for w in range(WARPS) for lane in range(LANES)]
 # EXEC(b, w, m, e)'s packed index, low bits first: e | m | w | b

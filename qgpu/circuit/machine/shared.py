@@ -1,7 +1,7 @@
 """machine.shared: shared memory of every CTA (ld.shared, st.shared).
 
 - Storage: the memory table's rows 128..255 (machine.memory: the flat addresses
-  `limits.flat_address("shared", j, cta)` = 128 + 32 cta + j, one table for both spaces),
+  `limits.model_flat_address("shared", j, cta)` = 128 + 32 cta + j, one table for both spaces),
   written at the second V of every `ADDR(a) V V` with a >= GLOBAL_WORDS (the trace's
   shared-space records; the prompt carries global memory only, so shared memory starts
   at 0, as in the interpreter).

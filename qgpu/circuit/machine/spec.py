@@ -44,7 +44,7 @@ MAX_RECORDS = 12  # memory records per block (the record counter's limit)
 class MachineSpec:
     slots: int = 1  # operations per stage the circuit computes
     stages: int = limits.STAGES
-    warps: int = limits.MAX_WARPS  # the circuit schedules every warp the ISA has
+    warps: int = limits.MODEL_MAX_WARPS  # the circuit schedules every warp the ISA has
     # The operations compiled in (None: every supported one). A subset makes a smaller
     # machine, e.g. one that runs given kernels only; programs outside it are refused.
     ops: tuple[str, ...] | None = None
@@ -61,8 +61,8 @@ class MachineSpec:
             raise ValueError(f"slots must be in 1..{limits.SLOTS}")
         if not 1 <= self.stages <= limits.STAGES:
             raise ValueError(f"stages must be in 1..{limits.STAGES}")
-        if self.warps != limits.MAX_WARPS:
-            raise ValueError(f"warps must be {limits.MAX_WARPS}: the circuit schedules every "
+        if self.warps != limits.MODEL_MAX_WARPS:
+            raise ValueError(f"warps must be {limits.MODEL_MAX_WARPS}: the circuit schedules every "
                              f"warp of the ISA")
         if self.ops is not None:
             unknown = sorted(set(self.ops) - set(SUPPORTED_OPS))
@@ -111,11 +111,29 @@ class MachineSpec:
 
 
 def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> None:
-    """Raise ProgramError / LaunchError when the circuit cannot run this launch."""
+    """Raise ProgramError / LaunchError when the circuit cannot run this launch (the
+    model machine runs a subset of the ISA's sizes: isa.limits' MODEL_* figures; the
+    interpreter runs the rest)."""
+    elsewhere = "; the interpreter runs it (without --model / engine='interp')"
+    if grid > limits.MODEL_MAX_CTAS:
+        raise LaunchError(f"grid of {grid} CTAs; the model machine runs 1.."
+                          f"{limits.MODEL_MAX_CTAS}{elsewhere}")
+    if block > limits.MODEL_MAX_THREADS_PER_CTA:
+        raise LaunchError(f"block of {block} threads; the model machine runs 1.."
+                          f"{limits.MODEL_MAX_THREADS_PER_CTA} per CTA{elsewhere}")
     warps = limits.launch_warps(grid, block)
     if warps > spec.warps:
         raise LaunchError(f"the model machine runs {spec.warps} warp(s); grid {grid} x "
-                          f"block {block} needs {warps}")
+                          f"block {block} needs {warps}{elsewhere}")
+    if len(program.blocks) > limits.MODEL_ROM_BLOCKS:
+        raise ProgramError(f"program of {len(program.blocks)} blocks; the model machine's "
+                           f"ROM holds {limits.MODEL_ROM_BLOCKS}{elsewhere}")
+    if program.memory_sizes is not None and program.memory_sizes != limits.MODEL_MEMORY:
+        sizes = program.memory_sizes
+        raise ProgramError(f"the launch's data is linked into {sizes.global_words} words of "
+                           f"global memory ({sizes.shared_words} shared words per CTA); the "
+                           f"model machine holds {limits.MODEL_GLOBAL_WORDS} "
+                           f"({limits.MODEL_SHARED_WORDS}){elsewhere}")
     words = local_words(program)
     if words:
         raise ProgramError(f"the program {local_refusal(words)}")

@@ -50,7 +50,7 @@ def expected(tokens):
         if count // 2 < len(active):
             nxt = 1 << (2 * active[count // 2] + count % 2)
         rows.append({
-            "cur.bits": cur[0] | cur[1] << limits.BLOCK_BITS,
+            "cur.bits": cur[0] | cur[1] << limits.MODEL_BLOCK_BITS,
             "rec.bits": rec[0] | rec[1] << 1 | rec[2] << 5,
             "count": count if count <= 8 else 9,
             "records": records if records is not None and records <= 12 else 13,

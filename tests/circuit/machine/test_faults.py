@@ -66,7 +66,7 @@ class Stage:
 def _interp(op, addrs, mask):
     """The interpreter's first fault of one memory operation: (lane, kind, address)."""
     space = "shared" if ".shared" in op else "global"
-    words = limits.GLOBAL_WORDS if space == "global" else limits.SHARED_WORDS
+    words = limits.MODEL_GLOBAL_WORDS if space == "global" else limits.MODEL_SHARED_WORDS
     for lane in range(limits.LANES):
         a = addrs[lane]
         if mask >> lane & 1 and (a % 4 or a // 4 >= words):
@@ -100,7 +100,7 @@ def test_the_detector_finds_the_interpreters_first_fault(circuit, p):
                 st.set(x, sig.name, 0)
         st.set(x, f"ins.{p}.ops", 1 << op_names.index(op))
         st.set(x, f"imm.{p}.3.bits", off)
-        st.set(x, "cur.bits", mask, lo=limits.BLOCK_BITS, width=limits.LANES)
+        st.set(x, "cur.bits", mask, lo=limits.MODEL_BLOCK_BITS, width=limits.LANES)
         for lane in range(limits.LANES):
             if fwd:
                 st.set(x, f"ins.{p}.forward.0", 1 << (fwd - 1))

@@ -20,7 +20,7 @@ def test_positions_follow_the_protocol_numbering():
 
 
 def test_the_circuit_always_schedules_every_warp():
-    assert MachineSpec().warps == limits.MAX_WARPS
+    assert MachineSpec().warps == limits.MODEL_MAX_WARPS
     with pytest.raises(ValueError, match="warps"):
         MachineSpec(warps=1)
 
@@ -31,7 +31,8 @@ def test_supported_operations_exist():
 
 @pytest.mark.parametrize("src, grid, block, error, match", [
     ("block 0:\n  exit\n", 2, 16, LaunchError, "needs 8"),
-    ("block 0:\n  exit\n", 5, 1, LaunchError, "needs 5"),
+    ("block 0:\n  exit\n", 5, 1, LaunchError, "grid of 5 CTAs; the model machine runs 1..4"),
+    ("block 0:\n  exit\n", 1, 17, LaunchError, "block of 17 threads; the model machine runs"),
 ])
 def test_rejections_are_clear(src, grid, block, error, match):
     with pytest.raises(error, match=match):
