@@ -42,7 +42,9 @@ def limits_table() -> str:
          f"its line, and code relying on 32 threads in lockstep is reported as a "
          f"shared-memory race by the interpreter"),
         ("registers per lane", f"{L.REGS} ({L.REGS - 1} usable, r0 reads zero)",
-         f"{L.REGS}", "a kernel needing more live registers is refused"),
+         f"{L.REGS}", "a kernel needing more live registers spills values to local memory"),
+        ("local memory per thread", f"{L.LOCAL_WORDS} words (register spills)", "none",
+         "a kernel with spills runs on the interpreter; the model refuses it by name"),
         ("global memory", f"{L.GLOBAL_WORDS:,} words of {L.WORD_BITS} bits",
          f"{L.MODEL_GLOBAL_WORDS} words",
          "arrays past it refused; an out-of-bounds access faults (`TRAP`)"),
