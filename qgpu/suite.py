@@ -208,12 +208,17 @@ def check_launch_config(name: str, params: list[Param], launch: dict, index: int
         raise SuiteError(f"{where}: arrays take {words} words > {limits.GLOBAL_WORDS}")
 
 
-def model_sized(launch: dict) -> bool:
-    """Whether a launch's shape and arrays fit the compiled model machine's sizes
-    (isa.limits' MODEL_*): the others run on the interpreter only, for now."""
+def model_sized(spec: KernelSpec, launch: dict) -> bool:
+    """Whether a launch fits the compiled model machine's sizes (isa.limits' MODEL_*: its
+    shape, and its program and data as linked): the others run on the interpreter only,
+    for now."""
     shape = launch_shape(launch["grid"], launch["block"])
-    words = sum(-(-v.nbytes // 4) for v in launch["args"].values() if isinstance(v, np.ndarray))
-    return limits.fits_model(shape.ctas, shape.threads) and words <= limits.MODEL_GLOBAL_WORDS
+    if not limits.fits_model(shape.ctas, shape.threads):
+        return False
+    fn = compiled_module(spec.source).get_function(spec.kernel)
+    program = fn.link(launch["grid"], launch["block"], positional_args(spec, launch["args"]))[0]
+    return program.memory_sizes == limits.MODEL_MEMORY and \
+        len(program.blocks) <= limits.MODEL_ROM_BLOCKS
 
 
 def load_kernel(spec_path: Path) -> KernelSpec:

@@ -27,6 +27,7 @@ from qgpu.circuit.compile import Compiled
 from qgpu.circuit.machine.build import compile_machine
 from qgpu.circuit.machine.multiply import UNIT
 from qgpu.circuit.machine.spec import MachineSpec, check_launch
+from qgpu.cuda.shape import launch_shape
 from qgpu.errors import QgpuError
 from qgpu.interp import run_launch
 from qgpu.isa import limits
@@ -87,7 +88,8 @@ def numpy_engine(machine) -> NumpyFastEngine:
 def launch_tokens(program: Program, grid: int, block: int, memory=()) -> tuple[list[int], int]:
     """(prompt + the interpreter's expected trace, the prompt's length)."""
     prompt = encode_prompt(program, grid, block, list(memory))
-    trace = expected_trace(run_launch(program, grid, block, memory=list(memory)).events)
+    trace = expected_trace(run_launch(program, grid, block, memory=list(memory),
+                                      sizes=limits.MODEL_MEMORY).events)
     return prompt + trace, len(prompt)
 
 
@@ -113,11 +115,12 @@ def suite_cases(machine, names=None, per_kernel: bool = False,
         accepted = []
         for index, launch in enumerate(spec.launches):
             case = spec.case_id(index)
-            grid, block = launch["grid"], launch["block"]
             try:
+                shape = launch_shape(launch["grid"], launch["block"])
+                grid, block = shape.ctas, shape.threads
                 function = suite.compiled_module(spec.source).get_function(spec.kernel)
                 args = suite.positional_args(spec, launch["args"])
-                program, memory, _, _ = function.link(grid, block, args)
+                program, memory, _, _ = function.link(launch["grid"], launch["block"], args)
                 check_launch(machine.spec, program, grid, block)
             except QgpuError as exc:
                 yield case, f"{type(exc).__name__}: {exc}"

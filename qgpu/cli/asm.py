@@ -1,5 +1,6 @@
 """cli.asm: `qgpu asm FILE.s`: assemble (and check) a machine-assembly file, print it back
-disassembled, or run it on the interpreter and print the trace."""
+disassembled, or run it on the interpreter and print the trace. The trace is the model's
+(protocol v5), so a run takes the model machine's sizes (isa.limits' MODEL_*)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ def _ints(text: str) -> list[int]:
         if not -(1 << 31) <= v < 1 << 32:
             raise LaunchError(f"--mem: word {i} = {v} does not fit 32 bits")
         out.append(v)
-    if len(out) > limits.GLOBAL_WORDS:
-        raise LaunchError(f"--mem: {len(out)} words; global memory has {limits.GLOBAL_WORDS}")
+    if len(out) > limits.MODEL_GLOBAL_WORDS:
+        raise LaunchError(f"--mem: {len(out)} words; global memory has "
+                          f"{limits.MODEL_GLOBAL_WORDS} (the model machine's, whose trace "
+                          f"qgpu asm prints)")
     return out
 
 
@@ -45,7 +48,17 @@ def main(args) -> int:
         print(disassemble(prog), end="")
         return 0
     memory = _ints(args.mem)
-    result = run_launch(prog, args.grid, args.block, memory)
+    limits.check_launch_shape(args.grid, args.block)
+    if not limits.fits_model(args.grid, args.block):
+        raise LaunchError(f"a block of {args.block} threads in a grid of {args.grid}: qgpu asm "
+                          f"prints the model "
+                          f"machine's trace, which runs 1..{limits.MODEL_MAX_CTAS} CTAs of "
+                          f"1..{limits.MODEL_MAX_THREADS_PER_CTA} threads, "
+                          f"{limits.MODEL_MAX_WARPS} warps in all")
+    if len(prog.blocks) > limits.MODEL_ROM_BLOCKS:
+        raise LaunchError(f"{len(prog.blocks)} blocks: qgpu asm prints the model machine's "
+                          f"trace, whose ROM holds {limits.MODEL_ROM_BLOCKS}")
+    result = run_launch(prog, args.grid, args.block, memory, sizes=limits.MODEL_MEMORY)
     prompt = encode_prompt(prog, args.grid, args.block, memory)
     trace = expected_trace(result.events)
     for rec in decode_trace(decode_prompt(prompt), trace):

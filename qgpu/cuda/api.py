@@ -42,7 +42,7 @@ from qgpu.interp import Machine
 from qgpu.isa import Program, limits
 from qgpu.isa.faults import Fault
 from qgpu.isa.ops import FLOAT_OPS
-from qgpu.isa.program import Allocation
+from qgpu.isa.program import Allocation, local_refusal, local_words
 from qgpu.protocol import expected_trace
 
 # the numpy dtypes a pointer parameter takes, by its element's width: either signedness
@@ -75,8 +75,8 @@ def _memory_full(message: str) -> LaunchError:
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
                 budget: int | None) -> EngineRun:
     machine = Machine(program, grid, block, memory,
-                      limits.DEFAULT_BLOCK_BUDGET if budget is None else budget,
-                      program.memory_sizes or limits.ISA_MEMORY)
+                      limits.default_budget(grid, block) if budget is None else budget,
+                      program.memory_sizes)
     try:
         res = machine.run()
     except Fault as fault:
@@ -518,8 +518,13 @@ class Kernel:
 
     def _refuse_native_floats(self, shape: Shape) -> None:
         """The model runs float32 as integer code (cuda.softfloat); an operation with no
-        integer lowering yet (sqrt) is refused, naming it and its source line."""
+        integer lowering yet (sqrt) is refused, naming it and its source line; so is a
+        kernel with register spills (the model has no local memory yet)."""
         template = self.template_for(shape)
+        words = local_words(template.program)
+        if words:
+            raise ProgramError(f"kernel {self.name} ({self.signature.where}): "
+                               f"{local_refusal(words)}")
         for b, blk in enumerate(template.program.blocks):
             ops = [ins.op for st in blk.stages for ins in st if ins.op in FLOAT_OPS]
             if ops:

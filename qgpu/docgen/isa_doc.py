@@ -15,8 +15,10 @@ from qgpu.protocol.vocab import KINDS, VOCAB_SIZE, base
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 _CONSTANTS = ("LANES", "REGS", "STAGES", "SLOTS", "ROM_BLOCKS", "GLOBAL_WORDS",
-              "SHARED_WORDS", "MAX_CTAS", "MAX_THREADS_PER_CTA", "MAX_WARPS",
-              "DEFAULT_BLOCK_BUDGET")
+              "SHARED_WORDS", "MAX_CTAS", "MAX_THREADS_PER_CTA",
+              "DEFAULT_BLOCK_BUDGET", "BUDGET_PER_WARP", "MODEL_ROM_BLOCKS",
+              "MODEL_GLOBAL_WORDS", "MODEL_SHARED_WORDS", "MODEL_MAX_CTAS",
+              "MODEL_MAX_THREADS_PER_CTA", "MODEL_MAX_WARPS", "LOCAL_WORDS")
 
 
 def constants_table() -> str:

@@ -29,32 +29,46 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 
 def limits_table() -> str:
+    L = limits
     rows = [
-        ("threads per CTA (block)", f"1..{limits.MAX_THREADS_PER_CTA}", "refused (LaunchError)"),
-        ("CTAs per launch (grid)", f"1..{limits.MAX_CTAS}", "refused"),
-        ("warps per launch, all CTAs", f"{limits.MAX_WARPS}", "refused"),
-        ("lanes per machine warp", f"{limits.LANES}", f"CUDA's `warpSize` is "
-         f"{GROUP_THREADS}: a CUDA warp is {GROUP_THREADS // limits.LANES} machine warps, "
-         f"its shuffles and votes lowered through shared memory and the group barrier "
-         f"(docs/cuda.md, \"Warp operations\"); code relying on 32 threads in lockstep "
-         f"without __syncwarp is reported as a shared-memory race by the interpreter"),
-        ("registers per lane", f"{limits.REGS} ({limits.REGS - 1} usable, r0 reads zero)",
-         "a kernel needing more live registers is refused"),
-        ("global memory", f"{limits.GLOBAL_WORDS} words of {limits.WORD_BITS} bits",
+        ("threads per CTA (block)", f"1..{L.MAX_THREADS_PER_CTA:,}",
+         f"1..{L.MODEL_MAX_THREADS_PER_CTA}", "refused (LaunchError)"),
+        ("CTAs per launch (grid)", f"1..{L.MAX_CTAS:,}, one after another",
+         f"1..{L.MODEL_MAX_CTAS}", "refused"),
+        ("warps per launch, all CTAs", "no limit of its own",
+         f"{L.MODEL_MAX_WARPS}", "refused"),
+        ("lanes per machine warp", f"{L.LANES}", f"{L.LANES}",
+         f"CUDA's `warpSize` is {GROUP_THREADS}: a CUDA warp is {GROUP_THREADS // L.LANES} "
+         f"machine warps, its shuffles and votes lowered through shared memory and the "
+         f"group barrier (docs/cuda.md, \"Warp operations\"); code relying on 32 threads "
+         f"in lockstep without __syncwarp is reported as a shared-memory race by the "
+         f"interpreter"),
+        ("registers per lane", f"{L.REGS} ({L.REGS - 1} usable, r0 reads zero)",
+         f"{L.REGS}", "a kernel needing more live registers spills values to local memory"),
+        ("local memory per thread", f"{L.LOCAL_WORDS} words (register spills)", "none",
+         "a kernel with spills runs on the interpreter; the model refuses it by name"),
+        ("global memory", f"{L.GLOBAL_WORDS:,} words of {L.WORD_BITS} bits",
+         f"{L.MODEL_GLOBAL_WORDS} words",
          "arrays past it refused; an out-of-bounds access faults (`TRAP`)"),
-        ("shared memory per CTA", f"{limits.SHARED_WORDS} words", "refused"),
-        ("program ROM", f"{limits.ROM_BLOCKS} blocks of {limits.STAGES} stages", "refused"),
-        ("memory writes per block", f"{limits.MAX_BLOCK_WRITES}", "blocks are packed within it"),
-        ("blocks executed per launch", f"{limits.DEFAULT_BLOCK_BUDGET:,} (interpreter "
-         "default, `--budget`)", "the launch ends as runaway"),
+        ("shared memory per CTA", f"{L.SHARED_WORDS:,} words",
+         f"{L.MODEL_SHARED_WORDS} words", "refused"),
+        ("program ROM", f"{L.ROM_BLOCKS:,} blocks of {L.STAGES} stages",
+         f"{L.MODEL_ROM_BLOCKS} blocks", "refused"),
+        ("memory writes per block", f"{L.MAX_BLOCK_WRITES}", f"{L.MAX_BLOCK_WRITES}",
+         "blocks are packed within it"),
+        ("blocks executed per launch", f"{L.DEFAULT_BLOCK_BUDGET:,} or {L.BUDGET_PER_WARP:,} "
+         "per warp, whichever is more (interpreter default, `--budget`)",
+         "`--budget`", "the launch ends as runaway"),
         ("emulated", "`float` (binary32), `/` and `%`, 16-bit and 8-bit values, `long long`",
-         "integer code on the model, bit-exact (`sqrtf`: interpreter only, refused by name "
-         "on the model)"),
+         "the same", "integer code on the model, bit-exact (`sqrtf`: interpreter only, "
+         "refused by name on the model)"),
         ("refused", "`double`, `long`/`size_t`, fast-math float, 64-bit atomics and division, "
-         "`__half`, textures, streams, dynamic parallelism", "an error naming file:line"),
+         "`__half`, textures, streams, dynamic parallelism", "the same",
+         "an error naming file:line"),
     ]
-    out = ["| limit | value | beyond it |", "|---|---|---|"]
-    out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    out = ["| limit | the ISA (interpreter) | the compiled model (v5) | beyond it |",
+           "|---|---|---|---|"]
+    out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     return "\n".join(out)
 
 

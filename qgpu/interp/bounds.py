@@ -11,6 +11,10 @@ array: else a fault (out-of-bounds-global, its message naming the array, the ind
 the lane) even when the word is inside the machine's 128 words, so a write past a
 one-word array into its neighbour is reported instead of silently done.
 
+A register spilled to local memory (cuda.spill) keeps its tag there: `st.local` tags the
+thread's word with its value's tag and `ld.local` gives the word's tag to its result, so a
+spilled kernel is checked as the same kernel unspilled.
+
 The model does not track allocations (its fault detector covers the 128-word memory, not
 the arrays): such a launch runs to the end on the model, and `--check` reports the
 mismatch at the interpreter's TRAP (docs/isa.md, "Faults").
@@ -28,6 +32,8 @@ class Bounds:
         self.arrays = list(arrays)
         self.sites = {site: i for i, a in enumerate(self.arrays) for site in a.sites}
         self.tags: dict[tuple[int, int, int], int] = {}  # (warp, lane, register) -> array
+        self.local: dict[tuple[int, int, int], int] = {}  # (warp, lane, local word) -> array
+        self.loaded: dict[tuple[int, int], int] = {}     # an ld.local's tag, until result_tag
 
     def operand_tag(self, warp: int, lane: int, site: tuple, operand) -> int | None:
         tag = self.sites.get(site)
@@ -35,7 +41,25 @@ class Bounds:
             tag = self.tags.get((warp, lane, operand.n))
         return tag
 
+    def store_local(self, warp: int, lane: int, at: tuple, ins, word: int) -> None:
+        """st.local: the word takes the tag of the stored value (operand b)."""
+        tag = self.operand_tag(warp, lane, (*at, 1), ins.srcs[1])
+        if tag is None:
+            self.local.pop((warp, lane, word), None)
+        else:
+            self.local[(warp, lane, word)] = tag
+
+    def load_local(self, warp: int, lane: int, word: int) -> None:
+        """ld.local: its result (result_tag, next) takes the word's tag."""
+        tag = self.local.get((warp, lane, word))
+        if tag is None:
+            self.loaded.pop((warp, lane), None)
+        else:
+            self.loaded[(warp, lane)] = tag
+
     def result_tag(self, warp: int, lane: int, at: tuple, ins) -> int | None:
+        if ins.op == "ld.local":
+            return self.loaded.pop((warp, lane), None)
         keep = KEEP.get(ins.op)
         if keep is None:
             return None

@@ -106,14 +106,16 @@ class _MemoryTrap(Exception):
 
 class Machine:
     """One launch of a program. `run()` executes it to the end. `sizes` bounds its
-    memory: the ISA's, or the model machine's for a launch linked to run there too."""
+    memory; None: the memory the program was linked into (`Program.memory_sizes`, the
+    CUDA API's), else the model machine's, which hand-written programs target (their
+    traces are the model's)."""
 
     def __init__(self, prog: Program, grid: int, block: int, memory=None,
                  budget: int = limits.DEFAULT_BLOCK_BUDGET,
-                 sizes: limits.MemorySizes = limits.ISA_MEMORY):
+                 sizes: limits.MemorySizes | None = None):
         limits.check_launch_shape(grid, block)
         self.prog, self.grid, self.block, self.budget = prog, grid, block, budget
-        self.sizes = sizes
+        self.sizes = sizes = sizes or prog.memory_sizes or limits.MODEL_MEMORY
         words = sizes.global_words
         mem = [0] * words if memory is None else [limits.u32(int(v)) for v in memory]
         if len(mem) > words:
@@ -137,6 +139,9 @@ class Machine:
         self.group_releases: dict[tuple[int, int], int] = {}   # (cta, group): bar.group
         self.bounds = Bounds(prog.arrays) if prog.arrays else None  # per-array checks
         self.races = SharedRaces() if prog.cuda else None  # CUDA's order between warps
+        # local memory, per thread, allocated on first store: (warp, lane) -> {word: value};
+        # a word never stored reads 0
+        self.local: dict[tuple[int, int], dict[int, int]] = {}
         self._pc = 0
 
     # -- scheduling -------------------------------------------------------------------
@@ -148,6 +153,9 @@ class Machine:
 
     def _start_cta(self, cta: int) -> None:
         self.shared.append([0] * self._shared_size)
+        self.local.clear()      # the threads of the CTA before have ended: their words die
+        if self.bounds:
+            self.bounds.local.clear()
         self.warps = [Warp(cta * self.per_cta + w, cta, w, w * limits.LANES, self.block)
                       for w in range(self.per_cta)]
 
@@ -281,7 +289,7 @@ class Machine:
 
     def _word(self, ins: Instr, space: str, address: int, lane: int) -> int:
         addr = limits.u32(address + ins.offset)
-        words = self.sizes.words(space)
+        words = limits.LOCAL_WORDS if space == "local" else self.sizes.words(space)
         if addr % 4 or addr // 4 >= words:
             raise _MemoryTrap(memory_kind(space, addr % 4 != 0), addr, lane, self._position,
                               ins.op)
@@ -308,6 +316,8 @@ class Machine:
             return {lane: mask for lane in active}
         if spec.kind == "shfl":
             return {lane: self._shfl(warp, ins, lane, active, *vals[lane]) for lane in active}
+        if spec.space == "local":
+            return self._local_op(warp, ins, active, vals)
         mem = self._mem(spec.space, warp.cta)
         out: dict[int, int] = {}
         touched: dict[int, None] = {}
@@ -334,6 +344,22 @@ class Machine:
             touched[word] = None
         for word in touched:
             mem_writes.append((MemoryWord(spec.space, warp.cta, word), mem[word]))
+        return out
+
+    def _local_op(self, warp: Warp, ins: Instr, active, vals) -> dict[int, int]:
+        """ld.local / st.local: each lane's own words (no memory record, no race)."""
+        out: dict[int, int] = {}
+        at = (self._pc, *divmod(self._position, limits.SLOTS))
+        for lane in active:
+            word = self._word(ins, "local", vals[lane][0], lane)
+            if ins.spec.kind == "load":
+                out[lane] = self.local.get((warp.index, lane), {}).get(word, 0)
+                if self.bounds:
+                    self.bounds.load_local(warp.index, lane, word)
+            else:
+                self.local.setdefault((warp.index, lane), {})[word] = vals[lane][1]
+                if self.bounds:
+                    self.bounds.store_local(warp.index, lane, at, ins, word)
         return out
 
     def _shared_access(self, warp: Warp, space: str, word: int, kind: str, value: int):
@@ -372,6 +398,6 @@ class Machine:
 
 def run_launch(prog: Program, grid: int = 1, block: int = limits.LANES, memory=None,
                budget: int = limits.DEFAULT_BLOCK_BUDGET,
-               sizes: limits.MemorySizes = limits.ISA_MEMORY) -> InterpRun:
+               sizes: limits.MemorySizes | None = None) -> InterpRun:
     """Run one launch of `prog` to the end on the reference interpreter."""
     return Machine(prog, grid, block, memory, budget, sizes).run()

@@ -24,10 +24,11 @@ GLOBAL_WORDS = 16_384     # 32-bit words of global memory (64 KB)
 SHARED_WORDS = 12_288     # 32-bit words of shared memory per CTA (48 KB, CUDA's static limit)
 
 MAX_THREADS_PER_CTA = 1024  # threads per CTA (blockDim.x * .y * .z), as CUDA's
-MAX_GRID_DIM = 65_535       # CTAs per grid dimension (CTAs run one after another)
-MAX_CTAS = 1 << 24          # CTAs per launch, all dimensions together (the linear ctaid)
+MAX_CTAS = 1 << 24          # CTAs per launch, all dimensions together (the linear ctaid;
+#                             CTAs run one after another, so a grid costs blocks, not room)
 
-DEFAULT_BLOCK_BUDGET = 200_000   # block executions before a launch is declared runaway
+DEFAULT_BLOCK_BUDGET = 200_000   # block executions before a launch is declared runaway,
+BUDGET_PER_WARP = 4_000          # or this many per warp of the launch where that is more
 
 # -- the compiled model machine (v5) --------------------------------------------------
 # What the Qwen3.5 weights of qgpu.circuit run today: a subset of the ISA's sizes. The
@@ -79,6 +80,12 @@ def launch_warps(grid: int, block: int) -> int:
     return grid * warps_per_cta(block)
 
 
+def default_budget(grid: int, block: int) -> int:
+    """The interpreter's block budget for a launch when none is given: a big launch may
+    run as long per warp as a small one."""
+    return max(DEFAULT_BLOCK_BUDGET, BUDGET_PER_WARP * launch_warps(grid, block))
+
+
 def check_launch_shape(grid: int, block: int) -> None:
     """LaunchError unless the ISA runs `grid` CTAs of `block` threads (what the compiled
     model runs is checked by circuit.machine.spec)."""
@@ -102,3 +109,10 @@ def u32(x: int) -> int:
 def s32(x: int) -> int:
     x &= WORD_MASK
     return x - (1 << 32) if x & 0x80000000 else x
+
+
+# -- per-thread local memory (register spills, qgpu/cuda/spill.py) -------------------------
+# ld.local / st.local: word loads and stores at byte addresses 0 .. 4 * LOCAL_WORDS - 4 of a
+# thread's own words, which no other thread sees. The interpreter runs them; the model
+# machine has no local memory yet (circuit.machine.spec refuses such a program).
+LOCAL_WORDS = 64          # 32-bit words of local memory per thread

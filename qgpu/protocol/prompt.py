@@ -71,6 +71,9 @@ def encode_block(blk: Block, b: int) -> list[int]:
     out = [tok("BLK", b), tok("V", wb), *_terminator(blk)]
     sels = operand_selectors(blk)
     for p, _s, ins in instruction_positions(blk):
+        if ins.op not in OP_NAMES:
+            raise ProgramError(f"block {b}: {ins.op} has no protocol token (local memory, "
+                               f"register spills: the model machine has none yet)")
         sel = list(sels[p]) + [0] * (3 - len(sels[p]))
         out += [tok("INS", b, p), tok("OPD", OP_NAMES.index(ins.op), ins.dst or 0),
                 tok("SRCAB", sel[0], sel[1]), tok("SRCC", sel[2])]

@@ -42,15 +42,18 @@ HALT = tok("HALT")
 
 
 def suite_launches(max_launches: int | None = None):
-    """(case id, program, grid, block, memory) of the suite's launches, shortest first."""
+    """(case id, program, grid, block, memory) of the suite's launches the model machine
+    runs (its sizes: suite.model_sized), shortest first."""
     from qgpu.interp import run_launch
     from qgpu.isa import limits
-    from qgpu.suite import compiled_module, load_suite, positional_args
+    from qgpu.suite import compiled_module, load_suite, model_sized, positional_args
 
     cases = []
     for spec in load_suite():
         fn = compiled_module(spec.source).get_function(spec.kernel)
         for i, launch in enumerate(spec.launches):
+            if not model_sized(spec, launch):
+                continue
             program, memory, _, _ = fn.link(launch["grid"], launch["block"],
                                             positional_args(spec, launch["args"]))
             res = run_launch(program, grid=launch["grid"], block=launch["block"],

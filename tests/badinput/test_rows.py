@@ -63,14 +63,17 @@ def files(tmp_path):
     ("copy.cu", ["--arg", "a=x", "--arg", "o=zeros:4"], "not an integer"),
     ("copy.cu", ["--arg", "a=99999999999", "--arg", "o=zeros:4"], "does not fit"),
     ("copy.cu", ["--arg", "a=zeros:-3", "--arg", "o=zeros:4"], "negative"),
-    ("copy.cu", ["--arg", "a=zeros:999", "--arg", "o=zeros:4"], "words of global memory"),
+    ("copy.cu", ["--arg", "a=zeros:99999", "--arg", "o=zeros:4"], "words of global memory"),
     ("copy.cu", ["--arg", "a=zeros:0", "--arg", "o=zeros:4"], "empty array"),
     ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--arg", "z=1"], "no parameter"),
     ("copy.cu", ["--arg", "a=1"], "missing --arg"),
     ("copy.cu", ["--arg", "a"], "NAME=VALUE"),
     ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--kernel", "nope"], "no __global__"),
-    ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--grid", "9"], "grid of 9"),
-    ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--block", "99"], "block of 99"),
+    ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--grid", "16777217"],
+     "grid of 16777217"),
+    ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--block", "1025"], "block of 1025"),
+    ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--grid", "9", "--engine", "model"],
+     "grid of 9 CTAs; the model machine runs 1..4"),
     ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--block", "x"],
      "--block 'x': give 1 to 3 integers"),
     ("copy.cu", ["--arg", "a=1", "--arg", "o=zeros:4", "--engine", "gpu"], "invalid choice"),
@@ -273,8 +276,8 @@ def test_dynamic_shared_memory_is_sized_at_launch():
     with pytest.raises(LaunchError, match=r"kernel.cu:2: kernel k uses an extern __shared__ "
                                           r"array sized at launch: give its size"):
         k(1, 4, [np.zeros(4, np.int32)])
-    with pytest.raises(LaunchError, match="0 bytes of static __shared__ data \\+ 132 dynamic"):
-        k(1, 4, [np.zeros(4, np.int32)], shared_mem=132)
+    with pytest.raises(LaunchError, match="0 bytes of static __shared__ data \\+ 49156 dynamic"):
+        k(1, 4, [np.zeros(4, np.int32)], shared_mem=49156)
     o = np.zeros(4, np.int32)
     k(1, 4, [o], shared_mem=16)
     assert o.tolist() == [1, 1, 1, 1]
@@ -325,8 +328,8 @@ REFUSED = {
                "__uint_as_float(o[1]))); }", "approximate float"),
     "noinline": ("__device__ __noinline__ int f(int x) { return x * 3; }\n"
                  "__global__ void k(int *o) { o[0] = f(o[1]); }", "did not inline"),
-    "shared_big": ("__global__ void k(int *o) { __shared__ int s[64]; s[threadIdx.x] = 1; "
-                   "__syncthreads(); o[0] = s[o[1]]; }", "shared memory holds 128 bytes"),
+    "shared_big": ("__global__ void k(int *o) { __shared__ int s[12289]; s[threadIdx.x] = 1; "
+                   "__syncthreads(); o[0] = s[o[1]]; }", "shared memory holds 49152 bytes"),
     "printf": ("#include <cstdio>\n__global__ void k(int *o) { printf(\"%lld\", 1LL << 40); }",
                "printf conversion '%lld' prints a 64-bit value"),
     "syntax": ("__global__ void k(int *o) { o[0] = }", "syntax.cu:1"),

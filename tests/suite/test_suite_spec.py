@@ -4,7 +4,8 @@ shapes, and the loader's errors on broken specs."""
 import numpy as np
 import pytest
 
-from qgpu.isa.limits import launch_warps
+from qgpu.cuda.shape import launch_shape
+from qgpu.isa.limits import fits_model, launch_warps
 from qgpu.suite import (
     SuiteError,
     c_div,
@@ -36,11 +37,15 @@ def test_suite_covers_every_instruction_family():
 
 
 def test_suite_covers_launch_shapes():
-    shapes = {(l["grid"], l["block"]) for s in SUITE for l in s.launches}
+    launches = [launch_shape(l["grid"], l["block"]) for s in SUITE for l in s.launches]
+    shapes = {(s.ctas, s.threads) for s in launches}
     assert any(b % 4 for _, b in shapes), "no partial warp"
     assert any(g == 1 and b > 4 for g, b in shapes), "no CTA with several warps"
     assert any(g == 4 for g, _ in shapes), "no 4-CTA grid"
-    assert max(launch_warps(g, b) for g, b in shapes) == 4
+    assert max(launch_warps(g, b) for g, b in shapes if fits_model(g, b)) == 4
+    # the sizes tutorials launch (interpreter only until the model machine holds them)
+    assert any(b == 256 for _, b in shapes) and any(g * b >= 1024 for g, b in shapes)
+    assert any(not s.linear for s in launches if s.threads == 256), "no 2-D 16x16 block"
 
 
 def test_shuffles_mean_the_same_on_a_partial_32_lane_warp():
@@ -104,10 +109,10 @@ def _write_kernel(tmp_path, spec_text, source="__global__ void k(int* out) {}"):
 
 
 def test_loader_rejects_launches_over_the_machine_limits(tmp_path):
-    path = _write_kernel(tmp_path, 'KERNEL = "k"\nLAUNCHES = [{"grid": 2, "block": 16, '
+    path = _write_kernel(tmp_path, 'KERNEL = "k"\nLAUNCHES = [{"grid": 2, "block": 1025, '
                          '"args": {"out": np.zeros(4, np.int32)}}]\n'
                          "def oracle(args, grid, block): return args\n")
-    with pytest.raises(SuiteError, match="8 warps > 4"):
+    with pytest.raises(SuiteError, match="block of 1025 threads"):
         load_kernel(path)
 
 

@@ -31,7 +31,8 @@ def test_supported_operations_exist():
 
 @pytest.mark.parametrize("src, grid, block, error, match", [
     ("block 0:\n  exit\n", 2, 16, LaunchError, "needs 8"),
-    ("block 0:\n  exit\n", 5, 1, LaunchError, "needs 5"),
+    ("block 0:\n  exit\n", 5, 1, LaunchError, "grid of 5 CTAs; the model machine runs 1..4"),
+    ("block 0:\n  exit\n", 1, 17, LaunchError, "block of 17 threads; the model machine runs"),
 ])
 def test_rejections_are_clear(src, grid, block, error, match):
     with pytest.raises(error, match=match):
@@ -121,3 +122,17 @@ def test_only_a_detecting_machine_has_the_fault_detector():
 
     assert detector_nodes(MachineSpec()) == set()
     assert detector_nodes(MachineSpec(detect_faults=True)) == {"fault", "barrier"}
+
+
+def test_a_program_with_local_memory_is_refused_in_one_line():
+    """Register spills (cuda.spill) live in local memory, which the model machine does
+    not have yet: refused by name before a token is fed, never run without it."""
+    prog = assemble("block 0:\n  tid r1\n  st.local [8], r1\n  .writeback r1\n  jmp 1\n"
+                    "block 1:\n  ld.local r2, [0]\n  st.global [r0], r2\n  exit\n")
+    with pytest.raises(ProgramError) as err:
+        check_launch(MachineSpec(), prog, 1, 4)
+    assert str(err.value) == ("the program uses 3 words of local memory per thread (register "
+                              "spills); the model machine has none yet: run it on the "
+                              "interpreter (engine='interp', --engine interp; docs/cuda.md, "
+                              "'Register spills')")
+    assert not {"ld.local", "st.local"} & set(SUPPORTED_OPS)
