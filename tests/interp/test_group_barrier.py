@@ -121,7 +121,7 @@ block 3:
   st.global [r3], 5
   exit
 """)
-    assert run_launch(prog, grid=1, block=64).memory[:64] == [5] * 64
+    assert run_launch(prog, grid=1, block=64, sizes=limits.ISA_MEMORY).memory[:64] == [5] * 64
 
 
 @TWO_GROUPS
@@ -138,15 +138,16 @@ block 3:
   exit
 """)
     with pytest.raises(Fault, match="wait at different barriers"):
-        run_launch(prog, grid=1, block=64)
+        run_launch(prog, grid=1, block=64, sizes=limits.ISA_MEMORY)
 
 
 @TWO_GROUPS
 def test_a_group_barrier_orders_its_group_and_not_the_next():
     prog = assemble(NEIGHBOUR)
     prog.cuda = True
-    assert run_launch(prog, grid=1, block=64).memory[:64] == [(t ^ 4) * 3 for t in range(64)]
+    res = run_launch(prog, grid=1, block=64, sizes=limits.ISA_MEMORY)
+    assert res.memory[:64] == [(t ^ 4) * 3 for t in range(64)]
     across = assemble(NEIGHBOUR.replace("xor r4, r1, 4", "xor r4, r1, 32"))
     across.cuda = True
     with pytest.raises(RaceError, match="no __syncthreads"):
-        run_launch(across, grid=1, block=64)
+        run_launch(across, grid=1, block=64, sizes=limits.ISA_MEMORY)
