@@ -36,5 +36,5 @@ def run_ptx(body: str, params: int = 1, grid: int = 1, block: int = 4, memory=No
             **template.scratch_symbols(block, template.shared_bytes)}
     vals.update(values or {})
     program = template.bind(vals)
-    mem = memory if memory is not None else [0] * limits.GLOBAL_WORDS
+    mem = memory if memory is not None else [0] * limits.MODEL_GLOBAL_WORDS
     return run_launch(program, grid=grid, block=block, memory=mem).memory
