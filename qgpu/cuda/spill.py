@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from qgpu.cuda.ir import CondBr, Function, Op, V, successors
+from qgpu.cuda.layout import dominators
 from qgpu.cuda.regalloc import USABLE, RegisterError, block_liveness, intervals
 from qgpu.cuda.schedule import MBlock
 from qgpu.errors import CompileError
@@ -57,18 +58,7 @@ def loop_depths(fn: Function) -> dict[str, int]:
     """Per basic block, the number of natural loops (of the CFG's back edges) holding it."""
     names = list(fn.blocks)
     preds = fn.predecessors()
-    dom = {n: set(names) for n in names}
-    dom[fn.entry] = {fn.entry}
-    changed = True
-    while changed:
-        changed = False
-        for n in names:
-            if n == fn.entry:
-                continue
-            ps = [dom[p] for p in preds[n]]
-            new = {n} | (set.intersection(*ps) if ps else set())
-            if new != dom[n]:
-                dom[n], changed = new, True
+    dom = dominators(fn)
     depth = dict.fromkeys(names, 0)
     for n in names:
         for h in successors(fn.blocks[n].term):

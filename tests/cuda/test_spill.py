@@ -185,7 +185,7 @@ def test_spill_everywhere_stores_after_each_definition_and_loads_before_each_use
 
 @pytest.mark.parametrize("name", ["bitonic_sort", "compact_ballot", "isqrt_loop",
                                   "matmul_shared4", "reduce_f32_shared", "shfl_xor_transpose",
-                                  "switch_dispatch", "vote_group_any_all"])
+                                  "switch_dispatch", "warp_sum_max_32"])
 def test_suite_kernels_spilled_to_five_registers_equal_their_oracles(name, monkeypatch):
     """With only r1..r5 to allocate, these suite kernels spill (loops, divergence,
     barriers, shared memory, shuffles, votes, float routines): every launch must still
