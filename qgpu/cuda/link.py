@@ -58,7 +58,7 @@ class KernelTemplate:
                     row.append(ins)
                 stages.append(row)
             blocks.append(Block(stages, blk.terminator, blk.writeback))
-        return Program(blocks, self.program.name)
+        return Program(blocks, self.program.name, accesses=self.program.accesses)
 
 
 def _patch(ins: Instr, r: Reloc, value: int) -> Instr:
