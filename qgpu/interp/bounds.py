@@ -44,7 +44,7 @@ def misaligned(access: tuple[int, int] | None, address: int, exact: int | None
     start = exact if width < 4 else address - part
     if start is None or width <= 1 or start % width == 0:
         return None
-    what = {2: "a 2-byte (short)", 8: "an 8-byte (long long)"}.get(width, f"a {width}-byte")
+    what = {2: "a 2-byte (short)", 8: "an 8-byte (long long, int2)"}.get(width, f"a {width}-byte")
     return start, (f"{what} access must be {width}-byte aligned (a GPU faults on it: "
                    f"misaligned address)")
 
