@@ -16,8 +16,9 @@ instead of silently done. An 8/16-bit access (the front end's `Program.accesses`
 exact byte address is known is checked by its bytes against the array's bytes: a byte
 past a 5-byte array inside its second word faults as on a GPU.
 
-`misaligned` is the alignment a GPU requires of the access a word operation is part of:
-an 8-byte (long long) access on 8 bytes, a 16-bit one on 2.
+`misaligned` is the alignment a GPU requires of the wider access a word operation is
+part of: an 8-byte (long long) access on 8 bytes (its two words are each aligned, so the
+machine itself does not fault).
 
 The model does not track allocations (its fault detector covers its memory, not the
 arrays): such a launch runs to the end on the model, and `--check` reports the mismatch
@@ -26,27 +27,26 @@ at the interpreter's TRAP (docs/isa.md, "Faults").
 
 from __future__ import annotations
 
+from qgpu.isa import limits
 from qgpu.isa.program import Imm
 
 KEEP = {"mov": (0,), "add": (0, 1), "sub": (0,)}  # op -> operand positions a tag passes
 WORD_MASKS = {0xFFFFFFFC, 0xFFFFFFFD}   # the aligned word of an 8/16-bit access
 
 
-def misaligned(access: tuple[int, int] | None, address: int, exact: int | None
-               ) -> tuple[int, str] | None:
+def misaligned(access: tuple[int, int] | None, address: int) -> tuple[int, str] | None:
     """(the access's first byte address, the fault's words) when the word operation at
-    byte `address`, part of `access` = (bytes, part), belongs to an access a GPU would
-    fault on as misaligned; `exact` is an 8/16-bit access's own byte address (None:
-    unknown). Else None."""
-    if access is None:
+    byte `address`, part of `access` = (bytes, part), belongs to a wider access a GPU
+    would fault on as misaligned (an 8-byte one off 8 bytes), else None. (A 16-bit one
+    off 2 bytes faults in the machine itself: its word address keeps bit 0.)"""
+    if access is None or access[0] <= 4:
         return None
     width, part = access
-    start = exact if width < 4 else address - part
-    if start is None or width <= 1 or start % width == 0:
+    start = limits.u32(address - part)
+    if start % width == 0:
         return None
-    what = {2: "a 2-byte (short)", 8: "an 8-byte (long long, int2)"}.get(width, f"a {width}-byte")
-    return start, (f"{what} access must be {width}-byte aligned (a GPU faults on it: "
-                   f"misaligned address)")
+    return start, (f"an {width}-byte (long long, int2) access must be {width}-byte "
+                   f"aligned (a GPU faults on it: misaligned address)")
 
 
 class Bounds:

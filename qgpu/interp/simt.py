@@ -285,13 +285,12 @@ class Machine:
         access = self.prog.accesses.get((self._pc, s, k))
         for lane in active:
             word = self._word(ins, spec.space, vals[lane][0], lane)
-            exact = self.bounds.exact(warp.index, lane, (self._pc, s, k), ins) \
-                if self.bounds and spec.space == "global" else None
-            bad = misaligned(access, limits.u32(vals[lane][0] + ins.offset), exact)
+            bad = misaligned(access, limits.u32(vals[lane][0] + ins.offset))
             if bad:
                 raise _MemoryTrap(memory_kind(spec.space, True), bad[0], lane,
                                   self._position, ins.op, bad[1])
             if self.bounds and spec.space == "global":
+                exact = self.bounds.exact(warp.index, lane, (self._pc, s, k), ins)
                 narrow = (exact, access[0]) if exact is not None and access \
                     and access[0] < 4 else None
                 detail = self.bounds.outside(warp.index, lane, (self._pc, s, k), ins, word,
