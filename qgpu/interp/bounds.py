@@ -66,15 +66,18 @@ class Bounds:
             return self.tags.get((warp, lane, operand.n))
         return None
 
-    def result_tag(self, warp: int, lane: int, at: tuple, ins, value):
-        """The tag of `ins`'s result for this lane; value(operand) is its value."""
+    def result_tag(self, warp: int, lane: int, at: tuple, ins, regs):
+        """The tag of `ins`'s result for this lane; `regs` are the lane's registers as
+        its stage began."""
         if ins.op == "and" and len(ins.srcs) == 2:
             for i, o in enumerate(ins.srcs):
                 mask = ins.srcs[1 - i]
                 if isinstance(mask, Imm) and mask.value in WORD_MASKS:
                     tag = self.operand_tag(warp, lane, (*at, i), o)
                     if tag is not None:
-                        return tag[0], value(o)
+                        value = o.value if isinstance(o, Imm) else \
+                            0 if o.n == limits.ZERO_REG else regs[o.n]
+                        return tag[0], value
             return None
         if ins.op == "mov":
             return self.operand_tag(warp, lane, (*at, 0), ins.srcs[0])

@@ -207,8 +207,7 @@ class Machine:
                     results.append((lane, ins.dst, value))
                     if bounds:
                         tags.append((lane, ins.dst, bounds.result_tag(
-                            warp.index, lane, (pc, s, k), ins,
-                            lambda o, lane=lane: self._value(warp, lane, o))))
+                            warp.index, lane, (pc, s, k), ins, warp.regs[lane])))
             for lane, reg, value in results:
                 warp.regs[lane][reg] = value
             for lane, reg, tag in tags:
