@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import qgpu
+from qgpu.errors import CheckMismatch
 from qgpu.isa.faults import Fault
 
 SOURCE = r"""
@@ -168,3 +169,19 @@ def test_a_misaligned_halfword_load_faults_on_the_model_alike():
     assert o.tolist() == [2, 3, 4, 5]
     with pytest.raises(Fault, match=r"misaligned global access at byte address 17 \(ld.global"):
         k(1, 4, [o, a, 3], engine="model-check")
+
+
+@pytest.mark.slow
+def test_a_misaligned_long_long_is_a_check_mismatch_on_the_model():
+    """The model's fault detector sees two aligned words: --check names the interpreter's
+    alignment check at its TRAP."""
+    src = """__global__ void k(long long *o, const int *a, int i) {
+  o[0] = ((const long long *)(a + i))[0];
+}"""
+    k = qgpu.compile(src).get_function("k")
+    o, a = np.zeros(1, np.int64), np.arange(1, 5, dtype=np.int32)
+    k(1, 1, [o, a, 2], engine="model-check")
+    assert o.tolist() == [3 + (4 << 32)]
+    with pytest.raises(CheckMismatch, match=r"TRAP\(misaligned-global.*the interpreter's "
+                                            r"alignment check: an 8-byte"):
+        k(1, 1, [o, a, 1], engine="model-check")
