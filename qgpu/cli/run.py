@@ -132,8 +132,9 @@ def listing(module) -> str:
     lines = []
     for sig in module.signatures:
         try:
-            module.get_function(sig.overload)
-            state = "runs"
+            words = module.get_function(sig.overload).template.stats.get("local_words")
+            state = "runs" if not words else (f"runs on the interpreter only ({words} words "
+                                              f"of local memory: register spills)")
         except QgpuError as exc:
             state = f"cannot run: {exc}"
         lines.append(f"{sig}  [{sig.where}]\n  {state}")
@@ -265,7 +266,9 @@ def report(r: dict) -> str:
     lines.append(f"tokens {tokens}, {r['blocks_executed']} blocks executed, "
                  f"{r['seconds'] * 1000:.1f} ms")
     lines.append(f"program: {st['blocks']} blocks, {st['instructions']} instructions, "
-                 f"{st['pressure']} registers at peak")
+                 f"{st['pressure']} registers at peak"
+                 + (f", {st['local_words']} words of local memory (register spills)"
+                    if st.get("local_words") else ""))
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ lowering to machine blocks (register allocation, block packing), and the launch 
     printf     format strings, call sites, the printf buffer read after a launch
     optimize   propagation, coalescing, CFG clean-up      layout  ROM order (reconvergence)
     schedule   stages and machine blocks                 regalloc  15 registers
+    spill      values to local memory when 15 do not suffice
     codegen    the pipeline, emission                    link      templates, binding
     api        compile / Module / Kernel (CuPy-like launches)
     launch_args  a launch in words: --kernel, --arg NAME=VALUE

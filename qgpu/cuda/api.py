@@ -42,7 +42,7 @@ from qgpu.interp import Machine
 from qgpu.isa import Program, limits
 from qgpu.isa.faults import Fault
 from qgpu.isa.ops import FLOAT_OPS
-from qgpu.isa.program import Allocation
+from qgpu.isa.program import Allocation, local_refusal, local_words
 from qgpu.protocol import expected_trace
 
 # the numpy dtypes a pointer parameter takes, by its element's width: either signedness
@@ -76,7 +76,7 @@ def _run_interp(program: Program, grid: int, block: int, memory: list[int],
                 budget: int | None) -> EngineRun:
     machine = Machine(program, grid, block, memory,
                       limits.default_budget(grid, block) if budget is None else budget,
-                      program.memory_sizes or limits.ISA_MEMORY)
+                      program.memory_sizes)
     try:
         res = machine.run()
     except Fault as fault:
@@ -241,17 +241,20 @@ class Kernel:
         alike), else into the ISA's."""
         shape = launch_shape(grid, block)
         template = self.template_for(shape)
+        shared = -(-(template.shared_bytes + shared_mem) // 4) * 4 \
+            + 4 * template.scratch_words(shape.threads)     # with the warp scratch
         if limits.fits_model(shape.ctas, shape.threads) and \
-                template.shared_bytes + shared_mem <= limits.MODEL_SHARED_WORDS * 4:
+                shared <= limits.MODEL_SHARED_WORDS * 4:
             try:
-                return self._link_into(limits.MODEL_MEMORY, shape, args, printf_words)
+                return self._link_into(limits.MODEL_MEMORY, shape, args, printf_words,
+                                       shared_mem)
             except LaunchError as exc:
                 if not getattr(exc, "memory_full", False):
                     raise
-        return self._link_into(limits.ISA_MEMORY, shape, args, printf_words)
+        return self._link_into(limits.ISA_MEMORY, shape, args, printf_words, shared_mem)
 
     def _link_into(self, sizes: limits.MemorySizes, shape: Shape, args,
-                   printf_words: int | None):
+                   printf_words: int | None, shared_mem: int = 0):
         template = self.template_for(shape)
         global_words = sizes.global_words
         sites = template.stats.get("device_sites") or []
@@ -315,7 +318,9 @@ class Kernel:
                             room=global_words - next_word)
             values.update(buffer.symbols())
             top = buffer.first
-        program = template.bind(values)
+        values.update(template.scratch_symbols(shape.threads,
+                                               template.shared_bytes + shared_mem))
+        program = template.bind(values, shape.threads)
         program.arrays = self._allocations(layout, template, args, values)
         program.cuda = True
         program.free_words = tuple(range(next_word, top))
@@ -355,10 +360,13 @@ class Kernel:
             raise LaunchError(f"{self.signature.where}: kernel {self.name} uses an extern "
                               f"__shared__ array sized at launch: give its size in bytes "
                               f"(shared_mem=N, qgpu run --shared-bytes N)")
-        if template.shared_bytes + shared_mem > limit:
+        scratch = 4 * template.scratch_words(shape.threads)
+        if -(-(template.shared_bytes + shared_mem) // 4) * 4 + scratch > limit:
             raise LaunchError(f"kernel {self.name}: {template.shared_bytes} bytes of static "
-                              f"__shared__ data + {shared_mem} dynamic exceed the {limit} bytes "
-                              f"of shared memory per CTA")
+                              f"__shared__ data + {shared_mem} dynamic"
+                              + (f" + {scratch} of warp_scratch (its 32-lane warp "
+                                 f"operations, for {shape.threads} threads)" * bool(scratch))
+                              + f" exceed the {limit} bytes of shared memory per CTA")
 
     def _allocations(self, layout: dict, template: KernelTemplate, args, values) -> tuple:
         """Each array argument's and __constant__/__device__ variable's range and the
@@ -490,7 +498,9 @@ class Kernel:
             self._refuse_native_floats(shape)
         program, memory, layout, arrays, buffer = self._link(shape.grid, shape.block, args,
                                                              printf_words, shared_mem)
-        program.shared_words = -(-(self.template_for(shape).shared_bytes + shared_mem) // 4)
+        template = self.template_for(shape)
+        program.shared_words = -(-(template.shared_bytes + shared_mem) // 4) \
+            + template.scratch_words(shape.threads)
         return Prepared(self, shape, grid, block, args, engine, runner, budget, program,
                         memory, list(memory), layout, arrays, buffer)
 
@@ -516,8 +526,13 @@ class Kernel:
 
     def _refuse_native_floats(self, shape: Shape) -> None:
         """The model runs float32 as integer code (cuda.softfloat); an operation with no
-        integer lowering yet (sqrt) is refused, naming it and its source line."""
+        integer lowering yet (sqrt) is refused, naming it and its source line; so is a
+        kernel with register spills (the model has no local memory yet)."""
         template = self.template_for(shape)
+        words = local_words(template.program)
+        if words:
+            raise ProgramError(f"kernel {self.name} ({self.signature.where}): "
+                               f"{local_refusal(words)}")
         for b, blk in enumerate(template.program.blocks):
             ops = [ins.op for st in blk.stages for ins in st if ins.op in FLOAT_OPS]
             if ops:

@@ -3,6 +3,9 @@
     lower (PTX -> IR) -> optimize + if-convert -> layout (ROM order) -> schedule (stages, blocks)
     -> exits threaded -> regalloc -> emit (machine Program with relocations for launch-time values)
 
+When the registers do not suffice, cuda.spill runs the back end again (from a fresh IR)
+with values kept in local memory.
+
 and the ROM-size check, whose error names the kernel and the count.
 """
 
@@ -15,10 +18,11 @@ from qgpu.cuda.layout import block_order
 from qgpu.cuda.link import KernelTemplate, Reloc
 from qgpu.cuda.lower import lower
 from qgpu.cuda.optimize import optimize
-from qgpu.cuda.regalloc import allocate
+from qgpu.cuda.regalloc import RegisterError, allocate
 from qgpu.cuda.schedule import MBlock, schedule
 from qgpu.cuda.shape import Shape
 from qgpu.cuda.softcall import call_floats, inline_floats
+from qgpu.cuda.spill import compile_spilled
 from qgpu.errors import CompileError, ProgramError
 from qgpu.isa import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg, limits
 
@@ -26,6 +30,30 @@ from qgpu.isa import Bar, Block, Br, Exit, Imm, Instr, Jmp, Program, Reg, limits
 def compile_kernel(module: ptx.PModule, ptx_name: str, display_name: str,
                    shape: Shape | None = None) -> KernelTemplate:
     """The kernel's template; `shape` (a 2-D/3-D launch) fixes its threadIdx/blockIdx."""
+    fn, float_calls = _middle(module, ptx_name, display_name, shape)
+    mblocks = _machine_blocks(fn, display_name)
+    spilled: list = []
+    try:
+        regs, pressure, live = allocate(mblocks, display_name)
+    except RegisterError as exc:      # compile again with values in local memory
+        done, (regs, pressure, live) = compile_spilled(
+            lambda: _middle(module, ptx_name, display_name, shape)[0],
+            lambda f: _machine_blocks(f, display_name),
+            lambda mb: allocate(mb, display_name), display_name, exc)
+        fn, mblocks, spilled = done.fn, done.mblocks, done.spilled
+    program, relocs = emit(mblocks, regs, live, display_name)
+    stats = {"blocks": len(program.blocks), "instructions": program.instruction_count(),
+             "pressure": pressure, "origins": block_origins(mblocks),
+             "dynamic_shared": fn.dynamic_shared, "device_sites": fn.device_sites,
+             "device_strings": fn.device_strings, "float_calls": float_calls}
+    if spilled:
+        stats["local_words"] = len(spilled)     # register spills (cuda.spill)
+    return KernelTemplate(display_name, program, relocs, fn.n_params, fn.shared_bytes,
+                          pressure, stats, fn.warp_scratch)
+
+
+def _middle(module: ptx.PModule, ptx_name: str, display_name: str, shape: Shape | None):
+    """The kernel's IR in ROM order, floats lowered, and its float-call record."""
     fn, predicates = lower(module, ptx_name, display_name, shape)
     inline_floats(fn)           # float32 as integer code (cuda.softcall, cuda.softfloat)
     optimize(fn, predicates)
@@ -33,20 +61,16 @@ def compile_kernel(module: ptx.PModule, ptx_name: str, display_name: str,
         optimize(fn, predicates)
     order = block_order(fn)
     fn.blocks = {n: fn.blocks[n] for n in order}
-    float_calls = call_floats(fn)
+    return fn, call_floats(fn)
+
+
+def _machine_blocks(fn, display_name: str) -> list[MBlock]:
     mblocks = thread_exits(schedule(fn))
     if len(mblocks) > limits.ROM_BLOCKS:
         raise CompileError(f"kernel {display_name}: needs {len(mblocks)} machine blocks; the "
                            f"program ROM holds {limits.ROM_BLOCKS} (simplify the kernel: "
                            "fewer divisions, branches or straight-line work)")
-    regs, pressure, live = allocate(mblocks, display_name)
-    program, relocs = emit(mblocks, regs, live, display_name)
-    stats = {"blocks": len(program.blocks), "instructions": program.instruction_count(),
-             "pressure": pressure, "origins": block_origins(mblocks),
-             "dynamic_shared": fn.dynamic_shared, "device_sites": fn.device_sites,
-             "device_strings": fn.device_strings, "float_calls": float_calls}
-    return KernelTemplate(display_name, program, relocs, fn.n_params, fn.shared_bytes,
-                          pressure, stats)
+    return mblocks
 
 
 def thread_exits(mblocks: list[MBlock]) -> list[MBlock]:
@@ -120,7 +144,7 @@ def emit(mblocks: list[MBlock], regs: dict[V, int], live, name: str
         if isinstance(t, Goto):
             term = Jmp(index[t.target])
         elif isinstance(t, Barrier):
-            term = Bar(index[t.target])
+            term = Bar(index[t.target], t.scope)
         elif isinstance(t, CondBr):
             term = Br(Reg(regs[t.cond]), index[t.taken], index[t.not_taken])
         elif isinstance(t, Ret):

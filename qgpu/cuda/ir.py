@@ -80,8 +80,10 @@ class CondBr:
 
 @dataclass
 class Barrier:
-    """bar.sync, then continue at target."""
+    """bar.sync, then continue at target; scope "group": the 32-thread group's barrier
+    (CUDA's warp: cuda.warp's lowered warp operations), "cta": __syncthreads."""
     target: str
+    scope: str = "cta"
 
 
 @dataclass
@@ -124,6 +126,7 @@ class Function:
     n_params: int = 0
     shared_bytes: int = 0
     dynamic_shared: bool = False    # extern __shared__ arrays, from shared_bytes on
+    warp_scratch: int = 0           # cuda.warp's scratch (link.KernelTemplate.warp_scratch)
     next_vreg: int = 0
     device_sites: list = field(default_factory=list)   # printf/assert calls (cuda.printf)
     device_strings: set = field(default_factory=set)   # variables they read at compile time

@@ -4,6 +4,13 @@ A kernel compiles once to a template: a machine Program whose operands that depe
 launch (kernel parameters, blockDim.x, gridDim.x, addresses of global variables) are
 placeholders, with a relocation list saying where each one goes. Binding a launch's
 values produces the Program the machine runs.
+
+Warp scratch: a kernel whose CUDA warp operations (32 lanes) are lowered through shared
+memory (cuda.warp) gets the region `warp_scratch` after its static and dynamic shared
+memory: one word per thread of the CTA, then (ballot and the other votes) one word per
+32-thread group. Its group barriers (`bar.group`) are the CTA
+barrier where the CTA has at most 32 threads (one group): bind writes them as plain
+`bar`, which the compiled model runs.
 """
 
 from __future__ import annotations
@@ -11,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from qgpu.errors import LaunchError
-from qgpu.isa import Block, Imm, Instr, Program, limits
+from qgpu.isa import Bar, Block, Imm, Instr, Program, limits
+from qgpu.isa.program import GROUP_THREADS
 
 
 @dataclass(frozen=True)
@@ -34,13 +42,31 @@ class KernelTemplate:
     shared_bytes: int = 0
     pressure: int = 0
     stats: dict = field(default_factory=dict)
+    # cuda.warp's scratch: 0 none, 1 a word per thread, 2 and a vote word per group
+    warp_scratch: int = 0
+
+    def scratch_words(self, threads: int) -> int:
+        """Words of warp scratch a CTA of `threads` threads needs."""
+        if not self.warp_scratch:
+            return 0
+        groups = -(-threads // GROUP_THREADS)
+        return threads + (groups if self.warp_scratch > 1 else 0)
+
+    def scratch_symbols(self, threads: int, shared_bytes: int) -> dict[str, int]:
+        """The link symbols of the warp scratch of a CTA of `threads` threads whose
+        static + dynamic shared memory takes `shared_bytes` bytes (byte addresses)."""
+        base = -(-shared_bytes // 4) * 4
+        return {"warp_scratch": base, "warp_votes": base + 4 * threads,
+                "warp_threads": threads}
 
     def symbols(self) -> set[str]:
         return {r.sym for r in self.relocs}
 
-    def bind(self, values: dict[str, int]) -> Program:
+    def bind(self, values: dict[str, int], threads: int | None = None) -> Program:
         """The runnable Program for one launch; values maps every symbol ('param:0',
-        'ntid', 'nctaid', 'global:name') to a 32-bit integer."""
+        'ntid', 'nctaid', 'global:name', the warp scratch's) to a 32-bit integer.
+        `threads`: the CTA's (a 2-D block's x * y); at most 32 makes bar.group bar."""
+        threads = values.get("ntid", 0) if threads is None else threads
         missing = self.symbols() - set(values)
         if missing:
             raise LaunchError(f"kernel {self.name}: no value for {sorted(missing)}")
@@ -57,7 +83,10 @@ class KernelTemplate:
                         ins = _patch(ins, r, values[r.sym])
                     row.append(ins)
                 stages.append(row)
-            blocks.append(Block(stages, blk.terminator, blk.writeback))
+            term = blk.terminator
+            if isinstance(term, Bar) and term.scope == "group" and threads <= GROUP_THREADS:
+                term = Bar(term.target)
+            blocks.append(Block(stages, term, blk.writeback))
         return Program(blocks, self.program.name, accesses=self.program.accesses)
 
 

@@ -22,10 +22,12 @@ from qgpu.isa import Imm, limits
 _WIDE_TYPES = {"u64", "s64", "b64"}
 _INT32 = {"u32", "s32", "b32"}
 _NARROW_PARAMS = {"u8", "s8", "b8", "u16", "s16", "b16"}
-_SREG_OPS = {"%tid.x": "tid", "%ctaid.x": "ctaid", "%laneid": "laneid", "%warpid": "warpid"}
+_SREG_OPS = {"%tid.x": "tid", "%ctaid.x": "ctaid"}
+# CUDA's warp is 32 threads (cuda.warp): lane tid & 31, warp tid >> 5 (the linear tid)
+_SREG_WARP = {"%laneid": ("and", 31), "%warpid": ("shr.u", 5)}
 _SREG_CONST = {"%tid.y": 0, "%tid.z": 0, "%ctaid.y": 0, "%ctaid.z": 0, "%ntid.y": 1,
                "%ntid.z": 1, "%nctaid.y": 1, "%nctaid.z": 1,
-               "%nwarpid": limits.MAX_THREADS_PER_CTA // limits.LANES}
+               "%nwarpid": limits.MAX_THREADS_PER_CTA // 32}   # CUDA's 32-lane warps
 _SREG_SYMS = {"%ntid.x": "ntid", "%nctaid.x": "nctaid"}
 
 
@@ -122,6 +124,8 @@ class Lowering:
                 t = self.b.tmp()
                 self.b.emit(_SREG_OPS[n], t)
                 return t
+            if n in _SREG_WARP:
+                return self.warp_sreg(n)
             if n in _SREG_SYMS:
                 return Sym(_SREG_SYMS[n])
             if n in _SREG_CONST:
@@ -137,9 +141,17 @@ class Lowering:
             return self.symbol_address(o.name, ins)
         raise fail(ins, f"operand {o} is not supported here")
 
+    def warp_sreg(self, name: str):
+        """%laneid or %warpid of CUDA's 32-thread warp, from the linear thread index."""
+        tid, t = self.b.tmp(), self.b.tmp()
+        op, k = _SREG_WARP[name]
+        self.b.emit("tid", tid)
+        self.b.emit(op, t, tid, Imm(k))
+        return t
+
     def lanemask(self, kind: str, ins):
-        lane, bit, t = self.b.tmp(), self.b.tmp(), self.b.tmp()
-        self.b.emit("laneid", lane)
+        bit, t = self.b.tmp(), self.b.tmp()
+        lane = self.warp_sreg("%laneid")
         self.b.emit("shl", bit, Imm(2 if kind in ("le", "gt") else 1), lane)
         if kind == "eq":
             self.b.emit("shl", t, Imm(1), lane)
@@ -360,7 +372,7 @@ class Lowering:
         cond = self.reg(ins.guard.name)
         op = ins.parts[0]
         pure = op not in ("ld", "st", "atom", "red", "shfl", "vote", "bar", "barrier", "ret",
-                          "exit", "div", "rem", "call", "activemask", "trap") \
+                          "exit", "div", "rem", "call", "activemask", "trap", "match") \
             and not handles(ins)        # 64-bit results are register pairs: a short branch
         d = ins.operands[0] if ins.operands else None
         if pure and isinstance(d, ptx.PReg) and not isinstance(d, ptx.PPair):

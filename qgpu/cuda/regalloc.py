@@ -7,8 +7,9 @@ per block, the closed interval from its definition (or the entry, when live in) 
 last read (or the end, when live out); two that overlap anywhere interfere. A graph
 colouring (simplify/select, optimistic, biased towards the source of a move) assigns
 registers. A virtual register that is live into a block keeps its register there, so no
-moves are ever inserted; a kernel whose pressure exceeds the register file is a clear
-CompileError naming the kernel and its pressure.
+moves are ever inserted; a kernel whose pressure exceeds the register file is a
+RegisterError naming the kernel and its pressure, on which cuda.codegen compiles it again
+with values spilled to local memory (cuda.spill).
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from qgpu.errors import CompileError
 from qgpu.isa import limits
 
 USABLE = [r for r in range(limits.REGS) if r != limits.ZERO_REG]
+
+
+class RegisterError(CompileError):
+    """The colouring needs more registers than the machine has (cuda.spill takes over)."""
 
 
 def _block_uses_defs(mb: MBlock) -> tuple[set[V], set[V]]:
@@ -120,7 +125,7 @@ def color(graph: dict[V, set[V]], moves: list[tuple[V, V]], kernel: str,
         taken = {reg[n] for n in graph[v] if n in reg}
         free = [r for r in USABLE if r not in taken]
         if not free:
-            raise CompileError(
+            raise RegisterError(
                 f"kernel {kernel}: needs more than {k} registers ({pressure} values live at "
                 f"once at its peak); the machine has {k} usable registers per lane. Split the "
                 "kernel or keep fewer values alive at once")

@@ -12,7 +12,8 @@ Dependences (the block reads registers at stage start, writes at stage end):
   * the final write of a register that is also live on entry comes no earlier than the
     stage of the last read of the entry value;
   * memory operations keep program order: a later one in the same or a later stage (a
-    stage runs its operations slot by slot in program order) whenever either one writes;
+    stage runs its operations slot by slot in program order) whenever either one writes
+    (local memory's, the spill words of cuda.spill, only against the same local word);
   * a machine block reads memory before it writes any (the ISA's rule): a load or atomic
     that follows a write goes to the next machine block.
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from qgpu.cuda.ir import BasicBlock, CondBr, Function, Goto, Op, V
 from qgpu.cuda.optimize import liveness
 from qgpu.errors import CompileError
-from qgpu.isa import limits
+from qgpu.isa import OPS, limits
 
 
 @dataclass
@@ -77,7 +78,7 @@ def _dependences(ops: list[Op]) -> tuple[list[list[tuple[int, int]]], list[int]]
             producer[op.dst] = j
         if op.touches_memory():
             for i in mem:
-                if ops[i].kind != "load" or op.kind != "load":
+                if _ordered(ops[i], op):
                     preds[j].append((i, 0))
             mem.append(j)
     height = [1] * n
@@ -85,6 +86,21 @@ def _dependences(ops: list[Op]) -> tuple[list[list[tuple[int, int]]], list[int]]
         for i, lat in preds[j]:
             height[i] = max(height[i], height[j] + lat)
     return preds, height
+
+
+def _local(op: Op) -> bool:
+    return OPS[op.op].space == "local"
+
+
+def _ordered(a: Op, b: Op) -> bool:
+    """Memory operations a (earlier) and b keep their order: either writes, and (local
+    memory, a thread's spill words: cuda.spill) both are local at the same address, or
+    neither is local."""
+    if a.kind == "load" and b.kind == "load":
+        return False
+    if _local(a) or _local(b):
+        return _local(a) and _local(b) and (a.srcs[0], a.offset) == (b.srcs[0], b.offset)
+    return True
 
 
 def _reads_memory(op: Op) -> bool:

@@ -1,19 +1,19 @@
 """cuda.select: the per-instruction table of the lowering: one PTX data instruction (no
 control flow) to native operations. Non-native forms (mul.hi, mad, neg, abs, not, funnel
-shifts, bit-field extract/insert, sign extension, votes other than ballot, lane masks)
-expand here into short native sequences; cuda.lower drives it and owns control flow.
+shifts, bit-field extract/insert, sign extension, lane masks) expand here into short
+native sequences; CUDA's 32-lane warp operations (shuffles, votes, __syncwarp) are
+cuda.warp's; cuda.lower drives it and owns control flow.
 """
 
 from __future__ import annotations
 
-from qgpu.cuda import ptx
+from qgpu.cuda import ptx, warp
 from qgpu.cuda.divide import emit_divrem
 from qgpu.cuda.float32 import is_float, lower_float
 from qgpu.cuda.ir import CondBr, Goto, Sym
 from qgpu.cuda.narrow import convert, narrow
 from qgpu.cuda.ptx import fail
 from qgpu.isa import Imm
-from qgpu.isa.limits import LANES
 
 _CMP = {"eq": "seteq", "ne": "setne", "lt": "setlt", "le": "setle", "gt": "setgt",
         "ge": "setge", "lo": "setlt.u", "ls": "setle.u", "hi": "setgt.u", "hs": "setge.u"}
@@ -31,31 +31,6 @@ def _signed(ins: ptx.PInstr) -> bool:
     return _type(ins) == "s32"
 
 
-_SHFL_OPERAND = {"up": ("__shfl_up_sync", "offset"), "down": ("__shfl_down_sync", "offset"),
-                 "bfly": ("__shfl_xor_sync", "lane mask"), "idx": ("__shfl_sync", "source lane")}
-
-
-def _check_warp_width(ins: ptx.PInstr, mode: str, lane, packed) -> None:
-    """Refuse a shuffle whose constant operands only make sense in a warp of more lanes
-    than the machine's (CUDA's 32): an offset, xor mask or source lane past the last lane,
-    or a width above it. On 4 lanes such a shuffle would keep each lane's own value and
-    the kernel would compute a wrong answer without a word (a 32-lane tree reduction
-    gives 8 times the sum)."""
-    name, what = _SHFL_OPERAND[mode]
-    why = (f"qgpu's warps have {LANES} lanes (warpSize is {LANES}); code written for "
-           f"CUDA's 32-lane warp is refused rather than run wrong")
-    if isinstance(packed, Imm):
-        width = 32 - ((packed.value >> 8) & 0x1F)
-        if width > LANES:
-            raise fail(ins, f"{name} width {width}: {why}")
-    if isinstance(lane, Imm):
-        value = lane.value
-        beyond = value & ~(LANES - 1) if mode == "bfly" else value >= LANES
-        if beyond:
-            raise fail(ins, f"{name} {what} {value} names lanes a {LANES}-lane warp "
-                            f"lacks: {why}")
-
-
 def select(lw, ins: ptx.PInstr) -> None:
     """Emit native operations for one unguarded PTX data instruction through lw.b."""
     b = lw.b
@@ -67,8 +42,11 @@ def select(lw, ins: ptx.PInstr) -> None:
     def dst():
         return lw.dst(ops[0], ins)
 
-    if op in _NOOPS or (op in ("bar", "barrier") and "warp" in parts):
-        return                      # the machine is sequentially consistent; warps lockstep
+    if op in _NOOPS:
+        return                      # the machine is sequentially consistent
+    if op in ("bar", "barrier") and "warp" in parts:
+        warp.group_barrier(lw)      # __syncwarp: CUDA's warp is the 32-thread group
+        return
     if is_float(ins):
         lower_float(lw, ins)
         return
@@ -150,12 +128,21 @@ def select(lw, ins: ptx.PInstr) -> None:
         if isinstance(ops[0], ptx.PPair):
             raise fail(ins, "shfl with a predicate result is not supported")
         mode = next((m for m in ("up", "down", "bfly", "idx") if m in parts), None)
-        _check_warp_width(ins, mode, src(2), src(3))
-        b.emit(f"shfl.{mode}", dst(), src(1), src(2), src(3))
+        lane, packed = src(2), src(3)
+        if warp.native_shuffle(mode, lane, packed):
+            b.emit(f"shfl.{mode}", dst(), src(1), lane, packed)
+        else:
+            mask = src(4) if len(ops) > 4 else Imm(warp.FULL)
+            warp.shuffle(lw, ins, mode, dst(), src(1), lane, packed, mask)
     elif op == "vote":
-        _vote(lw, ins)
+        warp.vote(lw, ins, dst(), src(1))
     elif op == "activemask":
-        b.emit("ballot", dst(), Imm(1))
+        warp.ballot(lw, dst(), Imm(1))
+    elif op == "match":
+        d, pred = ops[0], None
+        if isinstance(d, ptx.PPair):
+            d, pred = d.first, lw.dst(d.second, ins)
+        warp.match(lw, ins, lw.dst(d, ins), pred, src(1), src(2))
     elif op == "bfind":
         _bfind(lw, ins)
     elif op == "bfe":
@@ -365,33 +352,6 @@ def _narrow_store(lw, ins) -> None:
     b.emit("setne", retry, got, old)
     b.finish(CondBr(retry, loop.name, done.name))
     b.start(done)
-
-
-def _vote(lw, ins) -> None:
-    b, parts, ops = lw.b, ins.parts, ins.operands
-    d = lw.dst(ops[0], ins)
-    p = lw.value(ops[1], ins)
-    if "ballot" in parts:
-        b.emit("ballot", d, p)
-        return
-    bal = b.tmp()
-    if "any" in parts:
-        b.emit("ballot", bal, p)
-        b.emit("setne", d, bal, Imm(0))
-    elif "all" in parts:
-        np_ = b.tmp()
-        b.emit("xor", np_, p, Imm(1))
-        b.emit("ballot", bal, np_)
-        b.emit("seteq", d, bal, Imm(0))
-    elif "uni" in parts:
-        active, none, full = b.tmp(), b.tmp(), b.tmp()
-        b.emit("ballot", bal, p)
-        b.emit("ballot", active, Imm(1))
-        b.emit("seteq", none, bal, Imm(0))
-        b.emit("seteq", full, bal, active)
-        b.emit("or", d, none, full)
-    else:
-        raise fail(ins, f"{ins.opcode} is not supported")
 
 
 def _bfind(lw, ins) -> None:

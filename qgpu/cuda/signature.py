@@ -208,9 +208,9 @@ _TILE = re.compile(r"thread_block_tile<\s*(\d+)")
 
 def _big_tile(n: dict):
     m = _TILE.search(n.get("type", {}).get("qualType", ""))
-    if m and int(m.group(1)) not in (1, 2, 4):
-        return (f"tiled_partition<{m.group(1)}>: qgpu's tiles have 1, 2 or 4 threads (a "
-                "warp has 4 lanes); use tiled_partition<4> or smaller, or the thread block")
+    if m and int(m.group(1)) not in (1, 2, 4, 8, 16, 32):
+        return (f"tiled_partition<{m.group(1)}>: a tile has 1, 2, 4, 8, 16 or 32 threads "
+                "(a power of two up to CUDA's 32-lane warp); use the thread block for more")
     return None
 
 

@@ -20,7 +20,7 @@ ISA as the reference the sequences are tested against, and for what is not lower
 
 Values live across any call are live through the whole routine, so the register
 allocator keeps them out of its temporaries: a kernel that needs more than the 15
-registers is refused as any other (CompileError with its pressure).
+registers spills as any other (cuda.spill).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from qgpu.isa import limits
+from qgpu.isa.program import GROUP_THREADS
 from qgpu.merge.size import MACHINE_HIDDEN, MACHINE_LAYERS, MACHINE_NONZEROS
 from qgpu.protocol import PROTOCOL_VERSION, VOCAB_SIZE
 
@@ -36,13 +37,16 @@ def limits_table() -> str:
          f"1..{L.MODEL_MAX_CTAS}", "refused"),
         ("warps per launch, all CTAs", "no limit of its own",
          f"{L.MODEL_MAX_WARPS}", "refused"),
-        ("lanes per warp (`warpSize`)", f"{L.LANES}", f"{L.LANES}",
-         f"`warpSize` is {L.LANES}: shuffles and votes act on {L.LANES} lanes; a shuffle "
-         f"whose constant offset, mask, lane or width assumes more lanes is refused with "
-         f"its line, and code relying on 32 threads in lockstep is reported as a "
-         f"shared-memory race by the interpreter"),
+        ("lanes per machine warp", f"{L.LANES}", f"{L.LANES}",
+         f"CUDA's `warpSize` is {GROUP_THREADS}: a CUDA warp is {GROUP_THREADS // L.LANES} "
+         f"machine warps, its shuffles and votes lowered through shared memory and the "
+         f"group barrier (docs/cuda.md, \"Warp operations\"); code relying on 32 threads "
+         f"in lockstep without __syncwarp is reported as a shared-memory race by the "
+         f"interpreter"),
         ("registers per lane", f"{L.REGS} ({L.REGS - 1} usable, r0 reads zero)",
-         f"{L.REGS}", "a kernel needing more live registers is refused"),
+         f"{L.REGS}", "a kernel needing more live registers spills values to local memory"),
+        ("local memory per thread", f"{L.LOCAL_WORDS} words (register spills)", "none",
+         "a kernel with spills runs on the interpreter; the model refuses it by name"),
         ("global memory", f"{L.GLOBAL_WORDS:,} words of {L.WORD_BITS} bits",
          f"{L.MODEL_GLOBAL_WORDS} words",
          "arrays past it refused; an out-of-bounds access faults (`TRAP`)"),

@@ -16,6 +16,10 @@ instead of silently done. An 8/16-bit access (the front end's `Program.accesses`
 exact byte address is known is checked by its bytes against the array's bytes: a byte
 past a 5-byte array inside its second word faults as on a GPU.
 
+A register spilled to local memory (cuda.spill) keeps its tag there: `st.local` tags the
+thread's word with its value's tag and `ld.local` gives the word's tag to its result, so a
+spilled kernel is checked as the same kernel unspilled.
+
 `misaligned` is the alignment a GPU requires of the wider access a word operation is
 part of: an 8-byte (long long) access on 8 bytes (its two words are each aligned, so the
 machine itself does not fault).
@@ -56,7 +60,9 @@ class Bounds:
     def __init__(self, arrays):
         self.arrays = list(arrays)
         self.sites = {site: i for i, a in enumerate(self.arrays) for site in a.sites}
-        self.tags: dict[tuple[int, int, int], tuple[int, int | None]] = {}
+        self.tags: dict[tuple[int, int, int], tuple] = {}   # (warp, lane, register) -> tag
+        self.local: dict[tuple[int, int, int], tuple] = {}  # (warp, lane, local word) -> tag
+        self.loaded: dict[tuple[int, int], tuple] = {}     # an ld.local's tag, until result_tag
 
     def operand_tag(self, warp: int, lane: int, site: tuple, operand):
         tag = self.sites.get(site)
@@ -66,9 +72,27 @@ class Bounds:
             return self.tags.get((warp, lane, operand.n))
         return None
 
+    def store_local(self, warp: int, lane: int, at: tuple, ins, word: int) -> None:
+        """st.local: the word takes the tag of the stored value (operand b)."""
+        tag = self.operand_tag(warp, lane, (*at, 1), ins.srcs[1])
+        if tag is None:
+            self.local.pop((warp, lane, word), None)
+        else:
+            self.local[(warp, lane, word)] = tag
+
+    def load_local(self, warp: int, lane: int, word: int) -> None:
+        """ld.local: its result (result_tag, next) takes the word's tag."""
+        tag = self.local.get((warp, lane, word))
+        if tag is None:
+            self.loaded.pop((warp, lane), None)
+        else:
+            self.loaded[(warp, lane)] = tag
+
     def result_tag(self, warp: int, lane: int, at: tuple, ins, regs):
         """The tag of `ins`'s result for this lane; `regs` are the lane's registers as
         its stage began."""
+        if ins.op == "ld.local":
+            return self.loaded.pop((warp, lane), None)
         if ins.op == "and" and len(ins.srcs) == 2:
             for i, o in enumerate(ins.srcs):
                 mask = ins.srcs[1 - i]

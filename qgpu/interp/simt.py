@@ -10,7 +10,10 @@ Scheduling (deterministic, and what the model's scheduler computes too):
     mask is the running lanes at that PC (min-PC reconvergence);
   * a lane that ends a block with `bar T` waits; when no lane of its CTA is running any
     more, every waiting lane of the CTA resumes at its target. Exited lanes do not take
-    part. Lanes waiting at different barriers (divergent barriers) are a fault.
+    part. Lanes waiting at different barriers (divergent barriers) are a fault;
+  * `bar.group T` is the same for the lane's group (32 consecutive threads of the CTA,
+    8 warps): when no lane of the group runs and all its waiting lanes wait there, they
+    resume at T (the CTA's release count does not change; the group's does).
 This is the order v5's model computes for its 4 warps, so a launch the model runs has
 the same events on both.
 """
@@ -26,7 +29,7 @@ from qgpu.interp.races import ATOMIC, READ, WRITE, SharedRaces
 from qgpu.isa import limits
 from qgpu.isa.faults import Fault, Trap, memory_kind
 from qgpu.isa.ops import ATOMIC_FNS
-from qgpu.isa.program import Bar, Br, Exit, Imm, Instr, Jmp, Program
+from qgpu.isa.program import GROUP_THREADS, Bar, Br, Exit, Imm, Instr, Jmp, Program
 
 RUNNING, WAITING, EXITED, ABSENT = "running", "waiting", "exited", "absent"
 
@@ -75,6 +78,8 @@ class Warp:
         self.pc = [0] * limits.LANES
         self.tid = [first_tid + lane for lane in range(limits.LANES)]
         self.status = [RUNNING if t < ntid else ABSENT for t in self.tid]
+        self.scope = ["cta"] * limits.LANES     # the scope of the barrier a lane waits at
+        self.group = first_tid // GROUP_THREADS
 
     def running(self) -> list[int]:
         return [lane for lane in range(limits.LANES) if self.status[lane] == RUNNING]
@@ -101,14 +106,16 @@ class _MemoryTrap(Exception):
 
 class Machine:
     """One launch of a program. `run()` executes it to the end. `sizes` bounds its
-    memory: the ISA's, or the model machine's for a launch linked to run there too."""
+    memory; None: the memory the program was linked into (`Program.memory_sizes`, the
+    CUDA API's), else the model machine's, which hand-written programs target (their
+    traces are the model's)."""
 
     def __init__(self, prog: Program, grid: int, block: int, memory=None,
                  budget: int = limits.DEFAULT_BLOCK_BUDGET,
-                 sizes: limits.MemorySizes = limits.ISA_MEMORY):
+                 sizes: limits.MemorySizes | None = None):
         limits.check_launch_shape(grid, block)
         self.prog, self.grid, self.block, self.budget = prog, grid, block, budget
-        self.sizes = sizes
+        self.sizes = sizes = sizes or prog.memory_sizes or limits.MODEL_MEMORY
         words = sizes.global_words
         mem = [0] * words if memory is None else [limits.u32(int(v)) for v in memory]
         if len(mem) > words:
@@ -129,8 +136,12 @@ class Machine:
         # barrier releases per CTA: every running lane has passed exactly this many
         # barriers (the protocol's EXEC carries it mod 4; docs/protocol.md)
         self.releases = [0] * grid
+        self.group_releases: dict[tuple[int, int], int] = {}   # (cta, group): bar.group
         self.bounds = Bounds(prog.arrays) if prog.arrays else None  # per-array checks
         self.races = SharedRaces() if prog.cuda else None  # CUDA's order between warps
+        # local memory, per thread, allocated on first store: (warp, lane) -> {word: value};
+        # a word never stored reads 0
+        self.local: dict[tuple[int, int], dict[int, int]] = {}
         self._pc = 0
 
     # -- scheduling -------------------------------------------------------------------
@@ -142,6 +153,9 @@ class Machine:
 
     def _start_cta(self, cta: int) -> None:
         self.shared.append([0] * self._shared_size)
+        self.local.clear()      # the threads of the CTA before have ended: their words die
+        if self.bounds:
+            self.bounds.local.clear()
         self.warps = [Warp(cta * self.per_cta + w, cta, w, w * limits.LANES, self.block)
                       for w in range(self.per_cta)]
 
@@ -171,8 +185,13 @@ class Machine:
                 first = 0
 
     def _release_barrier(self, cta: int, last: BlockEvent, first: int) -> bool:
-        """Release the CTA's barrier when none of its lanes runs; True if it did. Warps
-        below `first` have no running lane (the scheduler passed them)."""
+        """Release the barrier of the last warp's group (bar.group) or of the CTA when
+        none of their lanes runs; True if it did. Warps below `first` have no running
+        lane (the scheduler passed them)."""
+        per_group = GROUP_THREADS // limits.LANES
+        start = (last.warp - self.warps[0].index) // per_group * per_group
+        if self._release_group(cta, self.warps[start:start + per_group], last):
+            return True
         if any(w.status[lane] == RUNNING for w in self.warps[first:]
                for lane in range(limits.LANES)):
             return False
@@ -188,6 +207,25 @@ class Machine:
         if waiting:
             self.releases[cta] += 1
         return bool(waiting)
+
+    def _release_group(self, cta: int, warps: list[Warp], last: BlockEvent) -> bool:
+        """bar.group: release the group's lanes when none runs and one waits there."""
+        lanes = [(w, lane) for w in warps for lane in range(limits.LANES)]
+        if any(w.status[lane] == RUNNING for w, lane in lanes):
+            return False
+        waiting = [(w, lane) for w, lane in lanes if w.status[lane] == WAITING]
+        if not any(w.scope[lane] == "group" for w, lane in waiting):
+            return False
+        targets = {w.pc[lane] for w, lane in waiting}
+        if len(targets) > 1 or any(w.scope[lane] != "group" for w, lane in waiting):
+            last.trap = Trap("barrier", min(targets) | max(targets) << 16, last.warp, 0,
+                             last.block, 0, cta)
+            raise Fault(last.trap, self.events, self.sizes)
+        for w, lane in waiting:
+            w.status[lane] = RUNNING
+        group = warps[0].group
+        self.group_releases[cta, group] = self.group_releases.get((cta, group), 0) + 1
+        return True
 
     # -- one block ----------------------------------------------------------------------
     def execute(self, warp: Warp, pc: int, active: tuple[int, ...]) -> BlockEvent:
@@ -227,6 +265,7 @@ class Machine:
             elif isinstance(term, Bar):
                 warp.pc[lane] = term.target
                 warp.status[lane] = WAITING
+                warp.scope[lane] = term.scope
             elif isinstance(term, Exit):
                 warp.status[lane] = EXITED
         # block-local temporaries: only the writeback registers keep their new values
@@ -250,7 +289,7 @@ class Machine:
 
     def _word(self, ins: Instr, space: str, address: int, lane: int) -> int:
         addr = limits.u32(address + ins.offset)
-        words = self.sizes.words(space)
+        words = limits.LOCAL_WORDS if space == "local" else self.sizes.words(space)
         if addr % 4 or addr // 4 >= words:
             raise _MemoryTrap(memory_kind(space, addr % 4 != 0), addr, lane, self._position,
                               ins.op)
@@ -277,6 +316,8 @@ class Machine:
             return {lane: mask for lane in active}
         if spec.kind == "shfl":
             return {lane: self._shfl(warp, ins, lane, active, *vals[lane]) for lane in active}
+        if spec.space == "local":
+            return self._local_op(warp, ins, active, vals)
         mem = self._mem(spec.space, warp.cta)
         out: dict[int, int] = {}
         touched: dict[int, None] = {}
@@ -314,10 +355,27 @@ class Machine:
             mem_writes.append((MemoryWord(spec.space, warp.cta, word), mem[word]))
         return out
 
+    def _local_op(self, warp: Warp, ins: Instr, active, vals) -> dict[int, int]:
+        """ld.local / st.local: each lane's own words (no memory record, no race)."""
+        out: dict[int, int] = {}
+        at = (self._pc, *divmod(self._position, limits.SLOTS))
+        for lane in active:
+            word = self._word(ins, "local", vals[lane][0], lane)
+            if ins.spec.kind == "load":
+                out[lane] = self.local.get((warp.index, lane), {}).get(word, 0)
+                if self.bounds:
+                    self.bounds.load_local(warp.index, lane, word)
+            else:
+                self.local.setdefault((warp.index, lane), {})[word] = vals[lane][1]
+                if self.bounds:
+                    self.bounds.store_local(warp.index, lane, at, ins, word)
+        return out
+
     def _shared_access(self, warp: Warp, space: str, word: int, kind: str, value: int):
         if self.races is not None and space == "shared":
             self.races.access(warp.cta, self.releases[warp.cta], word, warp.index, kind,
-                              self._pc, value)
+                              self._pc, value, warp.group,
+                              self.group_releases.get((warp.cta, warp.group), 0))
 
     def _shfl(self, warp: Warp, ins: Instr, lane: int, active, a: int, b: int,
               c: int) -> int:
@@ -349,6 +407,6 @@ class Machine:
 
 def run_launch(prog: Program, grid: int = 1, block: int = limits.LANES, memory=None,
                budget: int = limits.DEFAULT_BLOCK_BUDGET,
-               sizes: limits.MemorySizes = limits.ISA_MEMORY) -> InterpRun:
+               sizes: limits.MemorySizes | None = None) -> InterpRun:
     """Run one launch of `prog` to the end on the reference interpreter."""
     return Machine(prog, grid, block, memory, budget, sizes).run()

@@ -7,7 +7,7 @@ trip is exact).
       ld.global r3, [r2] ; ld.global r4, [r2+16]
       mul r5, r3, r4
       .writeback r5                  # optional; otherwise computed by liveness
-      br r1, 1, 2                    # terminator: jmp T | br rC, T, F | bar T | exit
+      br r1, 1, 2                    # terminator: jmp T | br rC, T, F | bar T | bar.group T | exit
 Operands are registers r0..r15, integers (decimal or 0x hex, negative allowed), and for
 memory operations an address [rN], [rN+imm], [rN-imm] or [imm]. '#' starts a comment.
 """
@@ -99,6 +99,8 @@ def _terminator(text: str, line: int):
             return Exit()
         if head in ("jmp", "bar") and len(args) == 1:
             return (Jmp if head == "jmp" else Bar)(_int(args[0], line))
+        if head == "bar.group" and len(args) == 1:
+            return Bar(_int(args[0], line), "group")
         if head == "br" and len(args) == 3 and re.fullmatch(r"r\d+", args[0]):
             return Br(Reg(int(args[0][1:])), _int(args[1], line), _int(args[2], line))
     except AssemblyError:
@@ -140,7 +142,7 @@ def assemble(text: str, name: str = "kernel") -> Program:
                 raise AssemblyError(f"line {lineno}: .writeback takes registers") from None
             continue
         head = s.split(None, 1)[0]
-        if head in ("jmp", "br", "bar", "exit"):
+        if head in ("jmp", "br", "bar", "bar.group", "exit"):
             cur.terminator = _terminator(s, lineno)
             ended = True
             continue
@@ -175,7 +177,7 @@ def format_terminator(t) -> str:
     if isinstance(t, Jmp):
         return f"jmp {t.target}"
     if isinstance(t, Bar):
-        return f"bar {t.target}"
+        return f"bar {t.target}" if t.scope == "cta" else f"bar.{t.scope} {t.target}"
     if isinstance(t, Br):
         return f"br {t.cond}, {t.taken}, {t.not_taken}"
     return "exit"

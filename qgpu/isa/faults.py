@@ -12,6 +12,8 @@ Kinds, in the order of the TRAP token's first field:
   barrier: no lane of CTA `cta` runs and its waiting lanes wait at different barriers;
       `address` packs the lowest and highest target block (lo | hi << 16), lane and p
       are 0, and block/warp are the block that made the last lane wait.
+  misaligned-local, out-of-bounds-local: the same for a thread's local memory (interpreter
+      only: no TRAP token, LOCAL_FAULT_KINDS).
 Which fault is reported when several lanes or operations would fault: the first memory
 operation in stage and slot order, its lowest active lane (the interpreter's order).
 """
@@ -25,6 +27,9 @@ from qgpu.isa import limits
 
 FAULT_KINDS = ("misaligned-global", "out-of-bounds-global", "misaligned-shared",
                "out-of-bounds-shared", "barrier")
+# local memory (ld.local / st.local, per thread) faults on the interpreter only: the model
+# machine has no local memory, so these kinds have no TRAP token (not in FAULT_KINDS)
+LOCAL_FAULT_KINDS = ("misaligned-local", "out-of-bounds-local")
 
 
 @dataclass(frozen=True)
@@ -60,13 +65,13 @@ def fault_message(trap: Trap, sizes: limits.MemorySizes = limits.ISA_MEMORY) -> 
                 f"block {trap.block}, warp {trap.warp})")
     what, space = trap.kind.split("-", 1) if trap.kind.startswith("misaligned") else \
         ("out-of-bounds", trap.kind.rsplit("-", 1)[1])
-    words = sizes.words(space)
+    words = limits.LOCAL_WORDS if space == "local" else sizes.words(space)
     text = (f"{what} {space} access at byte address {trap.address} ({trap.op}) by lane "
             f"{trap.lane} of warp {trap.warp} (CTA {trap.cta}), block {trap.block}")
     if trap.detail:
         text += f": {trap.detail}"
     elif what == "out-of-bounds":
-        text += f"; {space} memory has {words} words"
+        text += f"; {space} memory has {words} words" + " per thread" * (space == "local")
     return text
 
 

@@ -109,3 +109,10 @@ def u32(x: int) -> int:
 def s32(x: int) -> int:
     x &= WORD_MASK
     return x - (1 << 32) if x & 0x80000000 else x
+
+
+# -- per-thread local memory (register spills, qgpu/cuda/spill.py) -------------------------
+# ld.local / st.local: word loads and stores at byte addresses 0 .. 4 * LOCAL_WORDS - 4 of a
+# thread's own words, which no other thread sees. The interpreter runs them; the model
+# machine has no local memory yet (circuit.machine.spec refuses such a program).
+LOCAL_WORDS = 64          # 32-bit words of local memory per thread

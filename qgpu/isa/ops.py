@@ -7,6 +7,8 @@ Kinds:
   sreg    dst <- a special register        (tid, ntid, ctaid, nctaid, laneid, warpid)
   load    dst <- mem[a + offset]
   store   mem[a + offset] <- b
+          (spaces: global, shared per CTA, local per thread: the front end's register
+          spills; local ops have no protocol token, the model machine has no local memory)
   atomic  dst <- mem[a + offset]; mem[...] <- f(old, b[, c])
   shfl    dst <- a of another lane (PTX shfl.sync semantics, b = lane/delta, c = packed)
   vote    dst <- ballot of b != 0 over the active lanes
@@ -30,7 +32,7 @@ class OpSpec:
     has_dst: bool
     doc: str
     fn: Callable[..., int] | None = None   # alu: f(*srcs); atomic: f(old, b[, c])
-    space: str | None = None               # load/store/atomic: "global" | "shared"
+    space: str | None = None               # load/store/atomic: "global" | "shared" | "local"
     mode: str | None = None                # shfl mode, sreg name
 
 
@@ -144,7 +146,8 @@ SPECIAL_REGS: dict[str, str] = {
 }
 
 SHFL_MODES = ("up", "down", "bfly", "idx")
-SPACES = ("global", "shared")
+SPACES = ("global", "shared")          # the spaces with atomics (and protocol tokens)
+LOCAL = "local"                        # per-thread words: ld.local / st.local only
 
 
 def _build() -> dict[str, OpSpec]:
@@ -169,6 +172,10 @@ def _build() -> dict[str, OpSpec]:
             n = 3 if aname == "cas" else 2
             ops[m] = OpSpec(m, "atomic", n, True, f"dst <- old; word <- {doc}", fn, space=sp,
                             mode=aname)
+    ops[f"ld.{LOCAL}"] = OpSpec(f"ld.{LOCAL}", "load", 1, True,
+                                "the thread's local word at a + offset", space=LOCAL)
+    ops[f"st.{LOCAL}"] = OpSpec(f"st.{LOCAL}", "store", 2, False,
+                                "the thread's local word at a + offset <- b", space=LOCAL)
     for mode in SHFL_MODES:
         ops[f"shfl.{mode}"] = OpSpec(f"shfl.{mode}", "shfl", 3, True,
                                      f"a from lane j (PTX shfl.sync.{mode}; b, c as in PTX)",
@@ -184,5 +191,7 @@ TERMINATORS = {
     "jmp": "jmp T: every active lane continues at block T",
     "br": "br c, T, F: each active lane continues at T if its c != 0, else at F",
     "bar": "bar T: active lanes wait at the CTA barrier, then continue at T",
+    "bar.group": "bar.group T: active lanes wait at their 32-thread group's barrier, then "
+                 "continue at T",
     "exit": "exit: active lanes finish",
 }

@@ -72,9 +72,17 @@ class Br:
     not_taken: int
 
 
+BAR_SCOPES = ("cta", "group")
+GROUP_THREADS = 32        # a "group" barrier's threads: CUDA's warp, 8 machine warps
+
+
 @dataclass(frozen=True)
 class Bar:
+    """Wait at a barrier, then continue at `target`. scope "cta": every non-exited lane of
+    the CTA (`bar`, __syncthreads); "group": every non-exited lane of the lane's group of
+    32 consecutive threads of the CTA (`bar.group`; the CUDA front end's warp barrier)."""
     target: int
+    scope: str = "cta"
 
 
 @dataclass(frozen=True)
@@ -186,6 +194,33 @@ def liveness(prog: Program) -> list[set[int]]:
     return live_out
 
 
+def local_words(prog: Program) -> int:
+    """Words of local memory the program's ld.local / st.local may touch per thread: one
+    past the highest constant address (r0 or an immediate base), or all LOCAL_WORDS when an
+    address comes from a register."""
+    top = 0
+    for blk in prog.blocks:
+        for st in blk.stages:
+            for ins in st:
+                if OPS[ins.op].space != "local":
+                    continue
+                base = ins.srcs[0]
+                if isinstance(base, Reg) and base.n != limits.ZERO_REG:
+                    return limits.LOCAL_WORDS
+                value = base.value if isinstance(base, Imm) else 0
+                top = max(top, min(limits.u32(value + ins.offset) // 4 + 1,
+                                   limits.LOCAL_WORDS))
+    return top
+
+
+def local_refusal(words: int) -> str:
+    """Why the model does not run a program with `words` words of local memory (the one
+    text of machine.spec's refusal and the launch API's)."""
+    return (f"uses {words} word{'s' * (words != 1)} of local memory per thread (register "
+            f"spills); the model machine has none yet: run it on the interpreter "
+            f"(engine='interp', --engine interp; docs/cuda.md, 'Register spills')")
+
+
 def _check_operand(where: str, o, allow_imm: bool = True) -> None:
     if isinstance(o, Reg):
         if not 0 <= o.n < limits.REGS:
@@ -262,6 +297,9 @@ def validate(prog: Program) -> None:
         term = blk.terminator
         if isinstance(term, Br):
             _check_operand(f"block {bi} br", term.cond, allow_imm=False)
+        if isinstance(term, Bar) and term.scope not in BAR_SCOPES:
+            raise ProgramError(f"block {bi}: barrier scope '{term.scope}'; the machine has "
+                               f"{', '.join(BAR_SCOPES)}")
         for t in successors(term):
             if not 0 <= t < nb:
                 raise ProgramError(f"block {bi}: branch target {t} outside the program "

@@ -6,7 +6,8 @@ units, the all-zero attention layer are never computed), in one of two backends:
   use (model.fast_native, model.fast_plan, fast_kernel.c): float32, the reference's
   formulas and operation order (numpy's pairwise sums, numpy's exp algorithm), sparse
   products that skip zero inputs; the greedy token is found from bounds on blocks of the
-  output head without computing every logit (`step_greedy`, `generate`); for teacher
+  output head without computing every logit (`step_greedy`, `generate`; `greedy_run`: a
+  run of greedy tokens in one call, up to a token of the caller's stop set); for teacher
   forcing (`forced_greedy`), a run of known tokens goes through the layers in one call
   of the batched kernel (fast_batch.c: each layer's products over all the tokens at
   once, the recurrence position by position; the per-token kernel's bits);
@@ -129,6 +130,28 @@ class FastEngine(Engine):
             token = self._check_tokens([token])[0]
         out = self.plan.run(state, int(token), None, want_argmax=True)
         state.position += 1
+        return out
+
+    def greedy_run(self, state: ModelState, token: int, stop: np.ndarray,
+                   limit: int) -> list[int]:
+        """Consume `token`, then each greedy token in turn: the greedy tokens, up to the
+        first whose stop[t] is true (a bool or uint8 array over the vocabulary) or
+        `limit` of them (what `step_greedy` returns token by token, the same state). The
+        native backend's steady path runs the whole run in one kernel call."""
+        if stop.shape != (self.config.vocab_size,) or stop.dtype not in (np.bool_, np.uint8):
+            raise ValueError(f"stop must be a bool or uint8 array of {self.config.vocab_size} "
+                             f"entries, not {stop.dtype} {stop.shape}")
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        if self._numpy is not None or not self.plan.reuse:
+            out = [self.step_greedy(state, token)]
+            while not stop[out[-1]] and len(out) < limit:
+                out.append(self.step_greedy(state, out[-1]))
+            return out
+        token = self._check_tokens([token])[0]
+        out = self.plan.run_greedy(state, int(token), np.ascontiguousarray(stop, np.uint8),
+                                   limit)
+        state.position += len(out)
         return out
 
     def forced_greedy(self, state: ModelState, tokens: Sequence[int]) -> list[int]:

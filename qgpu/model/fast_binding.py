@@ -63,7 +63,9 @@ class Binding:
         self.n_moving = np.zeros(n_layers, np.int32)
         self._last = {i: np.zeros(len(c), F32) for i, c in self.live.items()}
         self._out = {i: np.zeros(len(c), F32) for i, c in self.live.items()}
-        self._moving = {i: np.zeros(len(c), np.int32) for i, c in self.live.items()}
+        # per layer, a bitmap: bit c & 31 of word c >> 5 set where channel c is moving
+        self._moving = {i: np.zeros((len(c) + 31) // 32, np.uint32)
+                        for i, c in self.live.items()}
         self.lasts, self._lasts_table = _table([self._last.get(i) for i in range(n_layers)])
         self.outs, self._outs_table = _table([self._out.get(i) for i in range(n_layers)])
         self.movings, self._movings_table = _table(
@@ -105,9 +107,12 @@ class Binding:
             for i, conv in self.live.items():
                 self._last[i][:] = conv[:, -1]
                 self._out[i][:] = 0
-                nonzero = np.flatnonzero(np.any(conv != 0, axis=1))
-                self._moving[i][:len(nonzero)] = nonzero
-                self.n_moving[i] = len(nonzero)
+                moving = np.any(conv != 0, axis=1)
+                packed = np.zeros(4 * len(self._moving[i]), np.uint8)
+                bits = np.packbits(moving, bitorder="little")
+                packed[:len(bits)] = bits
+                self._moving[i][:] = packed.view("<u4")
+                self.n_moving[i] = int(np.count_nonzero(moving))
             self._steady_ok = True
         self._windows_ok = False
         return (self.states, self.convs, self.lasts, self.outs, self.movings,

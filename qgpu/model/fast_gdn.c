@@ -10,82 +10,101 @@
    (out), and the channels whose window is not constant (moving); a token processes only
    the moving channels and those whose input's bits changed, each exactly as the plain
    path processes it (a channel the plain path leaves alone, input and window all 0, is
-   left alone: out 0). The plain path's window lists are not kept meanwhile
-   (NativePlan rebuilds them, and these tables from the conv state, when the other path
-   runs next). */
+   left alone: out 0). The moving channels are a bitmap (bit c & 31 of word c >> 5); a
+   channel outside it whose input did not change is not visited. The plain path's window
+   lists are not kept meanwhile (NativePlan rebuilds them, and these tables from the conv
+   state, when the other path runs next). */
 typedef struct {
     float *last;       /* [n_ch] each channel's newest input */
     float *out;        /* [n_ch] the conv output (after silu) of each channel's window */
-    int32_t *moving;   /* channels whose window is not constant (bits), ascending */
-    int32_t *n_moving;
+    uint32_t *moving;  /* [(n_ch + 31) / 32] the channels whose window is not constant */
+    int32_t *n_moving; /* how many (information) */
 } Steady;
 
-/* the channels c < n whose slots[c] differs from last[c] in bits, ascending, with
-   last[c] updated; blocks of 8 equal ones skipped fast */
-static int32_t changed_entries(const float *slots, float *last, int32_t n, int32_t *out) {
+/* the channels c < n whose input src[c] differs from last[c] in bits (last updated) or
+   whose window is moving, ascending: a word of 32 channels at a time */
+static int32_t steady_channels(const float *src, float *last, const uint32_t *moving,
+                               int32_t n, int32_t *out) {
     int32_t k = 0, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        v8u a, b;
-        memcpy(&a, slots + i, 32);
-        memcpy(&b, last + i, 32);
-        const v8u d = a ^ b;
-        if (d[0] | d[1] | d[2] | d[3] | d[4] | d[5] | d[6] | d[7]) {
-            for (int32_t j = 0; j < 8; j++) {
-                out[k] = i + j;
-                k += d[j] != 0;
-            }
-            memcpy(last + i, &a, 32);
-        }
+    for (; i + 32 <= n; i += 32) {
+        const uint32_t changed = changed_mask32(src + i, last + i);
+        if (changed) memcpy(last + i, src + i, 128);
+        for (uint32_t all = changed | moving[i >> 5]; all; all &= all - 1)
+            out[k++] = i + __builtin_ctz(all);
     }
     for (; i < n; i++) {
         uint32_t a, b;
-        memcpy(&a, slots + i, 4);
+        memcpy(&a, src + i, 4);
         memcpy(&b, last + i, 4);
-        if (a != b) { out[k++] = i; last[i] = slots[i]; }
+        if (a != b) last[i] = src[i];
+        if (a != b || (moving[i >> 5] >> (i & 31) & 1)) out[k++] = i;
     }
     return k;
 }
 
-/* the steady path's conv: the listed channels (proc: moving or changed) shifted and
-   their outputs computed into sd->out; returns the channels processed. proc is
-   overwritten with the channels whose output goes through silu (in acc_out's order). */
+/* One listed channel of the steady path: returns 1 when it goes through silu (its
+   conv output in *acc), 0 when its window and input are all +-0 (output 0, state as
+   it is); *same: whether its window is constant after the token. K is a constant
+   where the caller is specialised. */
+static inline int conv_channel(float *st, const float *w, float in, int32_t K, float *acc,
+                               int *same) {
+    uint32_t b0, bj, any;
+    memcpy(&b0, &in, 4);
+    any = b0 & 0x7fffffffu;
+    for (int32_t j = 0; j < K; j++) { memcpy(&bj, st + j, 4); any |= bj & 0x7fffffffu; }
+    if (!any) {  /* the plain path does not visit it */
+        int32_t s = 1;
+        for (int32_t j = 0; j < K; j++) { memcpy(&bj, st + j, 4); s &= bj == b0; }
+        *same = s;
+        return 0;
+    }
+    float a = 0.0f;
+    for (int32_t j = 0; j < K - 1; j++) a += w[j] * st[j + 1];
+    a += w[K - 1] * in;
+    for (int32_t j = 0; j < K - 1; j++) st[j] = st[j + 1];
+    st[K - 1] = in;
+    memcpy(&b0, st, 4);
+    int32_t s = 1;
+    for (int32_t j = 1; j < K; j++) { memcpy(&bj, st + j, 4); s &= bj == b0; }
+    *same = s;
+    *acc = a;
+    return 1;
+}
+
+/* the steady path's conv: the listed channels (proc: moving or changed, ascending)
+   shifted and their outputs computed into sd->out, the moving bitmap rewritten (every
+   channel moving before is listed; a word without listed channels stays 0); returns
+   the channels processed. proc is overwritten with the channels whose output goes
+   through silu (in acc_out's order). */
+#define CONV_STEADY_LOOP(KK)                                                               \
+    for (int32_t t = 0; t < n_proc; t++) {                                                \
+        const int32_t c = proc[t];                                                        \
+        if ((c >> 5) != word) {                                                           \
+            if (word >= 0) mv[word] = bits;                                               \
+            word = c >> 5;                                                                \
+            bits = 0;                                                                     \
+        }                                                                                 \
+        float acc = 0.0f;                                                                 \
+        int same;                                                                         \
+        const int on = conv_channel(conv + (int64_t)c * (KK), L->conv_w + (int64_t)c * (KK), \
+                                    last[c], (KK), &acc, &same);                          \
+        bits |= (uint32_t)!same << (c & 31);                                              \
+        moving += !same;                                                                  \
+        if (!on) { sd->out[c] = 0.0f; continue; }                                         \
+        acc_out[done] = acc;                                                              \
+        proc[done++] = c;                                                                 \
+    }
+
 static int32_t conv_steady(const Layer *L, const Steady *sd, float *conv, int32_t K,
                            int32_t *proc, int32_t n_proc, float *acc_out) {
-    int32_t done = 0, moving = 0;
+    int32_t done = 0, moving = 0, word = -1;
+    uint32_t bits = 0, *mv = sd->moving;
     const float *last = sd->last;
     for (int32_t t = 0; t < n_proc; t++)  /* many independent misses in flight */
         __builtin_prefetch(conv + (int64_t)proc[t] * K, 1);
-    for (int32_t t = 0; t < n_proc; t++) {
-        const int32_t c = proc[t];
-        float *st = conv + (int64_t)c * K;
-        const float *w = L->conv_w + (int64_t)c * K;
-        const float in = last[c];
-        int32_t any = in != 0.0f;
-        for (int32_t j = 0; j < K; j++) any |= st[j] != 0.0f;
-        if (!any) {  /* the plain path does not visit it: state as it is, output 0 */
-            sd->out[c] = 0.0f;
-            uint32_t b0, bj;
-            memcpy(&b0, &in, 4);
-            int32_t same = 1;
-            for (int32_t j = 0; j < K; j++) { memcpy(&bj, st + j, 4); same &= bj == b0; }
-            sd->moving[moving] = c;
-            moving += !same;
-            continue;
-        }
-        float acc = 0.0f;
-        for (int32_t j = 0; j < K - 1; j++) acc += w[j] * st[j + 1];
-        acc += w[K - 1] * in;
-        for (int32_t j = 0; j < K - 1; j++) st[j] = st[j + 1];
-        st[K - 1] = in;
-        uint32_t b0, bj;
-        memcpy(&b0, st, 4);
-        int32_t same = 1;
-        for (int32_t j = 1; j < K; j++) { memcpy(&bj, st + j, 4); same &= bj == b0; }
-        sd->moving[moving] = c;
-        moving += !same;
-        acc_out[done] = acc;
-        proc[done++] = c;
-    }
+    if (K == 4) CONV_STEADY_LOOP(4)  /* Qwen3.5's kernel size: the same operations */
+    else CONV_STEADY_LOOP(K)
+    if (word >= 0) mv[word] = bits;
     *sd->n_moving = moving;
     return done;
 }
@@ -115,8 +134,7 @@ static void gdn_layer(const Model *m, const Layer *L, float *S_all, float *conv,
     float *qkv = m->qkv;
     int32_t n_nz = 0, n_new = 0, n_proc = 0;
     if (sd) {  /* the steady path: moving channels and changed inputs only */
-        n_new = changed_entries(src, sd->last, n_ch, m->newc);
-        n_proc = merge(m->newc, n_new, sd->moving, *sd->n_moving, m->proc);
+        n_proc = steady_channels(src, sd->last, sd->moving, n_ch, m->proc);
         const int32_t done = conv_steady(L, sd, conv, m->conv_k, m->proc, n_proc, m->conv_out);
         COUNT(C_CONV, done);
         silu_array(m->conv_out, done);

@@ -29,6 +29,9 @@
  * bit for bit, one of the last 32 that layer part saw takes the result computed then
  * (fast_memo.c), and a conv channel whose window is constant and whose input repeats is
  * left alone (fast_gdn.c, Steady). qgpu_forward is the plain path (window lists).
+ * qgpu_generate_steady runs greedy tokens on the steady path up to a token of the
+ * caller's stop set (no return to Python per token). The scans for nonzero or changed
+ * entries test 32 floats by a mask (AVX-512 or AVX2 compares; elsewhere lane by lane).
  *
  * One translation unit over #included parts (fast_native.INCLUDED), in this order:
  * fast_math.c (elementary functions, the GDN head's delta rule and read), fast_layout.c
@@ -44,7 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef __AVX2__
+#if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -106,17 +109,80 @@ static void l2norm_head(const float *v, int32_t d, float divisor, float *out, co
     }
 }
 
-/* indices of the nonzero entries of a[0..n), ascending; blocks of 8 zeros skipped fast */
+/* Bit j of the result: a[j] is not +-0 (nonzero_mask32), a[j] and b[j] differ in bits
+   (changed_mask32), for a block of 32 floats. AVX-512 and AVX2 (-march=native) compare
+   16 or 8 lanes at a time; elsewhere the same test lane by lane. */
+static inline uint32_t nonzero_mask32(const float *a) {
+#if defined(__AVX512F__)
+    const __m512i abs = _mm512_set1_epi32(0x7fffffff);
+    return (uint32_t)_mm512_test_epi32_mask(_mm512_loadu_si512(a), abs)
+           | (uint32_t)_mm512_test_epi32_mask(_mm512_loadu_si512(a + 16), abs) << 16;
+#elif defined(__AVX2__)
+    const __m256i abs = _mm256_set1_epi32(0x7fffffff), zero = _mm256_setzero_si256();
+    uint32_t mask = 0;
+    for (int q = 0; q < 4; q++) {
+        const __m256i x = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(a + 8 * q)), abs);
+        const uint32_t zeros = (uint32_t)_mm256_movemask_ps(
+            _mm256_castsi256_ps(_mm256_cmpeq_epi32(x, zero)));
+        mask |= (~zeros & 0xffu) << (8 * q);
+    }
+    return mask;
+#else
+    uint32_t mask = 0;
+    for (int32_t j = 0; j < 32; j++) {
+        uint32_t b;
+        memcpy(&b, a + j, 4);
+        mask |= (uint32_t)((b & 0x7fffffffu) != 0) << j;
+    }
+    return mask;
+#endif
+}
+
+static inline uint32_t changed_mask32(const float *a, const float *b) {
+#if defined(__AVX512F__)
+    return (uint32_t)_mm512_cmpneq_epi32_mask(_mm512_loadu_si512(a), _mm512_loadu_si512(b))
+           | (uint32_t)_mm512_cmpneq_epi32_mask(_mm512_loadu_si512(a + 16),
+                                                _mm512_loadu_si512(b + 16)) << 16;
+#elif defined(__AVX2__)
+    uint32_t mask = 0;
+    for (int q = 0; q < 4; q++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(a + 8 * q));
+        const __m256i y = _mm256_loadu_si256((const __m256i *)(b + 8 * q));
+        const uint32_t same = (uint32_t)_mm256_movemask_ps(
+            _mm256_castsi256_ps(_mm256_cmpeq_epi32(x, y)));
+        mask |= (~same & 0xffu) << (8 * q);
+    }
+    return mask;
+#else
+    uint32_t mask = 0;
+    for (int32_t j = 0; j < 32; j++) {
+        uint32_t x, y;
+        memcpy(&x, a + j, 4);
+        memcpy(&y, b + j, 4);
+        mask |= (uint32_t)(x != y) << j;
+    }
+    return mask;
+#endif
+}
+
+/* the lanes the mask tests above compare at once in this build (tests check that a
+   build without AVX2 or AVX-512 gives the same results) */
+int32_t qgpu_simd_lanes(void) {
+#if defined(__AVX512F__)
+    return 16;
+#elif defined(__AVX2__)
+    return 8;
+#else
+    return 1;
+#endif
+}
+
+/* indices of the nonzero entries of a[0..n), ascending (blocks of 32 by mask) */
 static int32_t nonzero_entries(const float *a, int32_t n, int32_t *out) {
     int32_t k = 0, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        v8u bits;
-        memcpy(&bits, a + i, 32);
-        bits &= 0x7fffffffu;
-        if (!(bits[0] | bits[1] | bits[2] | bits[3] | bits[4] | bits[5] | bits[6] | bits[7]))
-            continue;
-        for (int32_t j = 0; j < 8; j++) if (a[i + j] != 0.0f) out[k++] = i + j;
-    }
+    for (; i + 32 <= n; i += 32)
+        for (uint32_t mask = nonzero_mask32(a + i); mask; mask &= mask - 1)
+            out[k++] = i + __builtin_ctz(mask);
     for (; i < n; i++) if (a[i] != 0.0f) out[k++] = i;
     return k;
 }
@@ -326,7 +392,7 @@ static inline double now(void) {
    finite and the caller must take the argmax of the full logits. */
 static int32_t forward(const Model *m, float *const *states, float *const *convs,
                        int32_t *const *wins, int32_t *win_counts, float *const *lasts,
-                       float *const *outs, int32_t *const *movings, int32_t *moving_counts,
+                       float *const *outs, uint32_t *const *movings, int32_t *moving_counts,
                        int64_t token, float *logits, int32_t want_argmax) {
     embed_row(m, token, m->h);
     COUNT(C_TOKENS, 1);
@@ -367,13 +433,34 @@ int32_t qgpu_forward(const Model *m, float *const *states, float *const *convs,
 }
 
 /* qgpu_forward on the steady path (fast_gdn.c, Steady): per GDN layer i, lasts[i],
-   outs[i], movings[i], moving_counts[i] instead of the window lists; the same results. */
+   outs[i], movings[i] (a bitmap), moving_counts[i] instead of the window lists; the same
+   results. */
 int32_t qgpu_forward_steady(const Model *m, float *const *states, float *const *convs,
-                            float *const *lasts, float *const *outs, int32_t *const *movings,
+                            float *const *lasts, float *const *outs, uint32_t *const *movings,
                             int32_t *moving_counts, int64_t token, float *logits,
                             int32_t want_argmax) {
     return forward(m, states, convs, NULL, NULL, lasts, outs, movings, moving_counts, token,
                    logits, want_argmax);
+}
+
+/* Greedy generation on the steady path, without a return to the caller per token:
+   feeds token, then each greedy token in turn, writing them to out, until a token whose
+   stop[token] is set, max_n tokens, or -1 (the head's input not finite: the caller takes
+   the argmax of qgpu_head_logits, the token last fed still being current). Returns the
+   tokens written; each step is qgpu_forward_steady's. */
+int32_t qgpu_generate_steady(const Model *m, float *const *states, float *const *convs,
+                             float *const *lasts, float *const *outs,
+                             uint32_t *const *movings, int32_t *moving_counts, int64_t token,
+                             const uint8_t *stop, int32_t max_n, int32_t *out) {
+    int32_t n = 0;
+    while (n < max_n) {
+        const int32_t next = forward(m, states, convs, NULL, NULL, lasts, outs, movings,
+                                     moving_counts, token, NULL, 1);
+        out[n++] = next;
+        if (next < 0 || stop[next]) break;
+        token = next;
+    }
+    return n;
 }
 
 /* The full logits of the token last run (after qgpu_forward returned -1). */

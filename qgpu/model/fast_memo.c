@@ -32,6 +32,9 @@ typedef struct {
     uint32_t stamp[MEMO_WAYS];  /* last use (LRU replacement) */
     uint32_t *keys;       /* [MEMO_WAYS * n_key] */
     float *outs;          /* [MEMO_WAYS * n_out] */
+    int mru;              /* the way last found or claimed (-1: none) */
+    int32_t n_runs;       /* MLP: down_rows as runs of consecutive rows */
+    int32_t *run_start, *run_len;
 } MemoTable;
 
 typedef struct {
@@ -60,7 +63,7 @@ void *qgpu_memo_new(int32_t n_layers) {
 }
 
 static void memo_table_free(MemoTable *t) {
-    free(t->key_cols); free(t->keys); free(t->outs);
+    free(t->key_cols); free(t->keys); free(t->outs); free(t->run_start); free(t->run_len);
 }
 
 void qgpu_memo_free(void *p) {
@@ -99,6 +102,22 @@ static int memo_build(Memo *mo, MemoTable *t, const Model *m, const Layer *L, in
         for (int32_t u = 0; u < L->n_single; u++) seen[L->up1_col[u]] = 1;
         n = distinct_below(L->up_col, L->up_ptr[L->n_units], H, seen, cols);
         t->n_out = L->n_down_rows;
+        t->run_start = malloc(sizeof(int32_t) * ((size_t)t->n_out + 1));
+        t->run_len = malloc(sizeof(int32_t) * ((size_t)t->n_out + 1));
+        if (!t->run_start || !t->run_len) {
+            free(seen); free(cols);
+            t->n_key = 0;  /* never looked up again */
+            return 0;
+        }
+        t->n_runs = 0;
+        for (int32_t j = 0; j < t->n_out; j++) {  /* rows ascending: runs of +1 steps */
+            if (j && L->down_rows[j] == L->down_rows[j - 1] + 1) {
+                t->run_len[t->n_runs - 1]++;
+                continue;
+            }
+            t->run_start[t->n_runs] = L->down_rows[j];
+            t->run_len[t->n_runs++] = 1;
+        }
     } else {
         n = distinct_below(L->proj.col, L->proj.n_cols, H, seen, cols);
         t->n_out = L->n_slots;
@@ -118,14 +137,45 @@ static int memo_build(Memo *mo, MemoTable *t, const Model *m, const Layer *L, in
         return 0;
     }
     memset(t->hash, 0, sizeof t->hash);
+    t->mru = -1;
     return 1;
+}
+
+/* Whether h's key for table t (r's bits, then h's at the key columns) is the one stored
+   in way w, read straight from h: the way found last is tried first (more than half the
+   hits on the loop benchmark), without gathering or hashing the key; a different r, or
+   the first block of 16 key columns that differs, ends it. */
+static int memo_same(const MemoTable *t, int w, const float *h, float r) {
+    const uint32_t *k = t->keys + (size_t)w * t->n_key;
+    uint32_t rb;
+    memcpy(&rb, &r, 4);
+    if (k[0] != rb) return 0;
+    k++;
+    const int32_t *cols = t->key_cols;
+    const int32_t n = t->n_key - 1;
+    int32_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        uint32_t d = 0;
+        for (int32_t q = 0; q < 16; q++) {
+            uint32_t b;
+            memcpy(&b, h + cols[j + q], 4);
+            d |= b ^ k[j + q];
+        }
+        if (d) return 0;
+    }
+    uint32_t d = 0;
+    for (; j < n; j++) {
+        uint32_t b;
+        memcpy(&b, h + cols[j], 4);
+        d |= b ^ k[j];
+    }
+    return !d;
 }
 
 /* The key of h for table t (r's bits, then h's at the key columns) into mo->kbuf, and
    its hash (never 0). */
-static uint64_t memo_key(const Memo *mo, const MemoTable *t, const Model *m, const float *h) {
+static uint64_t memo_key(const Memo *mo, const MemoTable *t, const float *h, float r) {
     uint32_t *k = mo->kbuf;
-    const float r = norm_scale(m, h);
     memcpy(k, &r, 4);
     const int32_t *cols = t->key_cols;
     const int32_t n = t->n_key - 1;
@@ -148,6 +198,7 @@ static int memo_find(Memo *mo, MemoTable *t, uint64_t hv) {
         if (t->hash[w] == hv
             && !memcmp(t->keys + (size_t)w * t->n_key, mo->kbuf, sizeof(uint32_t) * t->n_key)) {
             t->stamp[w] = ++mo->clock;
+            t->mru = w;
             return w;
         }
     return -1;
@@ -161,6 +212,7 @@ static int memo_claim(Memo *mo, MemoTable *t, uint64_t hv) {
         if (t->stamp[w] < t->stamp[best]) best = w;
     }
     t->hash[best] = hv;
+    t->mru = best;
     t->stamp[best] = ++mo->clock;
     memcpy(t->keys + (size_t)best * t->n_key, mo->kbuf, sizeof(uint32_t) * t->n_key);
     return best;
@@ -176,12 +228,25 @@ static MemoTable *memo_table(Memo *mo, const Model *m, const Layer *L, int mlp) 
 
 enum { MEMO_MISS = -1 };
 
+/* The way holding h's key (the last way found first), or -1 with *way the way claimed
+   for it */
+static int memo_lookup(Memo *mo, MemoTable *t, const Model *m, int *way) {
+    const float r = norm_scale(m, m->h);
+    if (t->mru >= 0 && memo_same(t, t->mru, m->h, r)) {
+        t->stamp[t->mru] = ++mo->clock;
+        return t->mru;
+    }
+    const uint64_t hv = memo_key(mo, t, m->h, r);
+    const int w = memo_find(mo, t, hv);
+    if (w < 0) *way = memo_claim(mo, t, hv);
+    return w;
+}
+
 /* The projection's slots for h (n_slots floats) from the table, or NULL on a miss with
    *way the way claimed for memo_proj_store */
 static const float *memo_proj_lookup(Memo *mo, MemoTable *t, const Model *m, int *way) {
-    const uint64_t hv = memo_key(mo, t, m, m->h);
-    const int w = memo_find(mo, t, hv);
-    if (w < 0) { *way = memo_claim(mo, t, hv); return NULL; }
+    const int w = memo_lookup(mo, t, m, way);
+    if (w < 0) return NULL;
     return t->outs + (size_t)w * t->n_out;
 }
 
@@ -193,12 +258,16 @@ static void memo_proj_store(MemoTable *t, int w, const float *slots) {
    MEMO_MISS with *way claimed for memo_mlp_store */
 static int memo_mlp_lookup(Memo *mo, MemoTable *t, const Model *m, const Layer *L,
                            int *way) {
-    const uint64_t hv = memo_key(mo, t, m, m->h);
-    const int w = memo_find(mo, t, hv);
-    if (w < 0) { *way = memo_claim(mo, t, hv); return MEMO_MISS; }
+    const int w = memo_lookup(mo, t, m, way);
+    if (w < 0) return MEMO_MISS;
     const float *val = t->outs + (size_t)w * t->n_out;
-    const int32_t *rows = L->down_rows;
-    for (int32_t j = 0; j < t->n_out; j++) m->h[rows[j]] += val[j];
+    (void)L;
+    for (int32_t r = 0; r < t->n_runs; r++) {  /* the rows in order, a run at a time */
+        float *restrict h = m->h + t->run_start[r];
+        const int32_t len = t->run_len[r];
+        for (int32_t j = 0; j < len; j++) h[j] += val[j];
+        val += len;
+    }
     return w;
 }
 

@@ -206,9 +206,12 @@ def build_library(cc: str, source: Path, stem: str, flags: list[str],
                   included: tuple[Path, ...] = ()) -> Path:
     """A shared library built from `source` (and the files it #includes) into the cache
     folder, named by a hash of the sources, flags and machine; tried with -march=native
-    first. Raises OSError with the compiler's complaint."""
+    (or -march=$QGPU_NATIVE_MARCH: x86-64 builds the portable code, without the AVX2 and
+    AVX-512 paths, as a machine without them gets) first. Raises OSError with the
+    compiler's complaint."""
     text = source.read_bytes() + b"".join(p.read_bytes() for p in included)
-    for extra in (["-march=native"], []):
+    march = os.environ.get("QGPU_NATIVE_MARCH", "").strip() or "native"
+    for extra in ([f"-march={march}"], []):
         all_flags = flags + extra
         key = hashlib.sha256(text + repr((cc, all_flags, platform.machine(),
                                           platform.node())).encode()).hexdigest()[:16]
@@ -238,6 +241,10 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_forward_steady.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p, ctypes.c_void_p,
                                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                         ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, I32]
+    lib.qgpu_generate_steady.restype = I32
+    lib.qgpu_generate_steady.argtypes = [ctypes.POINTER(Model), *[ctypes.c_void_p] * 6,
+                                         ctypes.c_int64, ctypes.c_void_p, I32,
+                                         ctypes.c_void_p]
     lib.qgpu_forward_forced.restype = None
     lib.qgpu_forward_forced.argtypes = [ctypes.POINTER(Model), ctypes.c_void_p,
                                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -280,6 +287,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.qgpu_memo_free.argtypes = [ctypes.c_void_p]
     lib.qgpu_set_memo.restype = None
     lib.qgpu_set_memo.argtypes = [ctypes.c_int]
+    lib.qgpu_simd_lanes.restype = I32
+    lib.qgpu_simd_lanes.argtypes = []
     lib.qgpu_set_exp_mode.restype = None
     lib.qgpu_set_exp_mode.argtypes = [ctypes.c_int]
 

@@ -438,6 +438,31 @@ class NativePlan:
                 return int(np.argmax(full))
         return int(out)
 
+    def run_greedy(self, state: ModelState, token: int, stop: np.ndarray, limit: int
+                   ) -> list[int]:
+        """`token`, then each greedy token in turn, in one call of the steady path
+        (qgpu_generate_steady): the greedy tokens, up to the first whose stop[t] is set
+        (a uint8 array over the vocabulary) or `limit` of them; the same tokens and
+        state as `run` token by token. Advances the binding, not state.position."""
+        binding = self._binding(state)
+        out = np.zeros(limit, np.int32)
+        tokens: list[int] = []
+        with self._scratch() as model:
+            while len(tokens) < limit:
+                n = self.lib.qgpu_generate_steady(
+                    model, *binding.steady_tables(), token, stop.ctypes.data,
+                    limit - len(tokens), out.ctypes.data)
+                tokens += out[:n].tolist()
+                binding.position = state.position + len(tokens)
+                if tokens[-1] >= 0:
+                    break
+                full = np.zeros(self.config.vocab_size, F32)  # numpy's argmax rules
+                self.lib.qgpu_head_logits(model, full.ctypes.data)
+                token = tokens[-1] = int(np.argmax(full))
+                if stop[token]:
+                    break
+        return tokens
+
     def _batch_layers(self) -> BatchTables:
         """The batched kernel's per-layer tables (model.fast_batch_plan), built on first
         use."""

@@ -18,6 +18,7 @@ computes nothing of the kernel.
 
 from __future__ import annotations
 
+from qgpu.errors import ProgramError
 from qgpu.isa import limits
 from qgpu.isa.program import Bar, Block, Br, Imm, Jmp, Program
 from qgpu.protocol.vocab import IMM_FIELDS, OP_NAMES, SEL_FWD, SEL_IMM, TERMS, split32, tok
@@ -53,6 +54,11 @@ def operand_selectors(blk: Block) -> dict[int, tuple[int, ...]]:
 
 def _terminator(blk: Block) -> list[int]:
     t = blk.terminator
+    if isinstance(t, Bar) and t.scope != "cta":
+        # the compiled model knows the CTA barrier only; the CUDA link rewrites a group
+        # barrier to it where the CTA has at most 32 threads (all the model runs)
+        raise ProgramError(f"bar.{t.scope}: the compiled model has only the CTA barrier "
+                           f"(bar); a group barrier runs on the interpreter")
     cond = t.cond.n if isinstance(t, Br) else 0
     kind = TERMS.index({Jmp: "jmp", Br: "br", Bar: "bar"}.get(type(t), "exit"))
     taken = t.target if isinstance(t, Jmp | Bar) else t.taken if isinstance(t, Br) else 0
@@ -65,6 +71,9 @@ def encode_block(blk: Block, b: int) -> list[int]:
     out = [tok("BLK", b), tok("V", wb), *_terminator(blk)]
     sels = operand_selectors(blk)
     for p, _s, ins in instruction_positions(blk):
+        if ins.op not in OP_NAMES:
+            raise ProgramError(f"block {b}: {ins.op} has no protocol token (local memory, "
+                               f"register spills: the model machine has none yet)")
         sel = list(sels[p]) + [0] * (3 - len(sels[p]))
         out += [tok("INS", b, p), tok("OPD", OP_NAMES.index(ins.op), ins.dst or 0),
                 tok("SRCAB", sel[0], sel[1]), tok("SRCC", sel[2])]

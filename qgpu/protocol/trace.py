@@ -14,7 +14,7 @@ and finally HALT. A launch that faults ends instead with the fault's record (pro
 
 from __future__ import annotations
 
-from qgpu.errors import LaunchError
+from qgpu.errors import LaunchError, ProtocolError
 from qgpu.interp.simt import BlockEvent, MemoryWord
 from qgpu.isa import limits
 from qgpu.isa.faults import FAULT_KINDS, Trap
@@ -27,6 +27,9 @@ def lane_mask(lanes) -> int:
 
 def trap_tokens(trap: Trap) -> list[int]:
     """TRAP(kind, lane, p) V(lo) V(hi)."""
+    if trap.kind not in FAULT_KINDS:
+        raise ProtocolError(f"a {trap.kind} fault has no TRAP token (local memory runs on "
+                            f"the interpreter only)")
     return [tok("TRAP", FAULT_KINDS.index(trap.kind), trap.lane, trap.position),
             *split32(trap.address)]
 

@@ -20,7 +20,9 @@ PROTOCOL_VERSION = 5    # 5: 128-block ROM: 7-bit block numbers, jump targets in
 #                        4: TRAP records (faults written by the model; ids after HALT)
 #                        3: EXEC carries the barrier epoch (EXEC, R, END, HALT ids moved)
 #                        2: mulhi.s/mulhi.u left the ISA (OPD ids and every later id moved)
-OP_NAMES: tuple[str, ...] = tuple(OPS)          # OP index i is the i-th mnemonic of OPS
+# OP index i is the i-th mnemonic of OPS, local memory's ops left out: the model machine has
+# no local memory (circuit.machine.spec refuses a program that has them)
+OP_NAMES: tuple[str, ...] = tuple(op for op in OPS if OPS[op].space != "local")
 TERMS = ("jmp", "br", "bar", "exit")
 N_SLOTS = limits.STAGES * limits.SLOTS                     # instruction positions in a block
 # Operand selector: register r read from the register file (0..REGS-1), the result of an

@@ -5,6 +5,7 @@ computed here and nothing is run elsewhere in the model's place."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from qgpu.isa.program import Program
 from qgpu.model.state import ModelState
 from qgpu.progress import progress
 from qgpu.protocol import VOCAB_SIZE, encode_prompt, kind_of, tok
+from qgpu.protocol.vocab import KINDS, base
 from qgpu.runtime.compiled import LaunchMachine
 
 HALT = tok("HALT")
@@ -148,17 +150,60 @@ def generate_launch(machine: LaunchMachine, program: Program, grid: int, block: 
         gaps.append(gap)
         return token
     step = recording if margins else engine.step_greedy
+    # the fast engine generates a run of tokens per call, up to a token the host acts on
+    greedy_run = None if margins else getattr(engine, "greedy_run", None)
     writer = TraceWriter(max_tokens, max_blocks)
-    token = step(state, prompt[-1])
     # a bar (tokens, tokens/s, blocks of the budget) once a launch has taken 2 s, on a
     # terminal only
     with progress(desc="model launch", unit="tok", delay=2.0, miniters=64) as bar:
-        while not writer.add(token):
-            if writer.blocks % 256 == 0 and writer.blocks:
-                bar.set_postfix_str(f"{writer.blocks:,} of {max_blocks:,} blocks",
-                                    refresh=False)
-            token = step(state, token)
-            bar.update()
+        if greedy_run is not None:
+            _write_runs(greedy_run, host_tokens(engine.config.vocab_size), state,
+                        prompt[-1], writer, bar)
+        else:
+            token = step(state, prompt[-1])
+            while not writer.add(token):
+                _blocks_postfix(writer, bar)
+                token = step(state, token)
+                bar.update()
     trace = writer.trace
     seconds = time.perf_counter() - start
     return ModelRun(prompt, trace, state, seconds, machine.read_memory(state), gaps)
+
+
+def _blocks_postfix(writer: TraceWriter, bar) -> None:
+    if writer.blocks % 256 == 0 and writer.blocks:
+        bar.set_postfix_str(f"{writer.blocks:,} of {writer.max_blocks:,} blocks",
+                            refresh=False)
+
+
+@functools.cache
+def host_tokens(vocab_size: int) -> np.ndarray:
+    """uint8 over a model vocabulary: 1 at the tokens the host acts on as soon as the model
+    writes them (EXEC: the block budget; TRAP: its record's length; HALT; ids outside
+    the protocol's vocabulary), where a run of generated tokens stops."""
+    stop = np.ones(vocab_size, np.uint8)
+    stop[:min(VOCAB_SIZE, vocab_size)] = 0
+    for kind in ("EXEC", "TRAP", "HALT"):
+        k = KINDS[[k.name for k in KINDS].index(kind)]
+        stop[base(kind):base(kind) + k.count] = 1
+    stop.flags.writeable = False  # shared by every launch (cached)
+    return stop
+
+
+def _write_runs(greedy_run, stop: np.ndarray, state: ModelState, token: int,
+                writer: TraceWriter, bar) -> None:
+    """generate_launch's loop over runs of tokens (the engine's greedy_run: the tokens
+    step_greedy gives one by one, up to the first the host acts on). Each run ends where
+    the token-by-token loop would act (a host token, the token limit, a TRAP record's
+    last token), so the model consumes the same tokens."""
+    trace = writer.trace
+    while True:
+        limit = writer.max_tokens - len(trace)
+        if writer.trap_at is not None:
+            limit = min(limit, writer.trap_at + 3 - len(trace))
+        tokens = greedy_run(state, token, stop, max(limit, 1))
+        for token in tokens:
+            if writer.add(token):
+                return
+            _blocks_postfix(writer, bar)
+        bar.update(len(tokens))

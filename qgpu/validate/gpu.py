@@ -2,9 +2,10 @@
 prelude that gives qgpu's integer types, launches it with the reference case's inputs and
 reads every pointer argument back.
 
-Meaning on the GPU: warpSize is 32 there; suite kernels pass width 4 to every shuffle and
-mask ballots to their own group of 4 lanes (see kernels/), so they mean the same on a
-32-lane warp as on qgpu's 4-lane warp.
+Meaning on the GPU: warpSize is 32 there and on qgpu (whose front end lowers CUDA's
+32-lane warp operations over 8 machine warps, qgpu/cuda/warp.py); suite kernels launch
+CTAs of at most 16 threads, one partial warp, and mask their warp operations to the
+threads that exist (see kernels/), so they mean the same on both.
 """
 
 from __future__ import annotations

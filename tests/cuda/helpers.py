@@ -32,8 +32,9 @@ def run_ptx(body: str, params: int = 1, grid: int = 1, block: int = 4, memory=No
     decl = ",\n".join(f"  .param .u32 k_param_{i}" for i in range(params))
     text = f"{PTX_HEADER}.visible .entry k(\n{decl}\n)\n{{\n{body}\n}}\n"
     template = codegen.compile_kernel(ptx.parse(text), "k", "k")
-    vals = {"ntid": block, "nctaid": grid, **{f"param:{i}": 0 for i in range(params)}}
+    vals = {"ntid": block, "nctaid": grid, **{f"param:{i}": 0 for i in range(params)},
+            **template.scratch_symbols(block, template.shared_bytes)}
     vals.update(values or {})
     program = template.bind(vals)
-    mem = memory if memory is not None else [0] * limits.GLOBAL_WORDS
+    mem = memory if memory is not None else [0] * limits.MODEL_GLOBAL_WORDS
     return run_launch(program, grid=grid, block=block, memory=mem).memory

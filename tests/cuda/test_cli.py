@@ -118,13 +118,18 @@ def test_missing_file(capsys):
 @pytest.mark.slow
 def test_installed_command_as_a_new_user(tmp_path):
     src = tmp_path / "saxpy.cu"
-    src.write_text("""// y = a*x + y, then a warp-wide sum of y into out[0]
+    src.write_text("""// y = a*x + y, then a warp-wide sum of y into out[0] (a CTA of 4 threads is
+// one partial 32-lane warp: the mask names its threads, a lane adds only theirs)
 __global__ void saxpy(int a, const int *x, int *y, int *out, int n) {
+  unsigned m = __activemask(), lane = threadIdx.x & (warpSize - 1);
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   int v = 0;
   if (i < n) { y[i] = a * x[i] + y[i]; v = y[i]; }
-  for (int o = warpSize / 2; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
-  if ((threadIdx.x & (warpSize - 1)) == 0) atomicAdd(out, v);
+  for (int o = warpSize / 2; o > 0; o /= 2) {
+    int u = __shfl_down_sync(m, v, o);
+    if (lane + o < blockDim.x) v += u;
+  }
+  if (lane == 0) atomicAdd(out, v);
 }
 """)
     qgpu = str(Path(sys.executable).parent / "qgpu")

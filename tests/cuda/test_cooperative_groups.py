@@ -1,6 +1,7 @@
 """qgpu/cuda/include/cooperative_groups.h: thread_block_tile<N> / tiled_partition<N> for
-N = 1, 2, 4 (the warp has 4 lanes) against numpy oracles of CUDA's definitions, in 1-D
-and 2-D blocks; larger tiles refused naming the kernel and line, alone."""
+N = 1, 2, 4 (inside a machine warp) and 8, 16 (CUDA's 32-lane warp operations) against
+numpy oracles of CUDA's definitions, in 1-D, 2-D and 3-D blocks; tiles past CUDA's warp
+refused naming the kernel and line, alone."""
 
 import numpy as np
 import pytest
@@ -29,8 +30,10 @@ __global__ void tiles(const int *in, int *out) {
 template __global__ void tiles<1>(const int *, int *);
 template __global__ void tiles<2>(const int *, int *);
 template __global__ void tiles<4>(const int *, int *);
+template __global__ void tiles<8>(const int *, int *);
+template __global__ void tiles<16>(const int *, int *);
 __global__ void wide(int *out) {
-  cg::thread_block_tile<8> t = cg::tiled_partition<8>(cg::this_thread_block());
+  cg::thread_block_tile<64> t = cg::tiled_partition<64>(cg::this_thread_block());
   out[threadIdx.x] = t.thread_rank();
 }
 """
@@ -58,8 +61,9 @@ def mod():
     return qgpu.compile(SRC, "tiles.cu", engine="interp")
 
 
-@pytest.mark.parametrize("n", [1, 2, 4])
-@pytest.mark.parametrize("block", [8, (4, 2), (2, 2, 3)])
+@pytest.mark.parametrize("n, block", [
+    (n, block) for n in (1, 2, 4) for block in (8, (4, 2), (2, 2, 3))] + [
+    (n, block) for n in (8, 16) for block in (16, (8, 2), (2, 2, 4))])
 def test_tiles_compute_as_cuda_defines_them(mod, n, block):
     threads = int(np.prod(block))
     v = np.random.default_rng(n * 10 + threads).integers(-9, 9, threads, dtype=np.int32)
@@ -69,7 +73,7 @@ def test_tiles_compute_as_cuda_defines_them(mod, n, block):
 
 
 def test_a_larger_tile_is_refused_naming_its_line_and_siblings_run(mod):
-    with pytest.raises(CompileError, match=r"tiles.cu:23: kernel wide: tiled_partition<8>: "
-                                           r"qgpu's tiles have 1, 2 or 4 threads"):
+    with pytest.raises(CompileError, match=r"tiles.cu:25: kernel wide: tiled_partition<64>: "
+                                           r"a tile has 1, 2, 4, 8, 16 or 32 threads"):
         mod.get_function("wide")
     assert "tiles<4>" in mod.kernel_names

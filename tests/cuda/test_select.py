@@ -16,7 +16,7 @@ YS = [3, 0xFFFFFFFE, 31, 1]
 
 
 def run_form(code: str, xs=XS, ys=YS) -> list[int]:
-    mem = [0] * limits.GLOBAL_WORDS
+    mem = [0] * limits.MODEL_GLOBAL_WORDS
     mem[16:20] = xs
     mem[20:24] = ys
     body = f"""

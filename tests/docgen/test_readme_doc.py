@@ -17,7 +17,7 @@ def test_readme_generated_sections_are_current():
 
 def test_a_changed_limit_makes_the_readme_stale(monkeypatch):
     text = readme_doc.README.read_text()
-    monkeypatch.setattr(readme_doc.limits, "MAX_THREADS_PER_CTA", 32)
+    monkeypatch.setattr(readme_doc.limits, "MODEL_GLOBAL_WORDS", 256)
     assert readme_doc.render(text) != text
 
 

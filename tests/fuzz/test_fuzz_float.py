@@ -161,9 +161,8 @@ def test_float_fuzz_campaign_on_the_interpreter(chunk):
     results = fuzz(20, seed=2700 + chunk)
     s = summary(results)
     # clear refusals are allowed (the integer lowering of floats keeps more values alive
-    # than the 15 registers, and a program with a division routine beside the fma routine
-    # can outgrow the 128-block ROM: 12 of these 40 do, 2 are over the registers), but at
-    # least half of the programs must run
+    # than the 15 registers, whose spills or a division routine beside the fma routine
+    # can outgrow the 128-block ROM: 12 of these 40 do), but at least half must run
     assert s["statuses"].get("ok", 0) >= 10, s
     bad = [r for r in results if r.status not in ("ok", "over_limits")]
     assert not bad, "\n".join(f"seed {r.seed}: {r.status}: {r.detail}\n{r.program.source()}"

@@ -334,7 +334,7 @@ def test_runaway_loop_hits_the_budget():
 
 @pytest.mark.parametrize("addr, message", [
     ("[2]", "misaligned global access at byte address 2"),
-    ("[65536]", "out-of-bounds global access at byte address 65536"),
+    ("[512]", "out-of-bounds global access at byte address 512"),
     ("[r0-4]", "out-of-bounds"),
 ])
 def test_memory_faults(addr, message):
@@ -343,16 +343,20 @@ def test_memory_faults(addr, message):
 
 
 def test_shared_bounds():
-    with pytest.raises(MachineError, match="shared memory has 12288 words"):
-        run("block 0:\n  st.shared [49152], r1\n  exit", block=1)
-
-
-def test_model_sized_bounds():
-    """A launch linked for the model machine runs with its memory's bounds."""
     with pytest.raises(MachineError, match="shared memory has 32 words"):
-        run("block 0:\n  st.shared [128], r1\n  exit", block=1, sizes=limits.MODEL_MEMORY)
-    with pytest.raises(MachineError, match="global memory has 128 words"):
-        run("block 0:\n  ld.global r1, [512]\n  exit", block=1, sizes=limits.MODEL_MEMORY)
+        run("block 0:\n  st.shared [128], r1\n  exit", block=1)
+
+
+def test_isa_sized_bounds():
+    """A hand-written program takes the model machine's memory (its traces are the
+    model's); given the ISA's sizes, it has the ISA's bounds."""
+    with pytest.raises(MachineError, match="shared memory has 12288 words"):
+        run("block 0:\n  st.shared [49152], r1\n  exit", block=1, sizes=limits.ISA_MEMORY)
+    with pytest.raises(MachineError, match="global memory has 16384 words"):
+        run("block 0:\n  ld.global r1, [65536]\n  exit", block=1, sizes=limits.ISA_MEMORY)
+    res = run("block 0:\n  mov r1, 7\n  st.global [4096], r1\n  exit", block=1,
+              sizes=limits.ISA_MEMORY)
+    assert res.memory[1024] == 7 and len(res.memory) == limits.GLOBAL_WORDS
 
 
 def test_divergent_barrier_is_a_fault():
@@ -381,5 +385,5 @@ def test_launch_limits(grid, block, message):
 
 
 def test_memory_too_large():
-    with pytest.raises(LaunchError, match="16385 words"):
-        run("block 0:\n  exit", mem=[0] * 16385)
+    with pytest.raises(LaunchError, match="129 words"):
+        run("block 0:\n  exit", mem=[0] * 129)

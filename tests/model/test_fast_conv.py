@@ -8,6 +8,12 @@ to a row, a second table written from a first's read), run over a long random st
 several states at once (fresh states, copies, interleaved steps of different states),
 must give the reference's tokens and bit-identical recurrent and conv states."""
 
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -181,3 +187,72 @@ def test_state_stepped_by_other_engines_in_between(compiled):
         engine = engines[2] if r < 0.03 else engines[1] if r < 0.3 else engines[0]
         assert engine.step_greedy(s_fast, t) == int(np.argmax(ref.step(s_ref, t))), n
     assert_same_states(engines[0], s_ref, s_fast)
+
+
+def test_greedy_run_is_step_greedy_token_by_token(compiled):
+    """greedy_run (a run of greedy tokens in one kernel call, up to a token of the stop
+    set or the limit) gives step_greedy's tokens and bit-identical states."""
+    comp, vocab = compiled
+    fast = FastEngine(comp.weights, backend="native")
+    rng = np.random.default_rng(5)
+    s_step, s_run = fast.new_state(), fast.new_state()
+    stop = np.zeros(fast.config.vocab_size, np.uint8)
+    stop[[vocab.id("VAL", x) for x in range(0, 2 ** BITS, 3)]] = 1
+    runs = stops = 0
+    for t in stream(vocab, 400, rng):
+        limit = int(rng.integers(1, 6))
+        got = fast.greedy_run(s_run, t, stop, limit)
+        want = [fast.step_greedy(s_step, t)]
+        while not stop[want[-1]] and len(want) < limit:
+            want.append(fast.step_greedy(s_step, want[-1]))
+        assert got == want
+        assert s_run.position == s_step.position
+        runs += len(got) > 1
+        stops += bool(stop[got[-1]])
+    for part in ("recurrent", "conv"):
+        for i, a in getattr(s_step, part).items():
+            np.testing.assert_array_equal(a.view(np.int32), getattr(s_run, part)[i].view(np.int32))
+    assert runs > 100 and stops > 10, (runs, stops)
+
+
+def test_greedy_run_rejects_a_bad_stop_set(compiled):
+    fast = FastEngine(compiled[0].weights, backend="native")
+    state = fast.new_state()
+    with pytest.raises(ValueError, match="stop must be"):
+        fast.greedy_run(state, 0, np.zeros(3, np.uint8), 4)
+    with pytest.raises(ValueError, match="limit must be"):
+        fast.greedy_run(state, 0, np.zeros(fast.config.vocab_size, bool), 0)
+
+
+PORTABLE_CHECK = """
+import numpy as np
+from qgpu.model.fast import FastEngine
+from qgpu.model.fast_native import load_kernel
+from qgpu.model.reference import ReferenceEngine
+from qgpu.circuit.compile import compile_circuit
+from qgpu.circuit.schedule import LayerShape
+from tests.model.test_fast_conv import assert_same_states, lag_circuit, stream
+print(load_kernel().qgpu_simd_lanes())
+circuit, vocab = lag_circuit()
+comp = compile_circuit(circuit, LayerShape.small(), cache=False)
+ref, fast = ReferenceEngine(comp.weights), FastEngine(comp.weights, backend="native")
+s_ref, s_fast = ref.new_state(), fast.new_state()
+for t in stream(vocab, 600, np.random.default_rng(3)):
+    assert fast.step_greedy(s_fast, t) == int(np.argmax(ref.step(s_ref, t)))
+assert_same_states(fast, s_ref, s_fast)
+print("same")
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 builds")
+@pytest.mark.parametrize(("march", "lanes"), [("x86-64", 1), ("x86-64-v3", 8)])
+def test_build_without_avx512_gives_the_same_bits(march, lanes, tmp_path):
+    """The kernel built for a machine without AVX-512 (x86-64-v3: AVX2) or without AVX2
+    (x86-64) takes its portable paths and gives the reference's tokens and states."""
+    env = dict(os.environ, QGPU_NATIVE_MARCH=march, QGPU_CACHE_DIR=str(tmp_path))
+    root = Path(__file__).resolve().parents[2]
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-c", PORTABLE_CHECK], env=env, cwd=root,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [str(lanes), "same"], out.stdout

@@ -1,10 +1,11 @@
 """Every launch of the kernel suite that fits the model machine (up to 4 warps and 4 CTAs:
 suite.model_sized) runs on the compiled model with --check: the model's tokens equal the
 interpreter's token for token, and the arrays read back from the model's state equal
-the kernel's independent oracle. A launch whose kernel needs an operation the model machine does not have yet is
-an expected, strict failure with the machine's own error (it turns into a pass, and the
-strict xfail into a failure, when the operation is added); so is a launch past the model
-machine's sizes (the tutorial-sized ones: the model refuses them by name)."""
+the kernel's independent oracle. A launch whose kernel needs an operation the model
+machine does not have yet is an expected, strict failure with the machine's own error
+(it turns into a pass, and the strict xfail into a failure, when the operation is
+added); so is a launch past the model machine's sizes (the tutorial-sized ones: the
+model refuses them by name)."""
 
 import numpy as np
 import pytest

@@ -48,13 +48,17 @@ def test_suite_covers_launch_shapes():
     assert any(not s.linear for s in launches if s.threads == 256), "no 2-D 16x16 block"
 
 
-def test_shuffles_pass_an_explicit_width_of_4():
-    # A real GPU has warpSize 32: only width 4 makes these kernels mean the same there.
+def test_shuffles_mean_the_same_on_a_partial_32_lane_warp():
+    # Suite CTAs have at most 16 threads: one partial 32-lane warp on a GPU and on qgpu.
+    # A shuffle then means the same on both when its width is 4 (the kernels written for
+    # groups of 4 lanes) or its mask names the warp's members (a variable, not the full
+    # 0xffffffff: the kernels written for 32 lanes), a value from an absent lane unused.
     import re
 
     for spec in SUITE:
         for call in re.findall(r"__shfl\w*_sync\(((?:[^()]|\([^()]*\))*)\)", spec.source):
-            assert call.replace(" ", "").endswith(",4"), (spec.name, call)
+            args = call.replace(" ", "")
+            assert args.endswith(",4") or not args.startswith("0x"), (spec.name, call)
 
 
 @pytest.mark.parametrize("spec", SUITE, ids=[s.name for s in SUITE])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from qgpu.errors import LaunchError, ProgramError
 from qgpu.isa import limits
 from qgpu.isa.ops import FLOAT_OPS
-from qgpu.isa.program import Program
+from qgpu.isa.program import Program, local_refusal, local_words
 
 ALU_OPS = ("add", "sub", "and", "or", "xor", "mov", "selp", "popc", "clz", "brev",
            "seteq", "setne", "setlt.s", "setle.s", "setgt.s", "setge.s",
@@ -134,6 +134,9 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
                            f"global memory ({sizes.shared_words} shared words per CTA); the "
                            f"model machine holds {limits.MODEL_GLOBAL_WORDS} "
                            f"({limits.MODEL_SHARED_WORDS}){elsewhere}")
+    words = local_words(program)
+    if words:
+        raise ProgramError(f"the program {local_refusal(words)}")
     for b, blk in enumerate(program.blocks):
         if len(blk.stages) > spec.stages:
             raise ProgramError(f"block {b}: {len(blk.stages)} stages; the model machine "

@@ -3,10 +3,11 @@
  * tile converts to (sync(), thread_rank(), size()/num_threads(), cg::sync(g)); a block's
  * sync(), thread_rank(),
  * size()/num_threads(), group_index(), thread_index(), dim_threads(); tiles of a block,
- * tiled_partition<N>(block) / thread_block_tile<N> for N = 1, 2, 4 (a warp has 4 lanes,
- * so a tile never straddles warps): sync(), thread_rank(), size()/num_threads(),
+ * tiled_partition<N>(block) / thread_block_tile<N> for N = 1, 2, 4, 8, 16, 32 (a tile
+ * never straddles CUDA's 32-lane warp): sync(), thread_rank(), size()/num_threads(),
  * meta_group_rank(), meta_group_size(), shfl/shfl_up/shfl_down/shfl_xor of 4-byte values
- * (width N: a GPU computes the same within the tile), ballot/any/all. Larger tiles are a
+ * (width N), ballot/any/all; tiles of 8 or more go through qgpu's 32-lane warp operations
+ * (qgpu/cuda/warp.py), smaller ones stay in the machine's 4-lane warp. Other sizes are a
  * compile error naming the line that asks for one; grid groups, coalesced groups and
  * tiled_partition(parent, n) with a run-time size are not provided (an error naming the
  * line). cooperative_groups/reduce.h adds cg::reduce over a tile with cg::plus, less,
@@ -32,7 +33,8 @@ class thread_group {
     if (tile_ == 0) {
       __syncthreads();
     } else {
-      __syncwarp(((1u << tile_) - 1u) << (block_rank() % warpSize / tile_ * tile_));
+      __syncwarp((tile_ >= 32u ? ~0u : (1u << tile_) - 1u)
+                 << (block_rank() % warpSize / tile_ * tile_));
     }
   }
   __device__ unsigned thread_rank() const { return tile_ ? block_rank() % tile_ : block_rank(); }
@@ -63,8 +65,9 @@ class thread_block_tile : public thread_group {
   // other sizes compile (so that one kernel does not stop its siblings) and qgpu refuses
   // the kernel that uses one, naming its line (cuda.signature)
   __device__ static unsigned rank_in_block() { return thread_block().thread_rank(); }
+  __device__ static unsigned full() { return N >= 32u ? ~0u : (1u << N) - 1u; }
   __device__ static unsigned lanes() {   // this tile's lanes in the warp's ballot
-    return ((1u << N) - 1u) << (rank_in_block() % warpSize / N * N);
+    return full() << (rank_in_block() % warpSize / N * N);
   }
   template <class T>
   __device__ static int bits(T v) {
@@ -100,7 +103,7 @@ class thread_block_tile : public thread_group {
     return (__ballot_sync(lanes(), p) & lanes()) >> (rank_in_block() % warpSize / N * N);
   }
   __device__ int any(int p) const { return ballot(p) != 0; }
-  __device__ int all(int p) const { return ballot(p) == (1u << N) - 1u; }
+  __device__ int all(int p) const { return ballot(p) == full(); }
 };
 
 template <unsigned N, class Parent>

@@ -2,11 +2,11 @@
  * header by itself (-include), so kernels written for nvcc compile unchanged: it plays the
  * role of cuda_runtime.h for device code on qgpu's 4-lane machine.
  *
+ * warpSize is 32, as CUDA's: a CUDA warp is 8 of the machine's 4-lane warps, and the
+ * front end lowers shuffles, votes and __syncwarp over all 32 lanes (qgpu/cuda/warp.py);
+ * the shuffles pack c = ((32 - width) << 8) | clamp as CUDA's headers do.
+ *
  * Differences from NVIDIA's headers, on purpose:
- *  - warpSize is 4 (clang's __clang_cuda_builtin_vars.h hard-wires 32; a macro wins).
- *  - the shuffles' default width is warpSize (4): the packed c operand
- *    ((32 - width) << 8 | clamp) then makes a real GPU shuffle within groups of 4 lanes,
- *    so a kernel means the same on the machine and on real hardware.
  *  - atomicInc/atomicDec are CAS loops (the machine has no native inc/dec atomics).
  *  - clock() and clock64() are 0 on the machine and on the interpreter alike: the
  *    machine has no cycle counter (its special registers are tid, ntid, ctaid, nctaid,
@@ -49,7 +49,7 @@
 #endif
 
 #undef warpSize
-#define warpSize 4
+#define warpSize 32
 
 #define __QGPU_FN static __device__ __forceinline__
 
@@ -226,6 +226,39 @@ __QGPU_FN unsigned __ballot_sync(unsigned m, int p) { return __nvvm_vote_ballot_
 __QGPU_FN int __any_sync(unsigned m, int p) { return __nvvm_vote_any_sync(m, p); }
 __QGPU_FN int __all_sync(unsigned m, int p) { return __nvvm_vote_all_sync(m, p); }
 __QGPU_FN unsigned __activemask(void) { return __nvvm_vote_ballot(1); }
+/* match: 32-bit values natively; 64-bit ones as both words matching */
+__QGPU_FN unsigned __match_any_sync(unsigned m, int v) { return __nvvm_match_any_sync_i32(m, v); }
+__QGPU_FN unsigned __match_any_sync(unsigned m, unsigned v) {
+  return __match_any_sync(m, (int)v);
+}
+__QGPU_FN unsigned __match_any_sync(unsigned m, float v) {
+  return __match_any_sync(m, __float_as_int(v));
+}
+__QGPU_FN unsigned __match_any_sync(unsigned m, long long v) {
+  return __match_any_sync(m, (int)v) & __match_any_sync(m, (int)((unsigned long long)v >> 32));
+}
+__QGPU_FN unsigned __match_any_sync(unsigned m, unsigned long long v) {
+  return __match_any_sync(m, (long long)v);
+}
+__QGPU_FN unsigned __match_all_sync(unsigned m, int v, int *pred) {
+  return __nvvm_match_all_sync_i32p(m, v, pred);
+}
+__QGPU_FN unsigned __match_all_sync(unsigned m, unsigned v, int *pred) {
+  return __match_all_sync(m, (int)v, pred);
+}
+__QGPU_FN unsigned __match_all_sync(unsigned m, float v, int *pred) {
+  return __match_all_sync(m, __float_as_int(v), pred);
+}
+__QGPU_FN unsigned __match_all_sync(unsigned m, long long v, int *pred) {
+  int lo, hi;
+  unsigned a = __match_all_sync(m, (int)v, &lo);
+  __match_all_sync(m, (int)((unsigned long long)v >> 32), &hi);
+  *pred = lo && hi;
+  return *pred ? a : 0u;
+}
+__QGPU_FN unsigned __match_all_sync(unsigned m, unsigned long long v, int *pred) {
+  return __match_all_sync(m, (long long)v, pred);
+}
 
 /* --- integer intrinsics --- */
 __QGPU_FN int __popc(unsigned x) { return __builtin_popcount(x); }

@@ -122,3 +122,17 @@ def test_only_a_detecting_machine_has_the_fault_detector():
 
     assert detector_nodes(MachineSpec()) == set()
     assert detector_nodes(MachineSpec(detect_faults=True)) == {"fault", "barrier"}
+
+
+def test_a_program_with_local_memory_is_refused_in_one_line():
+    """Register spills (cuda.spill) live in local memory, which the model machine does
+    not have yet: refused by name before a token is fed, never run without it."""
+    prog = assemble("block 0:\n  tid r1\n  st.local [8], r1\n  .writeback r1\n  jmp 1\n"
+                    "block 1:\n  ld.local r2, [0]\n  st.global [r0], r2\n  exit\n")
+    with pytest.raises(ProgramError) as err:
+        check_launch(MachineSpec(), prog, 1, 4)
+    assert str(err.value) == ("the program uses 3 words of local memory per thread (register "
+                              "spills); the model machine has none yet: run it on the "
+                              "interpreter (engine='interp', --engine interp; docs/cuda.md, "
+                              "'Register spills')")
+    assert not {"ld.local", "st.local"} & set(SUPPORTED_OPS)

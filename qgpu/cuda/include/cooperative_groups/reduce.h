@@ -1,8 +1,9 @@
 /* cooperative_groups/reduce.h (qgpu): cg::reduce(tile, value, op) over a
- * thread_block_tile<N> (N = 1, 2 or 4), every thread of the tile receiving the result, as
- * CUDA's; op is cg::plus, less (the minimum), greater (the maximum), bit_and, bit_or,
- * bit_xor, or any callable. The values combine by a butterfly of shfl_xor (for float plus
- * the rounding follows that order: lane pairs at distance N/2 first). */
+ * thread_block_tile<N> (N = 1, 2, 4, 8, 16, 32), every thread of the tile receiving
+ * the result, as CUDA's; op is cg::plus, less (the minimum), greater (the maximum),
+ * bit_and, bit_or, bit_xor, or any callable. The values combine by a butterfly of
+ * shfl_xor (for float plus the rounding follows that order: lane pairs at distance N/2
+ * first). */
 #ifndef QGPU_COOPERATIVE_GROUPS_REDUCE_H
 #define QGPU_COOPERATIVE_GROUPS_REDUCE_H
 #include "../cooperative_groups.h"
