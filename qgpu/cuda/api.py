@@ -321,7 +321,7 @@ class Kernel:
         values.update(template.scratch_symbols(shape.threads,
                                                template.shared_bytes + shared_mem))
         program = template.bind(values, shape.threads)
-        program.arrays = self._allocations(layout, template)
+        program.arrays = self._allocations(layout, template, args, values)
         program.cuda = True
         program.free_words = tuple(range(next_word, top))
         program.memory_sizes = sizes
@@ -368,16 +368,24 @@ class Kernel:
                                  f"operations, for {shape.threads} threads)" * bool(scratch))
                               + f" exceed the {limit} bytes of shared memory per CTA")
 
-    def _allocations(self, layout: dict, template: KernelTemplate) -> tuple:
-        """Each array argument's range and the operands holding its base (interp.bounds:
-        the interpreter faults on an access derived from it that leaves it)."""
+    def _allocations(self, layout: dict, template: KernelTemplate, args, values) -> tuple:
+        """Each array argument's and __constant__/__device__ variable's range and the
+        operands holding its base (interp.bounds: the interpreter faults on an access
+        derived from it that leaves it)."""
+        def sites(sym):
+            return frozenset((r.block, r.stage, r.slot, r.src)
+                             for r in template.relocs if r.sym == sym)
         out = []
-        for k, p in enumerate(self.signature.params):
+        for k, (p, a) in enumerate(zip(self.signature.params, args, strict=True)):
             if p.pointer and p.name in layout:
                 base, words = layout[p.name]
-                sites = frozenset((r.block, r.stage, r.slot, r.src)
-                                  for r in template.relocs if r.sym == f"param:{k}")
-                out.append(Allocation(p.name, base, words, sites))
+                out.append(Allocation(p.name, base, words, sites(f"param:{k}"),
+                                      a.nbytes, a.itemsize))
+        for var in self.template.stats.get("globals", []):
+            if f"global:{var.name}" in values:
+                out.append(Allocation(var.name, values[f"global:{var.name}"] // 4,
+                                      -(-var.size // 4), sites(f"global:{var.name}"),
+                                      var.size, var.elem_bytes))
         return tuple(out)
 
     def _place_globals(self, memory: list[int], values: dict, next_word: int,

@@ -115,6 +115,7 @@ def emit(mblocks: list[MBlock], regs: dict[V, int], live, name: str
     index = {mb.name: i for i, mb in enumerate(mblocks)}
     blocks: list[Block] = []
     relocs: list[Reloc] = []
+    accesses: dict[tuple[int, int, int], tuple[int, int]] = {}
     for bi, mb in enumerate(mblocks):
         stages = []
         defs: set[V] = set()
@@ -134,6 +135,8 @@ def emit(mblocks: list[MBlock], regs: dict[V, int], live, name: str
                         relocs.append(Reloc(bi, si, k, j, x.name))
                 if op.offset_sym is not None:
                     relocs.append(Reloc(bi, si, k, "offset", op.offset_sym.name))
+                if op.access is not None:
+                    accesses[(bi, si, k)] = op.access
                 row.append(Instr(op.op, dst, srcs, limits.u32(op.offset)))
             if row:
                 stages.append(row)
@@ -154,6 +157,6 @@ def emit(mblocks: list[MBlock], regs: dict[V, int], live, name: str
         writeback = frozenset(regs[v] for v in defs & live[mb.name][1]) & written
         blocks.append(Block(stages, term, writeback))
     try:
-        return Program(blocks, name), relocs
+        return Program(blocks, name, accesses=accesses), relocs
     except ProgramError as exc:
         raise CompileError(f"internal error compiling {name}: {exc}") from exc

@@ -42,9 +42,11 @@ _COMMON = [
 ]
 # -m32: 32-bit pointers (the machine's addresses; no 64-bit address arithmetic). long and
 # size_t would be 32-bit too, so the AST (below, compiled for a 64-bit GPU) refuses
-# kernels that compute with them rather than let them narrow silently.
-CLANG_FLAGS = [*_COMMON, "-m32", "-O2", "-mllvm", "-unroll-runtime=false", "-mllvm",
-               "-disable-nvptx-load-store-vectorizer", "-gline-tables-only"]
+# kernels that compute with them rather than let them narrow silently. -malign-double:
+# long long (and double) on 8 bytes, as on a 64-bit GPU (-m32 takes i386's 4), so a long
+# long access stays one 8-byte access (ld.u64) whose alignment the interpreter checks.
+CLANG_FLAGS = [*_COMMON, "-m32", "-malign-double", "-O2", "-mllvm", "-unroll-runtime=false",
+               "-mllvm", "-disable-nvptx-load-store-vectorizer", "-gline-tables-only"]
 AST_FLAGS = [*_COMMON, "-fsyntax-only", "-Xclang", "-ast-dump=json"]
 
 

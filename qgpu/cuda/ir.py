@@ -44,6 +44,9 @@ class Op:
     offset: int = 0
     origin: object = None
     offset_sym: Sym | None = None   # a link-time constant added to the offset (array base)
+    # a word operation of a narrower or wider access: (the access's bytes, this word's
+    # byte offset in it); the interpreter checks the access's alignment and bounds by it
+    access: tuple[int, int] | None = None
 
     @property
     def kind(self) -> str:

@@ -87,7 +87,7 @@ class KernelTemplate:
             if isinstance(term, Bar) and term.scope == "group" and threads <= GROUP_THREADS:
                 term = Bar(term.target)
             blocks.append(Block(stages, term, blk.writeback))
-        return Program(blocks, self.program.name)
+        return Program(blocks, self.program.name, accesses=self.program.accesses)
 
 
 def _patch(ins: Instr, r: Reloc, value: int) -> Instr:

@@ -43,8 +43,8 @@ class Builder:
     def tmp(self) -> V:
         return self.fn.new_vreg()
 
-    def emit(self, op: str, dst, *srcs, offset: int = 0) -> None:
-        self.cur.ops.append(Op(op, dst, tuple(srcs), offset, self.origin))
+    def emit(self, op: str, dst, *srcs, offset: int = 0, access=None) -> None:
+        self.cur.ops.append(Op(op, dst, tuple(srcs), offset, self.origin, access=access))
 
     def new_block(self, hint: str, keep_whole: bool = False) -> BasicBlock:
         self._count += 1

@@ -5,7 +5,8 @@ example `(threadIdx.x + 5) % blockDim.x` becomes rem.u16). A 16-bit PTX register
 in a 32-bit machine register in canonical form, zero-extended (upper half 0). An
 operation sign-extends its sources when its signedness matters, computes in 32 bits
 (reusing cuda.select), and masks the result back to 16 bits when it can have left the
-canonical form. 8/16-bit memory accesses stay unsupported (cuda.select says so).
+canonical form. 8/16-bit loads and stores are cuda.select's (word accesses of the aligned
+word; 8/16-bit atomics are refused there).
 """
 
 from __future__ import annotations

@@ -208,7 +208,7 @@ def _recompute(fn: Function, defs, v: V, local: dict[V, V], out: list[Op], origi
         srcs = tuple(_recompute(fn, defs, u, local, out, origin) if isinstance(u, V) else u
                      for u in op.srcs)
         local[v] = fn.new_vreg()
-        out.append(Op(op.op, local[v], srcs, op.offset, origin, op.offset_sym))
+        out.append(Op(op.op, local[v], srcs, op.offset, origin, op.offset_sym, op.access))
     return local[v]
 
 

@@ -248,7 +248,8 @@ def _recompute_cheap_after_cut(fn, ops, preds, height, stage_of, left, pressure)
                 if pressure is not None:
                     pressure.uses[x] = pressure.uses.get(x, 0) + 1
             srcs.append(x)
-        new = Op(op.op, fn.new_vreg(), tuple(srcs), op.offset, op.origin, op.offset_sym)
+        new = Op(op.op, fn.new_vreg(), tuple(srcs), op.offset, op.origin, op.offset_sym,
+                 op.access)
         ops.append(new)
         preds.append(deps)
         height.append(h)

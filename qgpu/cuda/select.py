@@ -295,12 +295,14 @@ def _narrow_address(lw, ins, operand) -> tuple[str, int, object]:
 def narrow_load(lw, ins) -> None:
     """ld.{u,s}{8,16} (clang narrows `a[i] & 255` or `a[i] >> 16` to these): load the
     aligned word, shift the wanted bytes down, zero- or sign-extend. The address is
-    computed in full, since its low bits pick the bytes."""
+    computed in full, since its low bits pick the bytes. A 16-bit load keeps bit 0 in
+    the word address, so an odd address faults as misaligned on both engines, as a
+    16-bit store does (and as a GPU does)."""
     b, t = lw.b, _type(ins)
     space, bits, addr = _narrow_address(lw, ins, ins.operands[1])
     word, aligned, low, shift, down = (b.tmp() for _ in range(5))
-    b.emit("and", aligned, addr, Imm(0xFFFFFFFC))
-    b.emit(f"ld.{space}", word, aligned)
+    b.emit("and", aligned, addr, Imm(0xFFFFFFFC if bits == 8 else 0xFFFFFFFD))
+    b.emit(f"ld.{space}", word, aligned, access=(bits // 8, 0))
     b.emit("and", low, addr, Imm(3))
     b.emit("shl", shift, low, Imm(3))
     b.emit("shr.u", down, word, shift)
@@ -343,10 +345,10 @@ def _narrow_store(lw, ins) -> None:
     b.finish(Goto(loop.name))
     b.start(loop)
     old, kept, new, got, retry = (b.tmp() for _ in range(5))
-    b.emit(f"ld.{space}", old, word)
+    b.emit(f"ld.{space}", old, word, access=(bits // 8, 0))
     b.emit("and", kept, old, keep)
     b.emit("or", new, kept, val)
-    b.emit(f"atom.{space}.cas", got, word, old, new)
+    b.emit(f"atom.{space}.cas", got, word, old, new, access=(bits // 8, 0))
     b.emit("setne", retry, got, old)
     b.finish(CondBr(retry, loop.name, done.name))
     b.start(done)

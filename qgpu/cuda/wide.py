@@ -262,8 +262,9 @@ def lower_wide(lw, ins: ptx.PInstr) -> None:
         space = lw.space_of(ins)
         base, off = lw.address(ops[0], ins)
         lo, hi = p.pair(ops[1], ins)
-        lw.b.emit(f"st.{space}", None, base, lo, offset=off)
-        lw.b.emit(f"st.{space}", None, base, hi, offset=off + 4)
+        # an 8-byte access: a GPU faults unless it is 8-aligned (Program.accesses)
+        lw.b.emit(f"st.{space}", None, base, lo, offset=off, access=(8, 0))
+        lw.b.emit(f"st.{space}", None, base, hi, offset=off + 4, access=(8, 4))
     elif op == "bfe":               # (a >> pos) & (2^len - 1), .s64 sign-extended
         pos, length = ops[2].value & 0xFF, ops[3].value & 0xFF
         d = p.dst(ops[0], ins)
@@ -326,9 +327,9 @@ def _load(lw, p: _Pairs, ins) -> None:
         return
     space = lw.space_of(ins)
     base, off = lw.address(addr, ins)
-    lw.b.emit(f"ld.{space}", d[0], base, offset=off)
+    lw.b.emit(f"ld.{space}", d[0], base, offset=off, access=(8, 0) if typ in _WIDE else None)
     if typ in _WIDE:
-        lw.b.emit(f"ld.{space}", d[1], base, offset=off + 4)
+        lw.b.emit(f"ld.{space}", d[1], base, offset=off + 4, access=(8, 4))
     elif typ == "s32":
         lw.b.emit("shr.s", d[1], d[0], Imm(31))
     else:

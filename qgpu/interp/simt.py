@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from qgpu.errors import LaunchError, MachineError
-from qgpu.interp.bounds import Bounds
+from qgpu.interp.bounds import Bounds, misaligned
 from qgpu.interp.races import ATOMIC, READ, WRITE, SharedRaces
 from qgpu.isa import limits
 from qgpu.isa.faults import Fault, Trap, memory_kind
@@ -245,7 +245,7 @@ class Machine:
                     results.append((lane, ins.dst, value))
                     if bounds:
                         tags.append((lane, ins.dst, bounds.result_tag(
-                            warp.index, lane, (pc, s, k), ins)))
+                            warp.index, lane, (pc, s, k), ins, warp.regs[lane])))
             for lane, reg, value in results:
                 warp.regs[lane][reg] = value
             for lane, reg, tag in tags:
@@ -321,13 +321,22 @@ class Machine:
         mem = self._mem(spec.space, warp.cta)
         out: dict[int, int] = {}
         touched: dict[int, None] = {}
+        s, k = divmod(self._position, limits.SLOTS)
+        access = self.prog.accesses.get((self._pc, s, k))
         for lane in active:
             word = self._word(ins, spec.space, vals[lane][0], lane)
+            bad = misaligned(access, limits.u32(vals[lane][0] + ins.offset))
+            if bad:
+                raise _MemoryTrap(memory_kind(spec.space, True), bad[0], lane,
+                                  self._position, ins.op, bad[1])
             if self.bounds and spec.space == "global":
-                s, k = divmod(self._position, limits.SLOTS)
-                detail = self.bounds.outside(warp.index, lane, (self._pc, s, k), ins, word)
+                exact = self.bounds.exact(warp.index, lane, (self._pc, s, k), ins)
+                narrow = (exact, access[0]) if exact is not None and access \
+                    and access[0] < 4 else None
+                detail = self.bounds.outside(warp.index, lane, (self._pc, s, k), ins, word,
+                                             narrow)
                 if detail:
-                    raise _MemoryTrap(memory_kind("global", False),
+                    raise _MemoryTrap(memory_kind("global", False), exact if narrow else
                                       limits.u32(vals[lane][0] + ins.offset), lane,
                                       self._position, ins.op, detail)
             if spec.kind == "load":

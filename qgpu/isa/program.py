@@ -128,11 +128,14 @@ class Block:
 class Allocation:
     """An array of a launch: `words` words of global memory from word `base`; `sites`
     are the operands (block, stage, slot, operand index or "offset") that hold its base
-    address (interp.bounds checks accesses derived from them)."""
+    address (interp.bounds checks accesses derived from them); `nbytes` its bytes (0:
+    whole words) and `itemsize` its element's, for 8/16-bit accesses."""
     name: str
     base: int
     words: int
     sites: frozenset = frozenset()
+    nbytes: int = 0
+    itemsize: int = 4
 
 
 @dataclass
@@ -153,6 +156,10 @@ class Program:
     # the memory the launch's data is linked into (the API's link: the model machine's
     # sizes when the launch fits them, else the ISA's); None: not linked (hand-written)
     memory_sizes: limits.MemorySizes | None = field(default=None, compare=False)
+    # (block, stage, slot) -> (bytes, part): a word operation the CUDA front end made of a
+    # narrower or wider access (8/16-bit, long long), which the interpreter checks like a
+    # GPU (its alignment, its bytes within the array); not part of what the machine runs
+    accesses: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         validate(self)

@@ -94,9 +94,11 @@ def check_trace(program: Program, grid: int, block: int, memory, prompt: list[in
         if a != b:
             got_rec = _tokens_of_record(trace, i)
             trap = events[-1].trap if events else None
-            bounds = f" (the interpreter's array bounds check: {trap.detail}; the model's " \
-                "fault detector sees the 128 words, not the arrays)" \
-                if trap is not None and trap.detail else ""
+            what = "alignment" if trap is not None and trap.kind.startswith(
+                "misaligned") else "array bounds"
+            bounds = f" (the interpreter's {what} check: {trap.detail}; the model's " \
+                "fault detector sees the machine's words, not the arrays or the widths " \
+                "of accesses made of words)" if trap is not None and trap.detail else ""
             raise _with_traces(CheckMismatch(
                 f"--check: token {i} of the trace differs: interpreter "
                 f"{_name(a)}, model {_name(b)}; expected record: "
