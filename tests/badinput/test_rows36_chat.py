@@ -162,12 +162,25 @@ def test_ctrl_c_during_a_run_stops_that_run_only(machine, monkeypatch, capsys, t
     stdin = (f"/run {tmp_path}/f.cu --grid 1 --block 4 --arg o=zeros:1 --arg n=1000000 "
              "--budget 100000\n"
              "hello\n").encode()
-    timer = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    # Python's own SIGINT handler, as in a `qgpu chat` process; Ctrl-C 1 s after the
+    # model starts generating (not a fixed time after the line: under CI's load the
+    # compile alone may take longer)
+    import qgpu.runtime.model_engines as model_engines
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    generate = model_engines.generate_launch
+
+    def generate_then_interrupt(*args, **kwargs):
+        timer.start()
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(model_engines, "generate_launch", generate_then_interrupt)
     try:
         code, out, err = _cli(monkeypatch, capsys, machine, stdin)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert code == 0 and "Traceback" not in err
     assert out.splitlines() == ["error: interrupted; the chat goes on (/quit ends it)",
                                 "fine, thanks"]
