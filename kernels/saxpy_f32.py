@@ -1,25 +1,16 @@
 """saxpy_f32: y = a * x + y in float32, each element one fma (rounded once): the oracle
 rounds the exact value a * x + y (fractions) to the nearest float32, ties to even."""
-from fractions import Fraction
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 
+_spec = importlib.util.spec_from_file_location(
+    "qgpu_suite_f32_oracle", Path(__file__).with_name("_f32_oracle.py"))
+_f32 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_f32)
+
 KERNEL = "saxpy_f32"
-
-
-def fma32(a, x, y) -> np.float32:
-    """a * x + y rounded once to float32 (ties to even), from the exact rational value."""
-    a, x, y = (np.float32(v) for v in (a, x, y))
-    if not all(np.isfinite(v) for v in (a, x, y)):
-        return np.float32(np.float64(a) * np.float64(x) + np.float64(y))
-    exact = Fraction(float(a)) * Fraction(float(x)) + Fraction(float(y))
-    r = np.float32(float(exact))
-    best = min((np.nextafter(r, np.float32(-np.inf)), r, np.nextafter(r, np.float32(np.inf))),
-               key=lambda c: (abs(Fraction(float(c)) - exact) if np.isfinite(c) else exact * 0 + 2**200,
-                              int(np.array([c], np.float32).view(np.uint32)[0]) & 1))
-    if exact == 0:
-        return np.float32(0.0)
-    return best
 
 
 def _launch(grid, block, n, seed):
@@ -35,5 +26,5 @@ LAUNCHES = [_launch(1, 16, 16, 300), _launch(4, 4, 13, 301), _launch(1, 4, 4, 30
 
 def oracle(args, grid, block):
     a, x, y, n = np.float32(args["a"]), args["x"], args["y"].copy(), args["n"]
-    y[:n] = [fma32(a, xv, yv) for xv, yv in zip(x[:n], y[:n], strict=True)]
+    y[:n] = [_f32.fma32(a, xv, yv) for xv, yv in zip(x[:n], y[:n], strict=True)]
     return {"x": x, "y": y}

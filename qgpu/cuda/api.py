@@ -64,12 +64,9 @@ class EngineRun:
     seconds: float | None = None
 
 
-def _memory_full(message: str) -> LaunchError:
+class _MemoryFull(LaunchError):
     """The link's error when the data does not fit the memory it is linked into (the
     model's: then the ISA's is tried)."""
-    exc = LaunchError(message)
-    exc.memory_full = True
-    return exc
 
 
 def _run_interp(program: Program, grid: int, block: int, memory: list[int],
@@ -248,9 +245,8 @@ class Kernel:
             try:
                 return self._link_into(limits.MODEL_MEMORY, shape, args, printf_words,
                                        shared_mem)
-            except LaunchError as exc:
-                if not getattr(exc, "memory_full", False):
-                    raise
+            except _MemoryFull:
+                pass
         return self._link_into(limits.ISA_MEMORY, shape, args, printf_words, shared_mem)
 
     def _link_into(self, sizes: limits.MemorySizes, shape: Shape, args,
@@ -290,7 +286,7 @@ class Kernel:
                     words = words_of(arr)
                     next_word += words
                     if next_word > limit:
-                        raise _memory_full(
+                        raise _MemoryFull(
                             f"{self.name}: the arrays need {self._words(params, args)} words "
                             f"of global memory; the machine has {global_words}"
                             + (f", {reserve} of them the printf buffer (printf_words, "
@@ -311,7 +307,7 @@ class Kernel:
             if not reserve and words >= 3:
                 words -= 1      # one guard word between the data and the printf buffer
             if words < 2:
-                raise _memory_full(f"{self.name}: no global memory left for the printf "
+                raise _MemoryFull(f"{self.name}: no global memory left for the printf "
                                   f"buffer (the arrays and variables take {next_word} of "
                                   f"{global_words} words; it needs at least 2)")
             buffer = Buffer(global_words - words, words, sites,
@@ -396,7 +392,7 @@ class Kernel:
                 continue        # not the kernel's (printf's strings are read at compile time)
             words = -(-var.size // 4)
             if next_word + words > limit:
-                raise _memory_full(f"{self.name}: no global memory left for __device__ "
+                raise _MemoryFull(f"{self.name}: no global memory left for __device__ "
                                    f"variable {var.name}")
             data = self.symbols.get(var.name) or b"".join(
                 (v % (1 << (8 * var.elem_bytes))).to_bytes(var.elem_bytes, "little")
