@@ -114,7 +114,7 @@ def check_launch(spec: MachineSpec, program: Program, grid: int, block: int) -> 
     """Raise ProgramError / LaunchError when the circuit cannot run this launch (the
     model machine runs a subset of the ISA's sizes: isa.limits' MODEL_* figures; the
     interpreter runs the rest)."""
-    elsewhere = "; the interpreter runs it (without --model / engine='interp')"
+    elsewhere = "; the interpreter runs it (--engine interp, engine='interp')"
     if grid > limits.MODEL_MAX_CTAS:
         raise LaunchError(f"grid of {grid} CTAs; the model machine runs 1.."
                           f"{limits.MODEL_MAX_CTAS}{elsewhere}")
